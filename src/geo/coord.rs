@@ -1,0 +1,134 @@
+//! Validated coordinates and the fixed-point grid every asset is quantised to.
+
+use std::fmt;
+
+/// Bits of the x axis: 360° map onto 2^34 units, one unit ≈ 2.1e-8° (≈2.3 mm), finer than the
+/// 1e-7° the source data carries, so quantisation never moves a vertex across another edge.
+pub const X_BITS: u32 = 34;
+/// Width of the world in grid units (x wraps at this value: lon 180 ≡ lon −180).
+pub const WORLD_W: i64 = 1 << X_BITS;
+/// Height of the world in grid units (lat −90 ↦ 0, lat 90 ↦ `WORLD_H`).
+pub const WORLD_H: i64 = 1 << (X_BITS - 1);
+const UNITS_PER_DEG: f64 = WORLD_W as f64 / 360.0;
+
+/// A latitude/longitude pair in degrees (WGS 84), checked to be finite and in range.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LatLon {
+    lat: f64,
+    lon: f64,
+}
+
+/// Why a coordinate pair was rejected.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum CoordError {
+    /// NaN or infinite.
+    NotFinite,
+    /// Latitude outside [−90, 90].
+    LatOutOfRange(f64),
+    /// Longitude outside [−180, 180].
+    LonOutOfRange(f64),
+}
+
+impl fmt::Display for CoordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CoordError::NotFinite => write!(f, "lat and lon must be finite numbers"),
+            CoordError::LatOutOfRange(v) => write!(f, "lat {v} is outside [-90, 90]"),
+            CoordError::LonOutOfRange(v) => write!(f, "lon {v} is outside [-180, 180]"),
+        }
+    }
+}
+
+impl std::error::Error for CoordError {}
+
+impl LatLon {
+    /// Checks and wraps a coordinate pair.
+    ///
+    /// # Errors
+    /// [`CoordError`] when either value is not finite or out of range.
+    pub fn new(lat: f64, lon: f64) -> Result<Self, CoordError> {
+        if !lat.is_finite() || !lon.is_finite() {
+            return Err(CoordError::NotFinite);
+        }
+        if !(-90.0..=90.0).contains(&lat) {
+            return Err(CoordError::LatOutOfRange(lat));
+        }
+        if !(-180.0..=180.0).contains(&lon) {
+            return Err(CoordError::LonOutOfRange(lon));
+        }
+        Ok(LatLon { lat, lon })
+    }
+
+    /// Latitude in degrees.
+    pub fn lat(&self) -> f64 {
+        self.lat
+    }
+
+    /// Longitude in degrees.
+    pub fn lon(&self) -> f64 {
+        self.lon
+    }
+}
+
+/// A point on the asset grid: `x` in `[0, WORLD_W)`, `y` in `[0, WORLD_H)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GridPoint {
+    /// Longitude in grid units from −180°.
+    pub x: i64,
+    /// Latitude in grid units from −90°.
+    pub y: i64,
+}
+
+/// Longitude → grid x, unclamped (the builder needs x == `WORLD_W` for vertices on lon 180).
+pub fn grid_x(lon: f64) -> i64 {
+    ((lon + 180.0) * UNITS_PER_DEG).round() as i64
+}
+
+/// Latitude → grid y, unclamped.
+pub fn grid_y(lat: f64) -> i64 {
+    ((lat + 90.0) * UNITS_PER_DEG).round() as i64
+}
+
+/// Grid x → longitude.
+pub fn lon_of(x: i64) -> f64 {
+    x as f64 / UNITS_PER_DEG - 180.0
+}
+
+/// Grid y → latitude.
+pub fn lat_of(y: i64) -> f64 {
+    y as f64 / UNITS_PER_DEG - 90.0
+}
+
+impl From<LatLon> for GridPoint {
+    fn from(p: LatLon) -> Self {
+        // lon 180 is the same meridian as −180; lat 90 falls into the top row.
+        let x = grid_x(p.lon).rem_euclid(WORLD_W);
+        let y = grid_y(p.lat).clamp(0, WORLD_H - 1);
+        GridPoint { x, y }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_bad_coordinates() {
+        assert_eq!(LatLon::new(f64::NAN, 0.0), Err(CoordError::NotFinite));
+        assert_eq!(LatLon::new(0.0, f64::INFINITY), Err(CoordError::NotFinite));
+        assert_eq!(LatLon::new(90.5, 0.0), Err(CoordError::LatOutOfRange(90.5)));
+        assert_eq!(LatLon::new(0.0, -180.1), Err(CoordError::LonOutOfRange(-180.1)));
+    }
+
+    #[test]
+    fn grid_wraps_antimeridian_and_clamps_pole() {
+        let east = GridPoint::from(LatLon::new(90.0, 180.0).unwrap());
+        let west = GridPoint::from(LatLon::new(0.0, -180.0).unwrap());
+        assert_eq!(east.x, west.x);
+        assert_eq!(east.y, WORLD_H - 1);
+        let p = LatLon::new(47.5, 8.25).unwrap();
+        let g = GridPoint::from(p);
+        assert!((lon_of(g.x) - 8.25).abs() < 2e-8 && (lat_of(g.y) - 47.5).abs() < 2e-8);
+    }
+}

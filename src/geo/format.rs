@@ -1,0 +1,78 @@
+//! The on-disk layout of the country index, shared by the builder and the reader.
+//!
+//! All integers are little-endian and read in place; nothing is decoded at open beyond the
+//! headers and one validation pass, so a cold isolate answers its first query right away.
+//!
+//! ```text
+//! index.bin  header(48) | countries n×8 (alpha2[2] alpha3[3] 0[3]) | tiles t×8 (len u32, crc u32)
+//!            | grid rows×cols u32
+//! tile-NNN.bin header(32) | nodes u32… | leaf bytes
+//! ```
+//! A grid entry is `UNIFORM | value` (value = country or [`SEA`]) or `POINTER | root node`.
+//! A node is `tag << 30 | payload` with tag [`NODE_UNIFORM`], [`NODE_INTERNAL`] (payload = first of
+//! four children, ordered SW, SE, NW, NE) or [`NODE_LEAF`] (payload = byte offset of the leaf).
+//! A leaf is `default u16, n u16` then n candidates, smallest area first:
+//! `country u16, base u8, 0 u8, chains u16` and per chain `len u16` + len × (`x u32`, `y u32`)
+//! in cell-local grid units. A point is in a candidate when `base` XOR the crossing parity of a
+//! ray to +x over its chains is 1; the first such candidate wins, else `default`.
+
+/// Magic bytes of `index.bin`.
+pub const INDEX_MAGIC: [u8; 8] = *b"CTRYIDX\0";
+/// Magic bytes of a tile file.
+pub const TILE_MAGIC: [u8; 8] = *b"CTRYTIL\0";
+/// Bumped on any layout change; readers refuse other versions.
+pub const FORMAT_VERSION: u32 = 1;
+/// Size of `index.bin`'s header.
+pub const INDEX_HEADER: usize = 48;
+/// Size of a tile header.
+pub const TILE_HEADER: usize = 32;
+
+/// log2 of a top-grid cell's side in grid units (2^26 units = 1.40625°).
+pub const TOP_SHIFT: u32 = 26;
+/// Columns of the top grid.
+pub const GRID_COLS: usize = 256;
+/// Rows of the top grid.
+pub const GRID_ROWS: usize = 128;
+/// A tile groups `TILE_CELLS × TILE_CELLS` top cells (22.5° × 22.5°).
+pub const TILE_CELLS: usize = 16;
+/// Tiles per row.
+pub const TILE_COLS: usize = GRID_COLS / TILE_CELLS;
+/// Tile rows.
+pub const TILE_ROWS: usize = GRID_ROWS / TILE_CELLS;
+/// Number of tiles.
+pub const N_TILES: usize = TILE_COLS * TILE_ROWS;
+
+/// Country value meaning "no country" (open sea).
+pub const SEA: u16 = 0xFFFF;
+/// Grid entry flag: the low 16 bits are the answer for the whole cell.
+pub const GRID_UNIFORM: u32 = 0;
+/// Grid entry flag: the low 31 bits index the cell's root node in its tile.
+pub const GRID_POINTER: u32 = 1 << 31;
+/// Node tag: the whole cell has one answer (low 16 bits).
+pub const NODE_UNIFORM: u32 = 0;
+/// Node tag: four children start at the payload index.
+pub const NODE_INTERNAL: u32 = 1;
+/// Node tag: a mixed leaf starts at the payload byte offset.
+pub const NODE_LEAF: u32 = 2;
+/// Mask of a node's payload.
+pub const NODE_PAYLOAD: u32 = (1 << 30) - 1;
+
+/// Tile id of a top-grid cell.
+pub fn tile_of(col: usize, row: usize) -> usize {
+    (row / TILE_CELLS) * TILE_COLS + col / TILE_CELLS
+}
+
+/// File name of a tile inside the asset directory.
+pub fn tile_file_name(tile: usize) -> String {
+    format!("tile-{tile:03}.bin")
+}
+
+#[inline]
+pub(crate) fn u16_at(b: &[u8], off: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(off..off + 2)?.try_into().ok()?))
+}
+
+#[inline]
+pub(crate) fn u32_at(b: &[u8], off: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(off..off + 4)?.try_into().ok()?))
+}

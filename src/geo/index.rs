@@ -1,0 +1,403 @@
+//! The runtime reader: opens `index.bin` and tiles in place and answers point queries.
+
+use super::coord::GridPoint;
+use super::format::*;
+use std::fmt;
+
+/// Why an asset could not be opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The file does not start with the expected magic bytes.
+    BadMagic,
+    /// The file was written by another format version.
+    WrongVersion {
+        /// Version this reader understands.
+        expected: u32,
+        /// Version found in the file.
+        actual: u32,
+    },
+    /// The file is shorter or longer than its header says.
+    Truncated,
+    /// The stored checksum does not match the bytes.
+    ChecksumMismatch,
+    /// A tile does not match the length/checksum pinned by the index.
+    TileMismatch {
+        /// Tile id.
+        tile: usize,
+    },
+    /// A structural invariant does not hold (offset out of bounds, bad tag…).
+    Corrupt(&'static str),
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::BadMagic => write!(f, "not a country index asset (bad magic)"),
+            LoadError::WrongVersion { expected, actual } => {
+                write!(f, "asset format version {actual}, expected {expected}")
+            }
+            LoadError::Truncated => write!(f, "asset length does not match its header"),
+            LoadError::ChecksumMismatch => write!(f, "asset checksum mismatch"),
+            LoadError::TileMismatch { tile } => {
+                write!(f, "tile {tile} does not match the index (length or checksum)")
+            }
+            LoadError::Corrupt(what) => write!(f, "asset is corrupt: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// A country as stored in the index: ISO 3166-1 alpha-2 and alpha-3 codes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Country<'a> {
+    /// ISO 3166-1 alpha-2 (`XK` for Kosovo, a user-assigned code).
+    pub alpha2: &'a str,
+    /// ISO 3166-1 alpha-3 (`XKX` for Kosovo).
+    pub alpha3: &'a str,
+}
+
+/// Result of looking a point up in the top grid alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// The answer: a country index, or `None` for sea.
+    Done(Option<u16>),
+    /// The point lies in a mixed cell whose detail is in this tile.
+    NeedTile(usize),
+}
+
+fn check_header(b: &[u8], magic: &[u8; 8], header: usize) -> Result<(), LoadError> {
+    if b.len() < header {
+        return Err(LoadError::Truncated);
+    }
+    if b[..8] != magic[..] {
+        return Err(LoadError::BadMagic);
+    }
+    let actual = u32_at(b, 8).ok_or(LoadError::Truncated)?;
+    if actual != FORMAT_VERSION {
+        return Err(LoadError::WrongVersion { expected: FORMAT_VERSION, actual });
+    }
+    Ok(())
+}
+
+/// The top-level index: country table, tile table and the 256×128 top grid. Small (≈130 KB), so
+/// it is all a cold isolate must fetch before answering most points.
+pub struct CountryIndex<S: AsRef<[u8]>> {
+    buf: S,
+    n_countries: usize,
+    tiles_off: usize,
+    grid_off: usize,
+}
+
+impl<S: AsRef<[u8]>> CountryIndex<S> {
+    /// Opens `index.bin` in place, checking magic, version, length, checksum and every grid entry.
+    ///
+    /// # Errors
+    /// [`LoadError`] describing the first problem found.
+    pub fn from_bytes(buf: S) -> Result<Self, LoadError> {
+        let b = buf.as_ref();
+        check_header(b, &INDEX_MAGIC, INDEX_HEADER)?;
+        let field = |i: usize| u32_at(b, 12 + 4 * i).map(|v| v as usize).ok_or(LoadError::Truncated);
+        let (n_countries, cols, rows, cells, n_tiles) =
+            (field(0)?, field(1)?, field(2)?, field(3)?, field(4)?);
+        let (crc, body_len) = (field(5)? as u32, field(6)?);
+        if (cols, rows, cells, n_tiles) != (GRID_COLS, GRID_ROWS, TILE_CELLS, N_TILES) {
+            return Err(LoadError::Corrupt("grid geometry differs from this reader's"));
+        }
+        if INDEX_HEADER.checked_add(body_len) != Some(b.len()) {
+            return Err(LoadError::Truncated);
+        }
+        let tiles_off = INDEX_HEADER + n_countries * 8;
+        let grid_off = tiles_off + n_tiles * 8;
+        if grid_off + GRID_COLS * GRID_ROWS * 4 != b.len() {
+            return Err(LoadError::Truncated);
+        }
+        if crc32fast::hash(&b[INDEX_HEADER..]) != crc {
+            return Err(LoadError::ChecksumMismatch);
+        }
+        let index = CountryIndex { buf, n_countries, tiles_off, grid_off };
+        index.validate()?;
+        Ok(index)
+    }
+
+    fn validate(&self) -> Result<(), LoadError> {
+        let b = self.buf.as_ref();
+        for i in 0..self.n_countries {
+            let rec = &b[INDEX_HEADER + i * 8..INDEX_HEADER + i * 8 + 5];
+            if !rec.iter().all(u8::is_ascii_uppercase) {
+                return Err(LoadError::Corrupt("country code is not A-Z"));
+            }
+        }
+        for cell in 0..GRID_COLS * GRID_ROWS {
+            let v = u32_at(b, self.grid_off + cell * 4).ok_or(LoadError::Truncated)?;
+            let tile = tile_of(cell % GRID_COLS, cell / GRID_COLS);
+            if v & GRID_POINTER != 0 {
+                if self.tile_len(tile) == 0 {
+                    return Err(LoadError::Corrupt("grid points into an empty tile"));
+                }
+            } else if !self.valid_value(v) {
+                return Err(LoadError::Corrupt("grid entry names an unknown country"));
+            }
+        }
+        Ok(())
+    }
+
+    fn valid_value(&self, v: u32) -> bool {
+        v <= 0xFFFF && (v as u16 == SEA || (v as usize) < self.n_countries)
+    }
+
+    /// Number of countries in the table.
+    pub fn len(&self) -> usize {
+        self.n_countries
+    }
+
+    /// True when the table is empty (never for a built asset).
+    pub fn is_empty(&self) -> bool {
+        self.n_countries == 0
+    }
+
+    /// The codes of country `id`, or `None` when out of range.
+    pub fn country(&self, id: u16) -> Option<Country<'_>> {
+        let id = id as usize;
+        if id >= self.n_countries {
+            return None;
+        }
+        let rec = &self.buf.as_ref()[INDEX_HEADER + id * 8..INDEX_HEADER + id * 8 + 5];
+        // Validated as ASCII A-Z at open, so both conversions succeed.
+        Some(Country {
+            alpha2: std::str::from_utf8(&rec[..2]).ok()?,
+            alpha3: std::str::from_utf8(&rec[2..5]).ok()?,
+        })
+    }
+
+    /// Byte length the index pins for `tile` (0 = the tile has no mixed cells and no file).
+    pub fn tile_len(&self, tile: usize) -> usize {
+        u32_at(self.buf.as_ref(), self.tiles_off + tile * 8).unwrap_or(0) as usize
+    }
+
+    fn tile_crc(&self, tile: usize) -> u32 {
+        u32_at(self.buf.as_ref(), self.tiles_off + tile * 8 + 4).unwrap_or(0)
+    }
+
+    /// Answers from the top grid alone, or names the tile that holds the detail.
+    #[inline]
+    pub fn probe(&self, p: GridPoint) -> Probe {
+        let (col, row) = ((p.x >> TOP_SHIFT) as usize, (p.y >> TOP_SHIFT) as usize);
+        let v = u32_at(self.buf.as_ref(), self.grid_off + (row * GRID_COLS + col) * 4).unwrap_or(0);
+        if v & GRID_POINTER == 0 {
+            Probe::Done(country_or_sea(v as u16))
+        } else {
+            Probe::NeedTile(tile_of(col, row))
+        }
+    }
+
+    /// Full lookup given access to loaded tiles; `None` from `tiles` means "not loaded".
+    ///
+    /// Returns `Err(tile)` when the needed tile is not loaded.
+    #[inline]
+    pub fn lookup_with<'t, T, F>(&self, p: GridPoint, tiles: F) -> Result<Option<u16>, usize>
+    where
+        T: AsRef<[u8]> + 't,
+        F: FnOnce(usize) -> Option<&'t Tile<T>>,
+    {
+        match self.probe(p) {
+            Probe::Done(c) => Ok(c),
+            Probe::NeedTile(t) => match tiles(t) {
+                Some(tile) => Ok(self.lookup_in_tile(tile, p)),
+                None => Err(t),
+            },
+        }
+    }
+
+    /// Looks `p` up in `tile`, which must be the tile [`probe`](Self::probe) named.
+    #[inline]
+    pub fn lookup_in_tile<T: AsRef<[u8]>>(&self, tile: &Tile<T>, p: GridPoint) -> Option<u16> {
+        let (col, row) = ((p.x >> TOP_SHIFT) as usize, (p.y >> TOP_SHIFT) as usize);
+        let v = u32_at(self.buf.as_ref(), self.grid_off + (row * GRID_COLS + col) * 4)?;
+        if v & GRID_POINTER == 0 {
+            return country_or_sea(v as u16);
+        }
+        tile.descend((v & !GRID_POINTER) as usize, p)
+    }
+
+    /// Opens a tile fetched for `tile`, checking it against the length and checksum pinned here.
+    ///
+    /// # Errors
+    /// [`LoadError`] when the bytes are not the tile this index expects or are malformed.
+    pub fn open_tile<T: AsRef<[u8]>>(&self, tile: usize, buf: T) -> Result<Tile<T>, LoadError> {
+        let b = buf.as_ref();
+        if tile >= N_TILES || b.len() != self.tile_len(tile) || crc32fast::hash(b) != self.tile_crc(tile) {
+            return Err(LoadError::TileMismatch { tile });
+        }
+        Tile::from_bytes(tile, buf, self.n_countries)
+    }
+}
+
+#[inline]
+fn country_or_sea(v: u16) -> Option<u16> {
+    (v != SEA).then_some(v)
+}
+
+/// One tile: the quadtrees and leaves of its mixed top cells, read in place.
+pub struct Tile<S: AsRef<[u8]>> {
+    buf: S,
+    n_nodes: usize,
+}
+
+impl<S: AsRef<[u8]>> Tile<S> {
+    /// Opens and fully validates a tile so later lookups cannot go out of bounds.
+    ///
+    /// # Errors
+    /// [`LoadError`] describing the first problem found.
+    pub fn from_bytes(id: usize, buf: S, n_countries: usize) -> Result<Self, LoadError> {
+        let b = buf.as_ref();
+        check_header(b, &TILE_MAGIC, TILE_HEADER)?;
+        let field = |i: usize| u32_at(b, 12 + 4 * i).map(|v| v as usize).ok_or(LoadError::Truncated);
+        let (tile_id, n_nodes, leaf_len, crc) = (field(0)?, field(1)?, field(2)?, field(3)? as u32);
+        if tile_id != id {
+            return Err(LoadError::TileMismatch { tile: id });
+        }
+        let expected = n_nodes
+            .checked_mul(4)
+            .and_then(|n| n.checked_add(leaf_len))
+            .and_then(|n| n.checked_add(TILE_HEADER));
+        if expected != Some(b.len()) {
+            return Err(LoadError::Truncated);
+        }
+        if crc32fast::hash(&b[TILE_HEADER..]) != crc {
+            return Err(LoadError::ChecksumMismatch);
+        }
+        let tile = Tile { buf, n_nodes };
+        tile.validate(n_countries)?;
+        Ok(tile)
+    }
+
+    fn leaves(&self) -> &[u8] {
+        &self.buf.as_ref()[TILE_HEADER + self.n_nodes * 4..]
+    }
+
+    fn node(&self, i: usize) -> u32 {
+        u32_at(self.buf.as_ref(), TILE_HEADER + i * 4).unwrap_or(SEA as u32)
+    }
+
+    fn validate(&self, n_countries: usize) -> Result<(), LoadError> {
+        let ok_country = |v: u16| v == SEA || (v as usize) < n_countries;
+        let leaves = self.leaves();
+        for i in 0..self.n_nodes {
+            let _ = i;
+            let v = self.node(i);
+            let payload = (v & NODE_PAYLOAD) as usize;
+            match v >> 30 {
+                NODE_UNIFORM if payload <= 0xFFFF && ok_country(payload as u16) => {}
+                NODE_INTERNAL if payload + 4 <= self.n_nodes => {}
+                NODE_LEAF => validate_leaf(leaves, payload, &ok_country)?,
+                _ => return Err(LoadError::Corrupt("bad node")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Walks the quadtree from `root` to the leaf holding `p`.
+    #[inline]
+    fn descend(&self, root: usize, p: GridPoint) -> Option<u16> {
+        let mut shift = TOP_SHIFT;
+        let mut v = self.node(root);
+        while v >> 30 == NODE_INTERNAL {
+            // A well-formed tree bottoms out long before; this guards a cyclic (corrupt) one.
+            if shift == 0 {
+                return None;
+            }
+            shift -= 1;
+            let q = ((((p.y >> shift) & 1) << 1) | ((p.x >> shift) & 1)) as usize;
+            v = self.node((v & NODE_PAYLOAD) as usize + q);
+        }
+        let payload = v & NODE_PAYLOAD;
+        if v >> 30 == NODE_UNIFORM {
+            return country_or_sea(payload as u16);
+        }
+        let mask = (1i64 << shift) - 1;
+        leaf_lookup(self.leaves(), payload as usize, p.x & mask, p.y & mask)
+    }
+}
+
+fn validate_leaf(
+    leaves: &[u8],
+    mut off: usize,
+    ok_country: &dyn Fn(u16) -> bool,
+) -> Result<(), LoadError> {
+    let bad = LoadError::Corrupt("leaf out of bounds");
+    let default = u16_at(leaves, off).ok_or(bad.clone())?;
+    let n = u16_at(leaves, off + 2).ok_or(bad.clone())?;
+    if !ok_country(default) {
+        return Err(LoadError::Corrupt("leaf names an unknown country"));
+    }
+    off += 4;
+    for _ in 0..n {
+        let c = u16_at(leaves, off).ok_or(bad.clone())?;
+        let chains = u16_at(leaves, off + 4).ok_or(bad.clone())?;
+        if c == SEA || !ok_country(c) {
+            return Err(LoadError::Corrupt("leaf names an unknown country"));
+        }
+        off += 6;
+        for _ in 0..chains {
+            let len = u16_at(leaves, off).ok_or(bad.clone())? as usize;
+            off += 2 + len * 8;
+            if off > leaves.len() {
+                return Err(bad);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Point-in-leaf: candidates are in ascending area order, so the first one containing the point
+/// is the answer. `x`, `y` are cell-local; all products fit i64 (coordinates < 2^27).
+#[inline]
+fn leaf_lookup(b: &[u8], mut off: usize, x: i64, y: i64) -> Option<u16> {
+    let default = u16_at(b, off)?;
+    let n = u16_at(b, off + 2)?;
+    off += 4;
+    for _ in 0..n {
+        let country = u16_at(b, off)?;
+        let mut inside = *b.get(off + 2)? != 0;
+        let chains = u16_at(b, off + 4)?;
+        off += 6;
+        for _ in 0..chains {
+            let len = u16_at(b, off)? as usize;
+            let pts = b.get(off + 2..off + 2 + len * 8)?;
+            off += 2 + len * 8;
+            inside ^= chain_parity(pts, x, y);
+        }
+        if inside {
+            return Some(country);
+        }
+    }
+    country_or_sea(default)
+}
+
+/// Parity of crossings between the ray from (x, y) towards +x and a chain of edges.
+/// A vertex exactly at height `y` counts as above, so shared vertices are counted once.
+#[inline]
+fn chain_parity(pts: &[u8], x: i64, y: i64) -> bool {
+    let mut parity = false;
+    let mut it = pts.chunks_exact(8).map(|c| {
+        let (cx, cy) = c.split_at(4);
+        (
+            u32::from_le_bytes(cx.try_into().unwrap_or_default()) as i64,
+            u32::from_le_bytes(cy.try_into().unwrap_or_default()) as i64,
+        )
+    });
+    let Some(mut a) = it.next() else { return false };
+    for b in it {
+        if (a.1 > y) != (b.1 > y) {
+            let dy = b.1 - a.1;
+            let cross = (b.0 - a.0) * (y - a.1) - (x - a.0) * dy;
+            if cross != 0 && (cross > 0) == (dy > 0) {
+                parity = !parity;
+            }
+        }
+        a = b;
+    }
+    parity
+}

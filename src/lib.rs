@@ -1,0 +1,5 @@
+//! Edge geo resolution and notification center, compiled to WebAssembly for Cloudflare Workers.
+//!
+//! The core modules know nothing about Workers; `api` and the entry points are the thin adapter.
+
+pub mod geo;

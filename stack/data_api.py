@@ -1,0 +1,259 @@
+"""MongoDB Atlas Data API (v1) emulator over mongomock (default) or a real MongoDB.
+
+Routes: POST /action/<name> and POST /app/<appid>/endpoint/data/v1/action/<name>.
+"""
+import base64
+import contextlib
+import re
+import threading
+
+import mongomock
+import pymongo
+from bson import json_util
+from bson.errors import BSONError
+from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, PyMongoError
+
+from .httpbase import App, Response, json_response
+from .ttl import run_ttl_once
+
+ROUTE = re.compile(r"^(?:/app/[^/]+/endpoint/data/(?:v1|beta))?/action/([A-Za-z]+)$")
+IN_OPTS = json_util.JSONOptions(tz_aware=False)
+UPDATE_OPS = {"$set", "$unset", "$inc", "$mul", "$rename", "$setOnInsert", "$min", "$max", "$currentDate",
+              "$push", "$pull", "$pullAll", "$addToSet", "$pop", "$bit"}
+ACTIONS = ("find", "findOne", "insertOne", "insertMany", "updateOne", "updateMany", "replaceOne",
+           "deleteOne", "deleteMany", "aggregate", "createIndexes", "listIndexes")
+
+
+class ApiError(Exception):
+    def __init__(self, status, message, code):
+        super().__init__(message)
+        self.status, self.code = status, code
+
+
+def _bad(message):
+    return ApiError(400, message, "InvalidParameter")
+
+
+class DataApiApp(App):
+    name = "data-api"
+
+    def __init__(self, api_key, max_body, mongodb_uri=None, verbose=False):
+        super().__init__(max_body, verbose)
+        self.api_key = api_key
+        if mongodb_uri:
+            self.client = pymongo.MongoClient(mongodb_uri)
+            self.lock = contextlib.nullcontext()  # pymongo is thread-safe
+            self.mode = "mongodb"
+        else:
+            self.client = mongomock.MongoClient()
+            self.lock = threading.RLock()  # mongomock is not thread-safe
+            self.mode = "mongomock"
+
+    # -- plumbing ------------------------------------------------------------
+    def error(self, status, message, code=None):
+        return json_response(status, {"error": message, "error_code": code or "InternalServerError"})
+
+    def admin(self, req):
+        if req.path == "/__ttl/run" and req.method == "POST":
+            return json_response(200, {"deleted": self.run_ttl()})
+        return super().admin(req)
+
+    def run_ttl(self):
+        return run_ttl_once(self.client, self.lock)
+
+    def _authorized(self, req):
+        key = req.header("apiKey") or req.header("api-key")
+        auth = req.header("Authorization", "")
+        if not key and auth[:7].lower() == "bearer ":
+            key = auth[7:].strip()
+        elif not key and auth[:6].lower() == "basic ":
+            try:
+                key = base64.b64decode(auth[6:].strip()).decode().partition(":")[2]
+            except (ValueError, UnicodeDecodeError):
+                key = None
+        if not key:
+            raise ApiError(401, "no authentication methods were specified", "InvalidSession")
+        if key != self.api_key:
+            raise ApiError(401, "invalid session: failed to authenticate with the given API key", "InvalidSession")
+
+    def _formats(self, req):
+        ctype = (req.header("Content-Type") or "application/json").split(";")[0].strip().lower()
+        if ctype not in ("application/json", "application/ejson"):
+            raise ApiError(415, f"unsupported Content-Type {ctype!r}; use application/json or application/ejson",
+                           "InvalidParameter")
+        accept = (req.header("Accept") or "").lower()
+        if "application/ejson" in accept:
+            return "application/ejson"
+        if "application/json" in accept:
+            return "application/json"
+        return ctype
+
+    def _reply(self, status, obj, out_type):
+        opts = json_util.CANONICAL_JSON_OPTIONS if out_type == "application/ejson" else json_util.RELAXED_JSON_OPTIONS
+        return Response(status, json_util.dumps(obj, json_options=opts).encode(), out_type)
+
+    # -- dispatch ------------------------------------------------------------
+    def handle(self, req):
+        m = ROUTE.match(req.path)
+        if not m:
+            return "<unknown-route>", self.error(404, f"no route for {req.path}", "NotFound")
+        action = m.group(1)
+        out_type = "application/json"
+        try:
+            if req.method != "POST":
+                raise ApiError(405, "only POST is supported", "MethodNotAllowed")
+            self._authorized(req)
+            if action not in ACTIONS:
+                raise ApiError(404, f"unknown action {action!r}", "ActionNotFound")
+            out_type = self._formats(req)
+            try:
+                body = json_util.loads(req.body or b"{}", json_options=IN_OPTS)
+            except (ValueError, TypeError, BSONError, UnicodeDecodeError) as e:
+                raise _bad(f"malformed JSON/EJSON body: {e}") from None
+            if not isinstance(body, dict):
+                raise _bad("request body must be a JSON object")
+            coll = self._collection(body)
+            op = getattr(self, "_" + action)
+            plan = self.faults.plan({action.lower()})
+            self.apply_delay(plan)
+            if plan.fail == "fail_before":
+                return action, self.fault_response(plan)
+            with self.lock:
+                result = op(coll, body)
+            if plan.fail == "fail_after":
+                return action, self.fault_response(plan)
+            return action, self._reply(201 if action.startswith("insert") else 200, result, out_type)
+        except ApiError as e:
+            return action, self.error(e.status, str(e), e.code)
+        except DuplicateKeyError as e:
+            return action, self.error(409, f"Duplicate key error: {e}", "DuplicateKey")
+        except (OperationFailure, ValueError, TypeError, KeyError, NotImplementedError) as e:
+            return action, self.error(400, f"{type(e).__name__}: {e}", "InvalidParameter")
+        except PyMongoError as e:
+            return action, self.error(500, f"{type(e).__name__}: {e}", "InternalServerError")
+
+    def _collection(self, body):
+        for field in ("dataSource", "database", "collection"):
+            if not isinstance(body.get(field), str) or not body[field]:
+                raise _bad(f"invalid parameter: {field!r} must be a non-empty string")
+        return self.client[body["database"]][body["collection"]]
+
+    # -- actions -------------------------------------------------------------
+    @staticmethod
+    def _doc(body, field, required=True):
+        val = body.get(field)
+        if val is None and not required:
+            return {}
+        if not isinstance(val, dict):
+            raise _bad(f"invalid parameter: {field!r} must be an object")
+        return val
+
+    @staticmethod
+    def _sort(body):
+        sort = body.get("sort")
+        if sort is None:
+            return None
+        if not isinstance(sort, dict) or not sort:
+            raise _bad("invalid parameter: 'sort' must be a non-empty object")
+        return list(sort.items())
+
+    def _findOne(self, coll, body):
+        kw = {"projection": body.get("projection") or None}
+        sort = self._sort(body)
+        if sort:
+            kw["sort"] = sort
+        return {"document": coll.find_one(self._doc(body, "filter", False), **kw)}
+
+    def _find(self, coll, body):
+        cur = coll.find(self._doc(body, "filter", False), projection=body.get("projection") or None)
+        sort = self._sort(body)
+        if sort:
+            cur = cur.sort(sort)
+        if body.get("skip"):
+            cur = cur.skip(int(body["skip"]))
+        if body.get("limit"):
+            cur = cur.limit(int(body["limit"]))
+        return {"documents": list(cur)}
+
+    def _insertOne(self, coll, body):
+        return {"insertedId": coll.insert_one(self._doc(body, "document")).inserted_id}
+
+    def _insertMany(self, coll, body):
+        docs = body.get("documents")
+        if not isinstance(docs, list) or not docs or not all(isinstance(d, dict) for d in docs):
+            raise _bad("invalid parameter: 'documents' must be a non-empty array of objects")
+        try:
+            return {"insertedIds": coll.insert_many(docs).inserted_ids}
+        except BulkWriteError as e:
+            errors = e.details.get("writeErrors") or []
+            if any(w.get("code") == 11000 for w in errors):
+                if self.mode == "mongomock":  # keep "nothing applied" semantics locally
+                    ids = [d["_id"] for d in docs[: errors[0].get("index", 0)] if "_id" in d]
+                    coll.delete_many({"_id": {"$in": ids}})
+                raise DuplicateKeyError(errors[0].get("errmsg", "E11000 duplicate key error"), 11000) from None
+            raise
+
+    def _update_result(self, res):
+        out = {"matchedCount": res.matched_count, "modifiedCount": res.modified_count}
+        if res.upserted_id is not None:
+            out["upsertedId"] = res.upserted_id
+        return out
+
+    def _updateOne(self, coll, body):
+        return self._update_result(coll.update_one(self._doc(body, "filter", False), self._update(body),
+                                                   upsert=bool(body.get("upsert"))))
+
+    def _updateMany(self, coll, body):
+        return self._update_result(coll.update_many(self._doc(body, "filter", False), self._update(body),
+                                                    upsert=bool(body.get("upsert"))))
+
+    def _update(self, body):
+        upd = body.get("update")
+        if isinstance(upd, dict) and upd and all(k.startswith("$") for k in upd):
+            unknown = sorted(set(upd) - UPDATE_OPS)
+            if unknown:  # mongod rejects these up front, even when nothing matches
+                raise _bad(f"Unknown modifier: {unknown[0]}")
+            return upd
+        if isinstance(upd, list) and upd:
+            return upd  # aggregation-pipeline update (real MongoDB only)
+        raise _bad("invalid parameter: 'update' must be an object of update operators")
+
+    def _replaceOne(self, coll, body):
+        repl = self._doc(body, "replacement")
+        if any(k.startswith("$") for k in repl):
+            raise _bad("invalid parameter: 'replacement' must not contain update operators")
+        return self._update_result(coll.replace_one(self._doc(body, "filter", False), repl,
+                                                    upsert=bool(body.get("upsert"))))
+
+    def _deleteOne(self, coll, body):
+        return {"deletedCount": coll.delete_one(self._doc(body, "filter")).deleted_count}
+
+    def _deleteMany(self, coll, body):
+        return {"deletedCount": coll.delete_many(self._doc(body, "filter")).deleted_count}
+
+    def _aggregate(self, coll, body):
+        pipeline = body.get("pipeline")
+        if not isinstance(pipeline, list):
+            raise _bad("invalid parameter: 'pipeline' must be an array")
+        return {"documents": list(coll.aggregate(pipeline))}
+
+    def _createIndexes(self, coll, body):
+        specs = body.get("indexes")
+        if not isinstance(specs, list) or not specs:
+            raise _bad("invalid parameter: 'indexes' must be a non-empty array")
+        names = []
+        for spec in specs:
+            if not isinstance(spec, dict) or not isinstance(spec.get("key"), dict) or not spec["key"]:
+                raise _bad("invalid parameter: each index needs a non-empty 'key' object")
+            opts = {k: spec[k] for k in ("name", "unique", "expireAfterSeconds", "partialFilterExpression", "sparse")
+                    if spec.get(k) is not None}
+            names.append(coll.create_index(list(spec["key"].items()), **opts))
+        return {"createdIndexes": names}
+
+    def _listIndexes(self, coll, body):
+        out = []
+        for name, info in coll.index_information().items():
+            entry = {"name": name, "key": dict(info["key"])}
+            entry.update({k: v for k, v in info.items() if k not in ("key", "ns")})
+            out.append(entry)
+        return {"indexes": out}

@@ -1,0 +1,50 @@
+//! Shared fixtures: the source loaded once, the index built in memory once, the oracle.
+#![allow(dead_code)]
+
+use edge_geo_notify::geo::{build, oracle::Oracle, source, CountryIndex, GridPoint, LatLon, Tile};
+use std::path::Path;
+use std::sync::OnceLock;
+
+pub struct World {
+    pub features: Vec<source::SourceFeature>,
+    pub built: build::Built,
+    pub index: CountryIndex<Vec<u8>>,
+    pub tiles: Vec<Option<Tile<Vec<u8>>>>,
+}
+
+pub fn world() -> &'static World {
+    static W: OnceLock<World> = OnceLock::new();
+    W.get_or_init(|| {
+        let nm = Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules");
+        let (features, _) = source::load(
+            &nm.join("@geo-maps/countries-maritime-10m/map.geo.json"),
+            &nm.join("i18n-iso-countries/codes.json"),
+        )
+        .expect("source data: run the README setup (npm ci) first");
+        let built = build::build(&features);
+        let index = CountryIndex::from_bytes(built.index.clone()).expect("index opens");
+        let tiles = built
+            .tiles
+            .iter()
+            .enumerate()
+            .map(|(i, t)| t.as_ref().map(|b| index.open_tile(i, b.clone()).expect("tile opens")))
+            .collect();
+        World { features, built, index, tiles }
+    })
+}
+
+pub fn oracle() -> &'static Oracle {
+    static O: OnceLock<Oracle> = OnceLock::new();
+    O.get_or_init(|| Oracle::new(&world().features))
+}
+
+impl World {
+    pub fn lookup(&self, lat: f64, lon: f64) -> Option<u16> {
+        let p = GridPoint::from(LatLon::new(lat, lon).expect("valid coordinate"));
+        self.index.lookup_with(p, |t| self.tiles[t].as_ref()).expect("all tiles loaded")
+    }
+
+    pub fn alpha2(&self, id: Option<u16>) -> Option<&str> {
+        id.map(|i| self.index.country(i).expect("known id").alpha2)
+    }
+}
