@@ -2,4 +2,7 @@
 //!
 //! The core modules know nothing about Workers; `api` and the entry points are the thin adapter.
 
+pub mod api;
 pub mod geo;
+#[cfg(target_arch = "wasm32")]
+mod worker_entry;

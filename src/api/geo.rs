@@ -1,0 +1,125 @@
+//! Request parsing and response shapes for `/v1/geo/country`.
+
+use super::error::ApiError;
+use crate::geo::{Country, LatLon};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// Most points one batch request may carry.
+pub const MAX_BATCH_POINTS: usize = 10_000;
+/// Largest accepted request body (10 000 points in JSON fit in well under this).
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// Parses `lat` and `lon` from a query string (`lat=47.1&lon=8.2`).
+///
+/// # Errors
+/// `missing_parameter`, `invalid_number` or `invalid_coordinate` (all 400).
+pub fn parse_point_query(query: &str) -> Result<LatLon, ApiError> {
+    let mut lat = None;
+    let mut lon = None;
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        match k {
+            "lat" => lat = Some(v),
+            "lon" | "lng" => lon = Some(v),
+            _ => {}
+        }
+    }
+    let num = |name: &str, v: Option<&str>| -> Result<f64, ApiError> {
+        let v = v.ok_or_else(|| {
+            ApiError::bad_request("missing_parameter", format!("query parameter {name} is required"))
+        })?;
+        // Rust's parser accepts "inf"/"NaN"; they are caught by LatLon::new as not finite.
+        v.trim().parse::<f64>().map_err(|_| {
+            ApiError::bad_request("invalid_number", format!("{name}={v:?} is not a number"))
+        })
+    };
+    let (lat, lon) = (num("lat", lat)?, num("lon", lon)?);
+    LatLon::new(lat, lon).map_err(|e| ApiError::bad_request("invalid_coordinate", e.to_string()))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Batch {
+    points: Vec<Value>,
+}
+
+/// Parses a batch body `{"points":[{"lat":…,"lon":…}, …]}` (or `[lat, lon]` pairs).
+///
+/// # Errors
+/// `payload_too_large` (413), `invalid_json`, `empty_batch`, `batch_too_large`,
+/// `invalid_point` (400) naming the first bad index.
+pub fn parse_batch(body: &[u8]) -> Result<Vec<LatLon>, ApiError> {
+    if body.len() > MAX_BODY_BYTES {
+        return Err(ApiError::new(413, "payload_too_large", format!("body exceeds {MAX_BODY_BYTES} bytes")));
+    }
+    let batch: Batch = serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request("invalid_json", format!("expected {{\"points\": [...]}}: {e}"))
+    })?;
+    if batch.points.is_empty() {
+        return Err(ApiError::bad_request("empty_batch", "points must not be empty"));
+    }
+    if batch.points.len() > MAX_BATCH_POINTS {
+        return Err(ApiError::bad_request(
+            "batch_too_large",
+            format!("{} points; at most {MAX_BATCH_POINTS} per request", batch.points.len()),
+        ));
+    }
+    batch
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let (lat, lon) = match p {
+                Value::Object(o) => (o.get("lat").and_then(Value::as_f64), o.get("lon").and_then(Value::as_f64)),
+                Value::Array(a) if a.len() == 2 => (a[0].as_f64(), a[1].as_f64()),
+                _ => (None, None),
+            };
+            let bad = |m: String| ApiError::bad_request("invalid_point", format!("points[{i}]: {m}"));
+            match (lat, lon) {
+                (Some(lat), Some(lon)) => LatLon::new(lat, lon).map_err(|e| bad(e.to_string())),
+                _ => Err(bad("expected {\"lat\": number, \"lon\": number}".into())),
+            }
+        })
+        .collect()
+}
+
+/// JSON for one answer: `{"alpha2","alpha3"}` or `null` at sea.
+pub fn country_json(c: Option<Country<'_>>) -> Value {
+    c.map_or(Value::Null, |c| json!({ "alpha2": c.alpha2, "alpha3": c.alpha3 }))
+}
+
+/// Body of `GET /v1/geo/country`.
+pub fn point_response(p: LatLon, c: Option<Country<'_>>) -> Value {
+    json!({ "lat": p.lat(), "lon": p.lon(), "country": country_json(c) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_errors_have_stable_codes() {
+        let code = |q: &str| parse_point_query(q).unwrap_err().code;
+        assert_eq!(code("lon=1"), "missing_parameter");
+        assert_eq!(code("lat=abc&lon=1"), "invalid_number");
+        assert_eq!(code("lat=NaN&lon=1"), "invalid_coordinate");
+        assert_eq!(code("lat=inf&lon=1"), "invalid_coordinate");
+        assert_eq!(code("lat=91&lon=1"), "invalid_coordinate");
+        let p = parse_point_query("lat=47.5&lon=-8.25&x=1").unwrap();
+        assert_eq!((p.lat(), p.lon()), (47.5, -8.25));
+    }
+
+    #[test]
+    fn batch_errors_have_stable_codes() {
+        let code = |b: &str| parse_batch(b.as_bytes()).unwrap_err().code;
+        assert_eq!(code("{"), "invalid_json");
+        assert_eq!(code("{\"points\":[]}"), "empty_batch");
+        assert_eq!(code("{\"points\":[{\"lat\":1}]}"), "invalid_point");
+        assert_eq!(code("{\"points\":[[100,0]]}"), "invalid_point");
+        let many = format!("{{\"points\":[{}]}}", vec!["[0,0]"; MAX_BATCH_POINTS + 1].join(","));
+        assert_eq!(code(&many), "batch_too_large");
+        let ok = parse_batch(b"{\"points\":[[1,2],{\"lat\":3,\"lon\":4}]}").unwrap();
+        assert_eq!(ok.len(), 2);
+    }
+}
