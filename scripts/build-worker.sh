@@ -6,7 +6,5 @@ cd "$(dirname "$0")/.."
 export WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$HOME/.cargo/bin/wasm-bindgen}"
 export ESBUILD_BIN="${ESBUILD_BIN:-$PWD/node_modules/@esbuild/linux-x64/bin/esbuild}"
 export WASM_OPT_BIN="${WASM_OPT_BIN:-$PWD/node_modules/binaryen/bin/wasm-opt}"
-if [ ! -f assets/geo/index.bin ] || [ ! -f assets/manifest.json ]; then
-  bash scripts/build-assets.sh
-fi
+bash scripts/build-assets.sh
 worker-build --release

@@ -1,0 +1,120 @@
+// End-to-end: the compiled worker in workerd answers coordinates → country over HTTP.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { startWorker, ROOT } from "./harness.mjs";
+
+let w;
+before(async () => { w = await startWorker(); });
+after(async () => { await w?.stop(); });
+
+const places = [
+  ["Büsingen enclave", 47.6970, 8.6910, "DE"],
+  ["Vatican", 41.9030, 12.4533, "VA"],
+  ["Lesotho", -29.5, 28.5, "LS"],
+  ["Monaco", 43.7384, 7.4246, "MC"],
+  ["Strait of Gibraltar (ES side)", 36.0, -5.6, "ES"],
+  ["Fiji west of 180", -16.85, 179.98, "FJ"],
+  ["Fiji east of 180", -16.85, -179.98, "FJ"],
+  ["South Pole", -90, 0, "AQ"],
+  ["Gulf of Guinea 0/0", 0, 0, null],
+];
+
+test("GET /v1/geo/country answers named places", async () => {
+  for (const [name, lat, lon, want] of places) {
+    const r = await w.get(`/v1/geo/country?lat=${lat}&lon=${lon}`);
+    assert.equal(r.status, 200, name);
+    assert.equal(r.body.country?.alpha2 ?? null, want, name);
+    assert.equal(r.body.lat, lat);
+  }
+});
+
+test("POST batch returns answers in order and agrees with single lookups", async () => {
+  const points = places.map(([, lat, lon]) => ({ lat, lon }));
+  const r = await w.post("/v1/geo/country", { points });
+  assert.equal(r.status, 200);
+  assert.deepEqual(r.body.results.map((c) => c?.alpha2 ?? null), places.map((p) => p[3]));
+  // Pairs form, and a batch at the documented maximum.
+  const many = Array.from({ length: 10000 }, (_, i) => [((i * 7919) % 17000) / 100 - 85, ((i * 104729) % 35000) / 100 - 175]);
+  const big = await w.post("/v1/geo/country", { points: many });
+  assert.equal(big.status, 200);
+  assert.equal(big.body.results.length, 10000);
+  for (const i of [0, 1234, 9999]) {
+    const one = await w.get(`/v1/geo/country?lat=${many[i][0]}&lon=${many[i][1]}`);
+    assert.deepEqual(big.body.results[i], one.body.country);
+  }
+});
+
+test("bad input gets 4xx JSON with stable codes", async () => {
+  const cases = [
+    ["/v1/geo/country?lon=1", 400, "missing_parameter"],
+    ["/v1/geo/country?lat=abc&lon=1", 400, "invalid_number"],
+    ["/v1/geo/country?lat=NaN&lon=1", 400, "invalid_coordinate"],
+    ["/v1/geo/country?lat=Infinity&lon=1", 400, "invalid_coordinate"],
+    ["/v1/geo/country?lat=95&lon=1", 400, "invalid_coordinate"],
+    ["/v1/geo/country?lat=1&lon=-181", 400, "invalid_coordinate"],
+    ["/nope", 404, "not_found"],
+  ];
+  for (const [p, status, code] of cases) {
+    const r = await w.get(p);
+    assert.equal(r.status, status, p);
+    assert.equal(r.body.error.code, code, p);
+    assert.equal(typeof r.body.error.message, "string");
+  }
+  const posts = [
+    ["{not json", 400, "invalid_json"],
+    [{ points: [] }, 400, "empty_batch"],
+    [{ points: Array(10001).fill([0, 0]) }, 400, "batch_too_large"],
+    [{ points: [[0, 0], [100, 0]] }, 400, "invalid_point"],
+    [{ pts: [] }, 400, "invalid_json"],
+    ["x".repeat(2 << 20), 413, "payload_too_large"],
+  ];
+  for (const [body, status, code] of posts) {
+    const r = await w.post("/v1/geo/country", body);
+    assert.equal(r.status, status, code);
+    assert.equal(r.body.error.code, code);
+  }
+  const del = await fetch(w.base + "/v1/geo/country", { method: "DELETE" });
+  assert.equal(del.status, 405);
+  assert.equal((await del.json()).error.code, "method_not_allowed");
+  assert.match(del.headers.get("allow"), /GET/);
+});
+
+test("healthz reports asset versions", async () => {
+  const r = await w.get("/healthz");
+  assert.equal(r.status, 200);
+  const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, "assets/manifest.json"), "utf8"));
+  assert.equal(r.body.assets.geo_source.version, manifest.geo.source.version);
+  assert.equal(r.body.geo.format_version, manifest.format_version);
+  assert.equal(r.body.geo.countries, 250);
+});
+
+test("missing or corrupt assets give 503 and the worker stays up", async () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "assets-"));
+  fs.cpSync(path.join(ROOT, "assets"), tmp, { recursive: true });
+  const idx = path.join(tmp, "geo/index.bin");
+  const good = fs.readFileSync(idx);
+  const bad = Buffer.from(good);
+  bad[bad.length - 10] ^= 0xff;
+  fs.writeFileSync(idx, bad);
+  const broken = await startWorker({ assetsDir: tmp });
+  try {
+    let r = await broken.get("/v1/geo/country?lat=1&lon=1");
+    assert.equal(r.status, 503);
+    assert.equal(r.body.error.code, "asset_corrupt");
+    assert.ok(r.headers.get("retry-after"));
+    fs.rmSync(idx);
+    r = await broken.get("/v1/geo/country?lat=1&lon=1");
+    assert.equal(r.status, 503);
+    assert.equal(r.body.error.code, "asset_unavailable");
+    const h = await broken.get("/healthz");
+    assert.equal(h.status, 503);
+    // Non-geo routes still work: the isolate did not die.
+    assert.equal((await broken.get("/nope")).status, 404);
+  } finally {
+    await broken.stop();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});
