@@ -1,1 +1,120 @@
-fn main(){}
+//! Coordinates → country, native: our tiled index vs the `country-boundaries` crate and `geo`'s
+//! interval-tree point-in-polygon (the oracle), same points, same process.
+//!
+//! `cargo bench --bench ctc` (assets must be built: `bash scripts/build-assets.sh`).
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use edge_geo_notify::geo::{oracle::Oracle, source, CountryIndex, GridPoint, LatLon, Tile};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::path::Path;
+
+const N: usize = 100_000;
+
+struct Fixture {
+    index: CountryIndex<Vec<u8>>,
+    tiles: Vec<Option<Tile<Vec<u8>>>>,
+    oracle: Oracle,
+    cb: country_boundaries::CountryBoundaries,
+    uniform: Vec<(f64, f64)>,
+    border: Vec<(f64, f64)>,
+    index_bytes: Vec<u8>,
+}
+
+fn fixture() -> Fixture {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let nm = root.join("node_modules");
+    let (features, _) = source::load(
+        &nm.join("@geo-maps/countries-maritime-10m/map.geo.json"),
+        &nm.join("i18n-iso-countries/codes.json"),
+    )
+    .expect("source data (npm ci)");
+    let geo = root.join("assets/geo");
+    let index_bytes = std::fs::read(geo.join("index.bin")).expect("assets built");
+    let index = CountryIndex::from_bytes(index_bytes.clone()).expect("index");
+    let tiles = (0..edge_geo_notify::geo::format::N_TILES)
+        .map(|t| {
+            let name = edge_geo_notify::geo::format::tile_file_name(t);
+            std::fs::read(geo.join(name)).ok().map(|b| index.open_tile(t, b).expect("tile"))
+        })
+        .collect();
+    let mut rng = SmallRng::seed_from_u64(1);
+    let uniform = (0..N).map(|_| (rng.gen_range(-90.0..90.0), rng.gen_range(-180.0..180.0))).collect();
+    let edges: Vec<([f64; 2], [f64; 2])> = features
+        .iter()
+        .flat_map(|f| f.parts.iter().flatten())
+        .flat_map(|r| r.windows(2).map(|e| (e[0], e[1])))
+        .collect();
+    let border = (0..N)
+        .map(|_| {
+            let (a, b) = edges[rng.gen_range(0..edges.len())];
+            let t: f64 = rng.gen();
+            let lat = a[1] + t * (b[1] - a[1]) + rng.gen_range(-0.01..0.01);
+            let lon = a[0] + t * (b[0] - a[0]) + rng.gen_range(-0.01..0.01);
+            (lat.clamp(-90.0, 90.0), lon.clamp(-180.0, 179.999_999))
+        })
+        .collect();
+    let cb = country_boundaries::CountryBoundaries::from_reader(country_boundaries::BOUNDARIES_ODBL_360X180)
+        .expect("country-boundaries data");
+    Fixture { index, tiles, oracle: Oracle::new(&features), cb, uniform, border, index_bytes }
+}
+
+fn bench(c: &mut Criterion) {
+    let f = fixture();
+    for (name, pts) in [("uniform", &f.uniform), ("near_border", &f.border)] {
+        let grid: Vec<GridPoint> = pts.iter().map(|&(la, lo)| LatLon::new(la, lo).unwrap().into()).collect();
+        let cbp: Vec<country_boundaries::LatLon> =
+            pts.iter().map(|&(la, lo)| country_boundaries::LatLon::new(la, lo).unwrap()).collect();
+        let mut g = c.benchmark_group(name);
+        let mut i = 0;
+        g.bench_function("ours_tiled_quadtree", |b| {
+            b.iter(|| {
+                i = (i + 1) % N;
+                black_box(f.index.lookup_with(grid[i], |t| f.tiles[t].as_ref()))
+            })
+        });
+        g.bench_function("ours_from_latlon", |b| {
+            b.iter(|| {
+                i = (i + 1) % N;
+                let p = GridPoint::from(LatLon::new(pts[i].0, pts[i].1).unwrap());
+                black_box(f.index.lookup_with(p, |t| f.tiles[t].as_ref()))
+            })
+        });
+        g.bench_function("country_boundaries_crate", |b| {
+            b.iter(|| {
+                i = (i + 1) % N;
+                black_box(f.cb.ids(cbp[i]))
+            })
+        });
+        g.bench_function("geo_interval_tree_oracle", |b| {
+            b.iter(|| {
+                i = (i + 1) % N;
+                black_box(f.oracle.lookup(pts[i].0, pts[i].1))
+            })
+        });
+        g.finish();
+    }
+    let mut g = c.benchmark_group("cold_open");
+    g.bench_function("index_from_bytes", |b| {
+        b.iter(|| black_box(CountryIndex::from_bytes(f.index_bytes.as_slice()).is_ok()))
+    });
+    let (largest, bytes) = (0..f.tiles.len())
+        .filter_map(|t| {
+            let name = edge_geo_notify::geo::format::tile_file_name(t);
+            std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/geo").join(name)).ok().map(|b| (t, b))
+        })
+        .max_by_key(|(_, b)| b.len())
+        .expect("tiles");
+    eprintln!("largest tile {largest}: {} bytes", bytes.len());
+    g.bench_function("largest_tile_open", |b| {
+        b.iter(|| black_box(f.index.open_tile(largest, bytes.as_slice()).is_ok()))
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30).measurement_time(std::time::Duration::from_secs(3));
+    targets = bench
+}
+criterion_main!(benches);

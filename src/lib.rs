@@ -3,6 +3,8 @@
 //! The core modules know nothing about Workers; `api` and the entry points are the thin adapter.
 
 pub mod api;
+pub mod backend;
 pub mod geo;
+pub mod ip;
 #[cfg(target_arch = "wasm32")]
-mod worker_entry;
+mod edge;

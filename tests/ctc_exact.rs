@@ -44,18 +44,30 @@ fn check(points: &[(f64, f64)]) -> (usize, usize) {
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("worker thread")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("worker thread"))
+            .collect()
     });
     let bad: Vec<String> = results.iter().flat_map(|r| r.2.clone()).collect();
-    assert!(bad.is_empty(), "{} disagreements away from edges, e.g. {:?}", bad.len(), &bad[..bad.len().min(10)]);
-    (results.iter().map(|r| r.0).sum(), results.iter().map(|r| r.1).sum())
+    assert!(
+        bad.is_empty(),
+        "{} disagreements away from edges, e.g. {:?}",
+        bad.len(),
+        &bad[..bad.len().min(10)]
+    );
+    (
+        results.iter().map(|r| r.0).sum(),
+        results.iter().map(|r| r.1).sum(),
+    )
 }
 
 #[test]
 fn agrees_with_oracle_on_a_million_uniform_points() {
     let mut rng = SmallRng::seed_from_u64(20261130);
-    let pts: Vec<(f64, f64)> =
-        (0..1_000_000).map(|_| (rng.gen_range(-90.0..90.0), rng.gen_range(-180.0..180.0))).collect();
+    let pts: Vec<(f64, f64)> = (0..1_000_000)
+        .map(|_| (rng.gen_range(-90.0..90.0), rng.gen_range(-180.0..180.0)))
+        .collect();
     let (agree, near) = check(&pts);
     eprintln!("uniform: {agree} agree, {near} differ within {TOLERANCE_DEG}° of an edge");
     assert_eq!(agree + near, pts.len());
@@ -93,7 +105,12 @@ fn named_places() {
         ("Lesotho interior", -29.5, 28.5, Some("LS")),
         ("Monaco", 43.7384, 7.4246, Some("MC")),
         ("Strait of Gibraltar, Spanish side", 36.0, -5.6, Some("ES")),
-        ("Strait of Gibraltar, Moroccan side", 35.88, -5.6, Some("MA")),
+        (
+            "Strait of Gibraltar, Moroccan side",
+            35.88,
+            -5.6,
+            Some("MA"),
+        ),
         ("Gulf of Guinea 0/0", 0.0, 0.0, None),
         ("Taveuni, Fiji, west of 180°", -16.85, 179.98, Some("FJ")),
         ("Taveuni, Fiji, east of 180°", -16.85, -179.98, Some("FJ")),

@@ -20,7 +20,12 @@ impl ApiError {
     /// A new error.
     #[must_use]
     pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { status, code, message: message.into(), retry_after: None }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            retry_after: None,
+        }
     }
 
     /// 400 with `code`.
@@ -38,13 +43,20 @@ impl ApiError {
     /// 405; the adapter adds the `Allow` header from `allowed`.
     #[must_use]
     pub fn method_not_allowed(method: &str, allowed: &str) -> Self {
-        Self::new(405, "method_not_allowed", format!("{method} not allowed; use {allowed}"))
+        Self::new(
+            405,
+            "method_not_allowed",
+            format!("{method} not allowed; use {allowed}"),
+        )
     }
 
     /// 503 for a missing or invalid asset; the worker keeps running and retries on the next call.
     #[must_use]
     pub fn unavailable(code: &'static str, message: impl Into<String>) -> Self {
-        ApiError { retry_after: Some(5), ..Self::new(503, code, message) }
+        ApiError {
+            retry_after: Some(5),
+            ..Self::new(503, code, message)
+        }
     }
 
     /// The JSON body.

@@ -27,7 +27,10 @@ pub fn parse_point_query(query: &str) -> Result<LatLon, ApiError> {
     }
     let num = |name: &str, v: Option<&str>| -> Result<f64, ApiError> {
         let v = v.ok_or_else(|| {
-            ApiError::bad_request("missing_parameter", format!("query parameter {name} is required"))
+            ApiError::bad_request(
+                "missing_parameter",
+                format!("query parameter {name} is required"),
+            )
         })?;
         // Rust's parser accepts "inf"/"NaN"; they are caught by LatLon::new as not finite.
         v.trim().parse::<f64>().map_err(|_| {
@@ -51,18 +54,31 @@ struct Batch {
 /// `invalid_point` (400) naming the first bad index.
 pub fn parse_batch(body: &[u8]) -> Result<Vec<LatLon>, ApiError> {
     if body.len() > MAX_BODY_BYTES {
-        return Err(ApiError::new(413, "payload_too_large", format!("body exceeds {MAX_BODY_BYTES} bytes")));
+        return Err(ApiError::new(
+            413,
+            "payload_too_large",
+            format!("body exceeds {MAX_BODY_BYTES} bytes"),
+        ));
     }
     let batch: Batch = serde_json::from_slice(body).map_err(|e| {
-        ApiError::bad_request("invalid_json", format!("expected {{\"points\": [...]}}: {e}"))
+        ApiError::bad_request(
+            "invalid_json",
+            format!("expected {{\"points\": [...]}}: {e}"),
+        )
     })?;
     if batch.points.is_empty() {
-        return Err(ApiError::bad_request("empty_batch", "points must not be empty"));
+        return Err(ApiError::bad_request(
+            "empty_batch",
+            "points must not be empty",
+        ));
     }
     if batch.points.len() > MAX_BATCH_POINTS {
         return Err(ApiError::bad_request(
             "batch_too_large",
-            format!("{} points; at most {MAX_BATCH_POINTS} per request", batch.points.len()),
+            format!(
+                "{} points; at most {MAX_BATCH_POINTS} per request",
+                batch.points.len()
+            ),
         ));
     }
     batch
@@ -71,11 +87,15 @@ pub fn parse_batch(body: &[u8]) -> Result<Vec<LatLon>, ApiError> {
         .enumerate()
         .map(|(i, p)| {
             let (lat, lon) = match p {
-                Value::Object(o) => (o.get("lat").and_then(Value::as_f64), o.get("lon").and_then(Value::as_f64)),
+                Value::Object(o) => (
+                    o.get("lat").and_then(Value::as_f64),
+                    o.get("lon").and_then(Value::as_f64),
+                ),
                 Value::Array(a) if a.len() == 2 => (a[0].as_f64(), a[1].as_f64()),
                 _ => (None, None),
             };
-            let bad = |m: String| ApiError::bad_request("invalid_point", format!("points[{i}]: {m}"));
+            let bad =
+                |m: String| ApiError::bad_request("invalid_point", format!("points[{i}]: {m}"));
             match (lat, lon) {
                 (Some(lat), Some(lon)) => LatLon::new(lat, lon).map_err(|e| bad(e.to_string())),
                 _ => Err(bad("expected {\"lat\": number, \"lon\": number}".into())),
@@ -86,7 +106,10 @@ pub fn parse_batch(body: &[u8]) -> Result<Vec<LatLon>, ApiError> {
 
 /// JSON for one answer: `{"alpha2","alpha3"}` or `null` at sea.
 pub fn country_json(c: Option<Country<'_>>) -> Value {
-    c.map_or(Value::Null, |c| json!({ "alpha2": c.alpha2, "alpha3": c.alpha3 }))
+    c.map_or(
+        Value::Null,
+        |c| json!({ "alpha2": c.alpha2, "alpha3": c.alpha3 }),
+    )
 }
 
 /// Body of `GET /v1/geo/country`.
@@ -117,7 +140,10 @@ mod tests {
         assert_eq!(code("{\"points\":[]}"), "empty_batch");
         assert_eq!(code("{\"points\":[{\"lat\":1}]}"), "invalid_point");
         assert_eq!(code("{\"points\":[[100,0]]}"), "invalid_point");
-        let many = format!("{{\"points\":[{}]}}", vec!["[0,0]"; MAX_BATCH_POINTS + 1].join(","));
+        let many = format!(
+            "{{\"points\":[{}]}}",
+            vec!["[0,0]"; MAX_BATCH_POINTS + 1].join(",")
+        );
         assert_eq!(code(&many), "batch_too_large");
         let ok = parse_batch(b"{\"points\":[[1,2],{\"lat\":3,\"lon\":4}]}").unwrap();
         assert_eq!(ok.len(), 2);

@@ -3,5 +3,6 @@
 
 mod error;
 pub mod geo;
+pub mod ip;
 
 pub use error::ApiError;

@@ -37,11 +37,21 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     let started = std::time::Instant::now();
     let geo_pkg = modules.join(GEO_PACKAGE);
-    let (features, repairs) =
-        source::load(&geo_pkg.join("map.geo.json"), &modules.join(CODES_PACKAGE).join("codes.json"))?;
-    eprintln!("loaded {} features in {:.2?}; repairs: {repairs:?}", features.len(), started.elapsed());
+    let (features, repairs) = source::load(
+        &geo_pkg.join("map.geo.json"),
+        &modules.join(CODES_PACKAGE).join("codes.json"),
+    )?;
+    eprintln!(
+        "loaded {} features in {:.2?}; repairs: {repairs:?}",
+        features.len(),
+        started.elapsed()
+    );
     let built = build::build(&features);
-    eprintln!("built index in {:.2?}: {:?}", started.elapsed(), built.stats);
+    eprintln!(
+        "built index in {:.2?}: {:?}",
+        started.elapsed(),
+        built.stats
+    );
 
     let geo_dir = out.join("geo");
     std::fs::create_dir_all(&geo_dir)?;
@@ -85,7 +95,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "files": [ip_file],
         },
     });
-    std::fs::write(out.join("manifest.json"), serde_json::to_string_pretty(&manifest)? + "\n")?;
+    std::fs::write(
+        out.join("manifest.json"),
+        serde_json::to_string_pretty(&manifest)? + "\n",
+    )?;
     eprintln!("done in {:.2?}", started.elapsed());
     Ok(())
 }

@@ -89,7 +89,12 @@ pub fn build(features: &[SourceFeature]) -> Built {
         .map(|(i, f)| FeatState {
             rank: rank_of[i],
             base: false,
-            rings: f.parts.iter().flatten().filter_map(|r| quantise(r)).collect(),
+            rings: f
+                .parts
+                .iter()
+                .flatten()
+                .filter_map(|r| quantise(r))
+                .collect(),
         })
         .collect();
     world.sort_by_key(|f| f.rank);
@@ -101,7 +106,12 @@ pub fn build(features: &[SourceFeature]) -> Built {
     };
     let half = WORLD_W / 2;
     for x0 in [0, half] {
-        let r = Rect { x0, y0: 0, x1: x0 + half, y1: WORLD_H };
+        let r = Rect {
+            x0,
+            y0: 0,
+            x1: x0 + half,
+            y1: WORLD_H,
+        };
         let feats = clip_feats(&world, r);
         b.above_top(r, feats);
     }
@@ -155,7 +165,11 @@ impl Builder {
         if cands.is_empty() {
             return (NODE_UNIFORM << 30) | default_value as u32;
         }
-        let edges: usize = cands.iter().flat_map(|f| &f.rings).map(|r| r.len() - 1).sum();
+        let edges: usize = cands
+            .iter()
+            .flat_map(|f| &f.rings)
+            .map(|r| r.len() - 1)
+            .sum();
         let shift = (r.x1 - r.x0).trailing_zeros();
         if edges <= LEAF_EDGES || shift <= MIN_SHIFT {
             return self.leaf(tile, r, default_value, &cands);
@@ -164,7 +178,11 @@ impl Builder {
         self.tiles[tile].nodes.extend([0; 4]);
         let mut cov = cands;
         if let Some(rank) = default {
-            cov.push(FeatState { rank, base: true, rings: vec![] });
+            cov.push(FeatState {
+                rank,
+                base: true,
+                rings: vec![],
+            });
         }
         for (q, child) in quadrants(r).into_iter().enumerate() {
             let f = clip_feats(&cov, child);
@@ -183,7 +201,8 @@ impl Builder {
         let mut edges = 0;
         for f in cands {
             let chains: Vec<Vec<P>> = f.rings.iter().flat_map(|ring| chains(ring, r)).collect();
-            t.leaves.extend(self.order_to_feature[f.rank as usize].to_le_bytes());
+            t.leaves
+                .extend(self.order_to_feature[f.rank as usize].to_le_bytes());
             t.leaves.extend([f.base as u8, 0]);
             t.leaves.extend((chains.len() as u16).to_le_bytes());
             for c in &chains {
@@ -215,7 +234,12 @@ impl Builder {
             body.extend(&t.leaves);
             let mut file = Vec::with_capacity(TILE_HEADER + body.len());
             file.extend(TILE_MAGIC);
-            for v in [FORMAT_VERSION, id as u32, t.nodes.len() as u32, t.leaves.len() as u32] {
+            for v in [
+                FORMAT_VERSION,
+                id as u32,
+                t.nodes.len() as u32,
+                t.leaves.len() as u32,
+            ] {
                 file.extend(v.to_le_bytes());
             }
             file.extend(crc32fast::hash(&body).to_le_bytes());
@@ -248,17 +272,41 @@ impl Builder {
         fields.iter().for_each(|v| index.extend(v.to_le_bytes()));
         index.extend([0u8; 8]);
         index.extend(body);
-        Built { index, tiles, stats: self.stats }
+        Built {
+            index,
+            tiles,
+            stats: self.stats,
+        }
     }
 }
 
 fn quadrants(r: Rect) -> [Rect; 4] {
     let (mx, my) = ((r.x0 + r.x1) / 2, (r.y0 + r.y1) / 2);
     [
-        Rect { x0: r.x0, y0: r.y0, x1: mx, y1: my },
-        Rect { x0: mx, y0: r.y0, x1: r.x1, y1: my },
-        Rect { x0: r.x0, y0: my, x1: mx, y1: r.y1 },
-        Rect { x0: mx, y0: my, x1: r.x1, y1: r.y1 },
+        Rect {
+            x0: r.x0,
+            y0: r.y0,
+            x1: mx,
+            y1: my,
+        },
+        Rect {
+            x0: mx,
+            y0: r.y0,
+            x1: r.x1,
+            y1: my,
+        },
+        Rect {
+            x0: r.x0,
+            y0: my,
+            x1: mx,
+            y1: r.y1,
+        },
+        Rect {
+            x0: mx,
+            y0: my,
+            x1: r.x1,
+            y1: r.y1,
+        },
     ]
 }
 
@@ -266,9 +314,15 @@ fn quadrants(r: Rect) -> [Rect; 4] {
 fn clip_feats(feats: &[FeatState], r: Rect) -> Vec<FeatState> {
     let mut out = Vec::with_capacity(feats.len());
     for f in feats {
-        let mut g = FeatState { rank: f.rank, base: f.base, rings: Vec::new() };
+        let mut g = FeatState {
+            rank: f.rank,
+            base: f.base,
+            rings: Vec::new(),
+        };
         for ring in &f.rings {
-            let Some(c) = clip_ring(ring, r) else { continue };
+            let Some(c) = clip_ring(ring, r) else {
+                continue;
+            };
             if c.windows(2).any(|w| !on_boundary(w[0], w[1], r)) {
                 g.rings.push(c);
             } else {
@@ -285,10 +339,16 @@ fn clip_feats(feats: &[FeatState], r: Rect) -> Vec<FeatState> {
 /// Splits a cell's features into the smallest covering one (by rank) and the candidates that
 /// can still beat it.
 fn resolve(_r: Rect, feats: Vec<FeatState>) -> (Option<u16>, Vec<FeatState>) {
-    let default = feats.iter().filter(|f| f.rings.is_empty() && f.base).map(|f| f.rank).min();
+    let default = feats
+        .iter()
+        .filter(|f| f.rings.is_empty() && f.base)
+        .map(|f| f.rank)
+        .min();
     let limit = default.unwrap_or(u16::MAX);
-    let mut cands: Vec<FeatState> =
-        feats.into_iter().filter(|f| !f.rings.is_empty() && f.rank < limit).collect();
+    let mut cands: Vec<FeatState> = feats
+        .into_iter()
+        .filter(|f| !f.rings.is_empty() && f.rank < limit)
+        .collect();
     cands.sort_by_key(|f| f.rank);
     (default, cands)
 }
@@ -368,7 +428,11 @@ fn clip_ring(ring: &[P], r: Rect) -> Option<Vec<P>> {
 /// The other coordinate where segment a→b meets the line `x = v` (or `y = v`), rounded to the
 /// nearest grid unit (≤ 0.5 unit ≈ 1e-8° off the true edge).
 fn at(a: P, b: P, v: i64, vertical: bool) -> i64 {
-    let (a0, a1, b0, b1) = if vertical { (a.0, a.1, b.0, b.1) } else { (a.1, a.0, b.1, b.0) };
+    let (a0, a1, b0, b1) = if vertical {
+        (a.0, a.1, b.0, b.1)
+    } else {
+        (a.1, a.0, b.1, b.0)
+    };
     let num = (v - a0) as i128 * (b1 - a1) as i128;
     let den = (b0 - a0) as i128;
     let (num, den) = if den < 0 { (-num, -den) } else { (num, den) };

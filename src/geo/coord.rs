@@ -118,7 +118,10 @@ mod tests {
         assert_eq!(LatLon::new(f64::NAN, 0.0), Err(CoordError::NotFinite));
         assert_eq!(LatLon::new(0.0, f64::INFINITY), Err(CoordError::NotFinite));
         assert_eq!(LatLon::new(90.5, 0.0), Err(CoordError::LatOutOfRange(90.5)));
-        assert_eq!(LatLon::new(0.0, -180.1), Err(CoordError::LonOutOfRange(-180.1)));
+        assert_eq!(
+            LatLon::new(0.0, -180.1),
+            Err(CoordError::LonOutOfRange(-180.1))
+        );
     }
 
     #[test]

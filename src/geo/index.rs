@@ -40,7 +40,10 @@ impl fmt::Display for LoadError {
             LoadError::Truncated => write!(f, "asset length does not match its header"),
             LoadError::ChecksumMismatch => write!(f, "asset checksum mismatch"),
             LoadError::TileMismatch { tile } => {
-                write!(f, "tile {tile} does not match the index (length or checksum)")
+                write!(
+                    f,
+                    "tile {tile} does not match the index (length or checksum)"
+                )
             }
             LoadError::Corrupt(what) => write!(f, "asset is corrupt: {what}"),
         }
@@ -76,7 +79,10 @@ fn check_header(b: &[u8], magic: &[u8; 8], header: usize) -> Result<(), LoadErro
     }
     let actual = u32_at(b, 8).ok_or(LoadError::Truncated)?;
     if actual != FORMAT_VERSION {
-        return Err(LoadError::WrongVersion { expected: FORMAT_VERSION, actual });
+        return Err(LoadError::WrongVersion {
+            expected: FORMAT_VERSION,
+            actual,
+        });
     }
     Ok(())
 }
@@ -98,12 +104,18 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
     pub fn from_bytes(buf: S) -> Result<Self, LoadError> {
         let b = buf.as_ref();
         check_header(b, &INDEX_MAGIC, INDEX_HEADER)?;
-        let field = |i: usize| u32_at(b, 12 + 4 * i).map(|v| v as usize).ok_or(LoadError::Truncated);
+        let field = |i: usize| {
+            u32_at(b, 12 + 4 * i)
+                .map(|v| v as usize)
+                .ok_or(LoadError::Truncated)
+        };
         let (n_countries, cols, rows, cells, n_tiles) =
             (field(0)?, field(1)?, field(2)?, field(3)?, field(4)?);
         let (crc, body_len) = (field(5)? as u32, field(6)?);
         if (cols, rows, cells, n_tiles) != (GRID_COLS, GRID_ROWS, TILE_CELLS, N_TILES) {
-            return Err(LoadError::Corrupt("grid geometry differs from this reader's"));
+            return Err(LoadError::Corrupt(
+                "grid geometry differs from this reader's",
+            ));
         }
         if INDEX_HEADER.checked_add(body_len) != Some(b.len()) {
             return Err(LoadError::Truncated);
@@ -116,7 +128,12 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
         if crc32fast::hash(&b[INDEX_HEADER..]) != crc {
             return Err(LoadError::ChecksumMismatch);
         }
-        let index = CountryIndex { buf, n_countries, tiles_off, grid_off };
+        let index = CountryIndex {
+            buf,
+            n_countries,
+            tiles_off,
+            grid_off,
+        };
         index.validate()?;
         Ok(index)
     }
@@ -184,7 +201,11 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
     #[inline]
     pub fn probe(&self, p: GridPoint) -> Probe {
         let (col, row) = ((p.x >> TOP_SHIFT) as usize, (p.y >> TOP_SHIFT) as usize);
-        let v = u32_at(self.buf.as_ref(), self.grid_off + (row * GRID_COLS + col) * 4).unwrap_or(0);
+        let v = u32_at(
+            self.buf.as_ref(),
+            self.grid_off + (row * GRID_COLS + col) * 4,
+        )
+        .unwrap_or(0);
         if v & GRID_POINTER == 0 {
             Probe::Done(country_or_sea(v as u16))
         } else {
@@ -214,7 +235,10 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
     #[inline]
     pub fn lookup_in_tile<T: AsRef<[u8]>>(&self, tile: &Tile<T>, p: GridPoint) -> Option<u16> {
         let (col, row) = ((p.x >> TOP_SHIFT) as usize, (p.y >> TOP_SHIFT) as usize);
-        let v = u32_at(self.buf.as_ref(), self.grid_off + (row * GRID_COLS + col) * 4)?;
+        let v = u32_at(
+            self.buf.as_ref(),
+            self.grid_off + (row * GRID_COLS + col) * 4,
+        )?;
         if v & GRID_POINTER == 0 {
             return country_or_sea(v as u16);
         }
@@ -227,7 +251,10 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
     /// [`LoadError`] when the bytes are not the tile this index expects or are malformed.
     pub fn open_tile<T: AsRef<[u8]>>(&self, tile: usize, buf: T) -> Result<Tile<T>, LoadError> {
         let b = buf.as_ref();
-        if tile >= N_TILES || b.len() != self.tile_len(tile) || crc32fast::hash(b) != self.tile_crc(tile) {
+        if tile >= N_TILES
+            || b.len() != self.tile_len(tile)
+            || crc32fast::hash(b) != self.tile_crc(tile)
+        {
             return Err(LoadError::TileMismatch { tile });
         }
         Tile::from_bytes(tile, buf, self.n_countries)
@@ -253,7 +280,11 @@ impl<S: AsRef<[u8]>> Tile<S> {
     pub fn from_bytes(id: usize, buf: S, n_countries: usize) -> Result<Self, LoadError> {
         let b = buf.as_ref();
         check_header(b, &TILE_MAGIC, TILE_HEADER)?;
-        let field = |i: usize| u32_at(b, 12 + 4 * i).map(|v| v as usize).ok_or(LoadError::Truncated);
+        let field = |i: usize| {
+            u32_at(b, 12 + 4 * i)
+                .map(|v| v as usize)
+                .ok_or(LoadError::Truncated)
+        };
         let (tile_id, n_nodes, leaf_len, crc) = (field(0)?, field(1)?, field(2)?, field(3)? as u32);
         if tile_id != id {
             return Err(LoadError::TileMismatch { tile: id });

@@ -41,11 +41,22 @@ impl Oracle {
             for rings in &f.parts {
                 let mut bbox = [f64::MAX, f64::MAX, f64::MIN, f64::MIN];
                 for v in &rings[0] {
-                    bbox = [bbox[0].min(v[0]), bbox[1].min(v[1]), bbox[2].max(v[0]), bbox[3].max(v[1])];
+                    bbox = [
+                        bbox[0].min(v[0]),
+                        bbox[1].min(v[1]),
+                        bbox[2].max(v[0]),
+                        bbox[3].max(v[1]),
+                    ];
                 }
                 let id = parts.len() as u32;
-                let (c0, r0) = (bucket(bbox[0], bbox[1]) % 360, bucket(bbox[0], bbox[1]) / 360);
-                let (c1, r1) = (bucket(bbox[2], bbox[3]) % 360, bucket(bbox[2], bbox[3]) / 360);
+                let (c0, r0) = (
+                    bucket(bbox[0], bbox[1]) % 360,
+                    bucket(bbox[0], bbox[1]) / 360,
+                );
+                let (c1, r1) = (
+                    bucket(bbox[2], bbox[3]) % 360,
+                    bucket(bbox[2], bbox[3]) / 360,
+                );
                 for r in r0..=r1 {
                     for c in c0..=c1 {
                         buckets[r * 360 + c].push(id);
@@ -63,7 +74,12 @@ impl Oracle {
         for (r, &f) in area_order(features).iter().enumerate() {
             rank[f] = r;
         }
-        Oracle { parts, buckets, rank, features: features.to_vec() }
+        Oracle {
+            parts,
+            buckets,
+            rank,
+            features: features.to_vec(),
+        }
     }
 
     /// Country id (index into the features) containing the point, `None` for sea.
@@ -104,7 +120,11 @@ impl Oracle {
 fn segment_distance(a: [f64; 2], b: [f64; 2], p: [f64; 2]) -> f64 {
     let (dx, dy) = (b[0] - a[0], b[1] - a[1]);
     let len2 = dx * dx + dy * dy;
-    let t = if len2 == 0.0 { 0.0 } else { (((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / len2).clamp(0.0, 1.0) };
+    let t = if len2 == 0.0 {
+        0.0
+    } else {
+        (((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / len2).clamp(0.0, 1.0)
+    };
     let (qx, qy) = (a[0] + t * dx - p[0], a[1] + t * dy - p[1]);
     (qx * qx + qy * qy).sqrt()
 }

@@ -90,10 +90,14 @@ enum Geometry {
 ///
 /// # Errors
 /// [`SourceError`] on unreadable files or an unmapped code.
-pub fn load(geojson: &Path, codes: &Path) -> Result<(Vec<SourceFeature>, RepairReport), SourceError> {
+pub fn load(
+    geojson: &Path,
+    codes: &Path,
+) -> Result<(Vec<SourceFeature>, RepairReport), SourceError> {
     let read = |p: &Path| std::fs::read(p).map_err(SourceError::Io);
     let coll: Collection = serde_json::from_slice(&read(geojson)?).map_err(SourceError::Json)?;
-    let table: Vec<Vec<String>> = serde_json::from_slice(&read(codes)?).map_err(SourceError::Json)?;
+    let table: Vec<Vec<String>> =
+        serde_json::from_slice(&read(codes)?).map_err(SourceError::Json)?;
     let mut a3_to_a2: HashMap<String, String> = table
         .into_iter()
         .filter(|r| r.len() >= 2)
@@ -115,7 +119,12 @@ pub fn load(geojson: &Path, codes: &Path) -> Result<(Vec<SourceFeature>, RepairR
         };
         let parts = repair(&f.properties.a3, parts, &mut report);
         let area = parts.iter().map(|p| part_area(p)).sum();
-        out.push(SourceFeature { alpha3: f.properties.a3, alpha2, parts, area });
+        out.push(SourceFeature {
+            alpha3: f.properties.a3,
+            alpha2,
+            parts,
+            area,
+        });
     }
     out.sort_by(|a, b| a.alpha3.cmp(&b.alpha3));
     Ok((out, report))
@@ -145,7 +154,10 @@ fn repair(a3: &str, parts: Vec<Vec<Ring>>, report: &mut RepairReport) -> Vec<Vec
         for hole in rings.into_iter().skip(1) {
             let step = (hole.len() / 16).max(1);
             let sample = hole.iter().step_by(step);
-            if sample.into_iter().all(|v| ring_contains(&shell, v[0], v[1]) != Some(false)) {
+            if sample
+                .into_iter()
+                .all(|v| ring_contains(&shell, v[0], v[1]) != Some(false))
+            {
                 kept.push(hole);
             } else {
                 report.holes_outside_shell += 1;
@@ -177,7 +189,11 @@ pub fn ring_contains(ring: &[[f64; 2]], x: f64, y: f64) -> Option<bool> {
 }
 
 fn ring_area(r: &[[f64; 2]]) -> f64 {
-    r.windows(2).map(|w| w[0][0] * w[1][1] - w[1][0] * w[0][1]).sum::<f64>().abs() / 2.0
+    r.windows(2)
+        .map(|w| w[0][0] * w[1][1] - w[1][0] * w[0][1])
+        .sum::<f64>()
+        .abs()
+        / 2.0
 }
 
 fn part_area(rings: &[Ring]) -> f64 {

@@ -27,9 +27,17 @@ pub fn world() -> &'static World {
             .tiles
             .iter()
             .enumerate()
-            .map(|(i, t)| t.as_ref().map(|b| index.open_tile(i, b.clone()).expect("tile opens")))
+            .map(|(i, t)| {
+                t.as_ref()
+                    .map(|b| index.open_tile(i, b.clone()).expect("tile opens"))
+            })
             .collect();
-        World { features, built, index, tiles }
+        World {
+            features,
+            built,
+            index,
+            tiles,
+        }
     })
 }
 
@@ -41,7 +49,9 @@ pub fn oracle() -> &'static Oracle {
 impl World {
     pub fn lookup(&self, lat: f64, lon: f64) -> Option<u16> {
         let p = GridPoint::from(LatLon::new(lat, lon).expect("valid coordinate"));
-        self.index.lookup_with(p, |t| self.tiles[t].as_ref()).expect("all tiles loaded")
+        self.index
+            .lookup_with(p, |t| self.tiles[t].as_ref())
+            .expect("all tiles loaded")
     }
 
     pub fn alpha2(&self, id: Option<u16>) -> Option<&str> {

@@ -7,6 +7,7 @@ import path from "node:path";
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 export async function startWorker({ assetsDir = path.join(ROOT, "assets"), bindings = {} } = {}) {
+  // Node 22's fetch pools connections; workerd closes idle ones, so tests use fresh ones.
   const mf = new Miniflare({
     name: "edge-geo-notify",
     modules: true,
@@ -18,7 +19,11 @@ export async function startWorker({ assetsDir = path.join(ROOT, "assets"), bindi
       binding: "ASSETS",
       routerConfig: { invoke_user_worker_ahead_of_assets: true, has_user_worker: true },
     },
-    bindings: { ENABLE_BENCH: "true", ...bindings },
+    bindings: { ENABLE_BENCH: "true", IPDB_KV_KEY: "ipdb/current", ...bindings },
+    kvNamespaces: ["IPDB_CONFIG"],
+    r2Buckets: ["IPDB_BUCKET"],
+    // A fixed request.cf (Miniflare would otherwise try to download one).
+    cf: { country: "GB", colo: "LHR", asn: 64512 },
     host: "127.0.0.1",
     port: 0,
   });

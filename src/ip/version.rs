@@ -1,0 +1,88 @@
+//! The config-store record naming the current IPDB (a KV value), and its validation.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// `{version, sha256, object_key, updated_at}` as stored under the KV key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IpdbRecord {
+    /// Opaque version label; a change triggers a download.
+    pub version: String,
+    /// Lower-case hex SHA-256 of the object's bytes.
+    pub sha256: String,
+    /// Key of the object in the R2 bucket.
+    pub object_key: String,
+    /// RFC 3339 time of publication (informational).
+    pub updated_at: String,
+}
+
+/// Why a record was rejected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// Not the JSON shape above.
+    Json(String),
+    /// A field is empty or malformed.
+    Field(&'static str),
+}
+
+impl fmt::Display for RecordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecordError::Json(e) => write!(f, "IPDB record is not valid JSON: {e}"),
+            RecordError::Field(name) => write!(f, "IPDB record field {name} is missing or malformed"),
+        }
+    }
+}
+
+impl std::error::Error for RecordError {}
+
+impl IpdbRecord {
+    /// Parses and validates a record.
+    ///
+    /// # Errors
+    /// [`RecordError`] on bad JSON or fields.
+    pub fn parse(text: &str) -> Result<Self, RecordError> {
+        let r: IpdbRecord = serde_json::from_str(text).map_err(|e| RecordError::Json(e.to_string()))?;
+        if r.version.is_empty() || r.version.len() > 128 {
+            return Err(RecordError::Field("version"));
+        }
+        if r.sha256.len() != 64 || !r.sha256.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
+            return Err(RecordError::Field("sha256"));
+        }
+        if r.object_key.is_empty() || r.object_key.len() > 1024 {
+            return Err(RecordError::Field("object_key"));
+        }
+        Ok(r)
+    }
+
+    /// True when `bytes` hash to this record's `sha256`.
+    pub fn matches(&self, bytes: &[u8]) -> bool {
+        sha256_hex(bytes) == self.sha256
+    }
+}
+
+/// Lower-case hex SHA-256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validates_records() {
+        let ok = format!(
+            r#"{{"version":"v1","sha256":"{}","object_key":"ipdb/a.mmdb","updated_at":"2026-11-30T00:00:00Z"}}"#,
+            sha256_hex(b"abc")
+        );
+        let r = IpdbRecord::parse(&ok).unwrap();
+        assert!(r.matches(b"abc") && !r.matches(b"abd"));
+        assert!(matches!(IpdbRecord::parse("{"), Err(RecordError::Json(_))));
+        let bad = ok.replace(&sha256_hex(b"abc"), "xyz");
+        assert_eq!(IpdbRecord::parse(&bad), Err(RecordError::Field("sha256")));
+    }
+}

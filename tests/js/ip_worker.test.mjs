@@ -1,0 +1,183 @@
+// End-to-end: IP → country in workerd, against an independent reader (mmdb-lib), and IPDB hot
+// swap through real local KV and R2 (Miniflare), including every rejection path.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { execFileSync } from "node:child_process";
+import { Reader } from "mmdb-lib";
+import { startWorker, ROOT } from "./harness.mjs";
+
+const BUNDLED = path.join(ROOT, "assets/ip/default.mmdb");
+let w;
+let fixture; // a GeoIP2-layout database, different from the bundled one
+
+before(async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ipdb-"));
+  const out = path.join(dir, "geoip2.mmdb");
+  execFileSync(path.join(ROOT, ".venv/bin/python"), [path.join(ROOT, "tests/fixtures/make_geoip2_mmdb.py"), out]);
+  fixture = fs.readFileSync(out);
+  w = await startWorker({ bindings: { IPDB_CHECK_INTERVAL_SECONDS: "0" } });
+});
+after(async () => { await w?.stop(); });
+
+const sha256 = (b) => crypto.createHash("sha256").update(b).digest("hex");
+
+function rng(seed) {
+  let x = seed >>> 0;
+  return () => { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; return x; };
+}
+
+function randomIps(n, seed) {
+  const r = rng(seed);
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    const kind = i % 10;
+    if (kind < 6) {
+      out.push([r() >>> 24, (r() >>> 24), (r() >>> 24), (r() >>> 24)].join("."));
+    } else if (kind < 9) {
+      // Global unicast space where allocations are dense (2001::/16, 2400::–2c0f::).
+      const first = [0x2001, 0x2400, 0x2401, 0x2600, 0x2602, 0x2604, 0x2a00, 0x2a01, 0x2a02, 0x2a03, 0x2c0f][r() % 11];
+      const segs = [first, r() & 0xffff, r() & 0xffff, r() & 0xffff, r() & 0xffff, r() & 0xffff, r() & 0xffff, r() & 0xffff];
+      out.push(segs.map((s) => s.toString(16)).join(":"));
+    } else {
+      out.push(`::ffff:${[r() >>> 24, r() >>> 24, r() >>> 24, r() >>> 24].join(".")}`);
+    }
+  }
+  return out;
+}
+
+test("answers equal an independent reader (mmdb-lib) on 100k random IPv4/IPv6", async () => {
+  const reader = new Reader(fs.readFileSync(BUNDLED));
+  const ips = randomIps(100_000, 20261130);
+  let compared = 0, reserved = 0, found = 0;
+  for (let i = 0; i < ips.length; i += 10_000) {
+    const batch = ips.slice(i, i + 10_000);
+    const r = await w.post("/v1/geo/ip", { ips: batch });
+    assert.equal(r.status, 200);
+    assert.equal(r.body.ipdb.source, "bundled");
+    r.body.results.forEach((res, j) => {
+      const ip = batch[j];
+      if (res.reason !== null && res.reason !== "not_found") { reserved++; return; }
+      const lookupIp = ip.startsWith("::ffff:") ? ip.slice(7) : ip;
+      const want = reader.get(lookupIp)?.country_code ?? null;
+      assert.equal(res.country, want, `${ip}`);
+      compared++;
+      if (want) found++;
+    });
+  }
+  assert.ok(compared > 90_000 && found > 30_000, `compared ${compared}, found ${found}, reserved ${reserved}`);
+});
+
+test("single lookups, reserved ranges and bad input", async () => {
+  let r = await w.get("/v1/geo/ip?ip=10.1.2.3");
+  assert.deepEqual([r.status, r.body.country, r.body.reason], [200, null, "private"]);
+  r = await w.get("/v1/geo/ip?ip=%3A%3Affff%3A127.0.0.1");
+  assert.equal(r.body.reason, "loopback");
+  const bad = [
+    ["/v1/geo/ip", "missing_parameter"],
+    ["/v1/geo/ip?ip=300.1.1.1", "invalid_ip"],
+    ["/v1/geo/ip?ip=fe80::1%25eth0", "ip_zone_not_supported"],
+    ["/v1/geo/ip?ip=", "invalid_ip"],
+  ];
+  for (const [p, code] of bad) {
+    r = await w.get(p);
+    assert.equal(r.status, 400, p);
+    assert.equal(r.body.error.code, code, p);
+  }
+  for (const [body, code] of [[{ ips: [] }, "empty_batch"], [{ ips: Array(10001).fill("1.1.1.1") }, "batch_too_large"], ["nope", "invalid_json"]]) {
+    r = await w.post("/v1/geo/ip", body);
+    assert.equal(r.status, 400);
+    assert.equal(r.body.error.code, code);
+  }
+});
+
+test("/v1/geo/me combines edge country, IPDB and coordinates", async () => {
+  const reader = new Reader(fs.readFileSync(BUNDLED));
+  const ip = "81.2.69.160";
+  const r = await fetch(w.base + "/v1/geo/me?lat=51.5&lon=-0.12", { headers: { "CF-Connecting-IP": ip } });
+  const body = await r.json();
+  assert.equal(r.status, 200);
+  assert.equal(body.cf_country, "GB");
+  assert.equal(body.ip.country, reader.get(ip)?.country_code ?? null);
+  assert.equal(body.coordinates.country.alpha2, "GB");
+  const answers = [body.cf_country, body.ip.country, body.coordinates.country.alpha2].filter(Boolean);
+  assert.equal(body.agree, answers.every((a) => a === answers[0]));
+  // Without a header Miniflare reports the loopback client: no country, so only cf answers.
+  const only = await (await fetch(w.base + "/v1/geo/me")).json();
+  assert.equal(only.ip.reason, "loopback");
+  assert.equal(only.sources, 1);
+  assert.equal(only.agree, null);
+});
+
+async function pollHealth(pred) {
+  for (let i = 0; i < 200; i++) {
+    // Each request is answered with the current DB; the check runs after it (waitUntil).
+    await w.get("/v1/geo/ip?ip=81.2.69.160");
+    const h = await w.get("/healthz");
+    if (pred(h.body.ipdb)) return h.body.ipdb;
+    await new Promise((res) => setTimeout(res, 10));
+  }
+  assert.fail("condition not reached");
+}
+
+test("hot swap: new version picked up without restart; bad ones rejected, old one keeps serving", async () => {
+  const kv = await w.mf.getKVNamespace("IPDB_CONFIG");
+  const r2 = await w.mf.getR2Bucket("IPDB_BUCKET");
+  const before = await w.get("/v1/geo/ip?ip=81.2.69.160");
+  assert.equal(before.body.ipdb.source, "bundled");
+
+  await r2.put("ipdb/fixture.mmdb", fixture);
+  const record = { version: "fixture-1", sha256: sha256(fixture), object_key: "ipdb/fixture.mmdb", updated_at: "2026-11-30T00:00:00Z" };
+  await kv.put("ipdb/current", JSON.stringify(record));
+  await pollHealth((s) => s.version === "fixture-1");
+  let r = await w.get("/v1/geo/ip?ip=81.2.69.160");
+  assert.deepEqual([r.body.country, r.body.ipdb.version, r.body.ipdb.source], ["GB", "fixture-1", "r2"]);
+  r = await w.get("/v1/geo/ip?ip=9.9.9.9");
+  assert.equal(r.body.reason, "not_found"); // the fixture only knows five networks
+
+  const rejections = [
+    [{ ...record, version: "bad-sha", sha256: "0".repeat(64) }, null, /checksum mismatch/],
+    [{ ...record, version: "garbage", object_key: "ipdb/garbage.bin", sha256: sha256(Buffer.from("garbage")) }, Buffer.from("garbage"), /not a valid MaxMind DB/],
+    [{ ...record, version: "missing", object_key: "ipdb/none.mmdb" }, null, /missing/],
+    ["{not json", null, /not valid JSON/],
+    [{ ...record, version: "no-sha", sha256: "" }, null, /sha256/],
+  ];
+  for (const [rec, obj, pattern] of rejections) {
+    if (obj) await r2.put(rec.object_key, obj);
+    await kv.put("ipdb/current", typeof rec === "string" ? rec : JSON.stringify(rec));
+    const s = await pollHealth((s) => pattern.test(s.last_check_outcome ?? ""));
+    assert.equal(s.version, "fixture-1", `still serving after ${pattern}`);
+    r = await w.get("/v1/geo/ip?ip=81.2.69.160");
+    assert.equal(r.body.ipdb.version, "fixture-1");
+    assert.equal(r.body.country, "GB");
+  }
+});
+
+test("cron publishes a downloaded IPDB into R2 + KV and isolates pick it up", async () => {
+  const server = http.createServer((req, res) => {
+    res.writeHead(200, { "content-type": "application/octet-stream" });
+    res.end(fixture);
+  });
+  await new Promise((res) => server.listen(0, "127.0.0.1", res));
+  const url = `http://127.0.0.1:${server.address().port}/GeoLite2-Country.mmdb`;
+  const w2 = await startWorker({ bindings: { IPDB_SOURCE_URL: url, IPDB_CHECK_INTERVAL_SECONDS: "0" } });
+  try {
+    const worker = await w2.mf.getWorker();
+    await worker.scheduled({ cron: "17 3 * * *" });
+    const kv = await w2.mf.getKVNamespace("IPDB_CONFIG");
+    const rec = JSON.parse(await kv.get("ipdb/current"));
+    assert.equal(rec.sha256, sha256(fixture));
+    const obj = await (await w2.mf.getR2Bucket("IPDB_BUCKET")).get(rec.object_key);
+    assert.equal(sha256(Buffer.from(await obj.arrayBuffer())), rec.sha256);
+    // A cold isolate reads the record first, so it serves the published DB from the start.
+    const r = await w2.get("/v1/geo/ip?ip=81.2.69.160");
+    assert.deepEqual([r.body.country, r.body.ipdb.version, r.body.ipdb.source], ["GB", rec.version, "r2"]);
+  } finally {
+    await w2.stop();
+    server.close();
+  }
+});
