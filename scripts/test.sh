@@ -14,4 +14,4 @@ cargo test
 echo "== pytest (local backend stack)"
 .venv/bin/python -m pytest -q stack/tests
 echo "== node --test (compiled worker in workerd via Miniflare)"
-node --test --test-concurrency=1 tests/js/
+node --test --test-concurrency=1 "tests/js/*.test.mjs"

@@ -1,0 +1,64 @@
+//! Notification center core: the event model, merge/retract rules and Data API request builders.
+//!
+//! Everything but [`store`] is pure: functions return filters/updates/pipelines as JSON for the
+//! Data API, so the rules are unit-tested without a server. Shape (seeds §1, compacted per its
+//! lesson 1 — big documents shorten oplog retention):
+//!
+//! ```text
+//! { _id: notificationId, owner, itemKey, serviceType, categoryType, notificationType, templateType,
+//!   createdTime: Date, expireAt: Date, revision: i64, originsCount: i32,
+//!   origins: [ { s: senderId, n: name, a?: avatar, t: createdTimeMsec, l?: landing, e: eventId } ],
+//!   read, seen, archived, landing?, messageArguments? }
+//! ```
+//! `_id` *is* the notification id (a hash of owner+itemKey), so it is not stored twice.
+
+mod error;
+mod event;
+mod query;
+mod render;
+mod rules;
+pub mod store;
+
+pub use error::NotifyError;
+pub use event::{NewEvent, NewSender, NotificationEvent, Sender};
+pub use query::{
+    changed_since, decode_cursor, delete_one, encode_cursor, expired_batch, expired_delete, indexes, list_query, mark,
+    owners_over_cap, trim_owner_cutoff, trim_owner_delete, unread_count_pipeline, Cursor, Flag, FindQuery, ListParams,
+    MarkQuery, Target, MAX_PAGE,
+};
+pub use render::{summary, view};
+pub use rules::{
+    classify_create_result, create_upsert, notification_id, retract_delete, retract_update, revision, CreateOutcome,
+    CreateStep, RetractOutcome,
+};
+pub use store::NotificationStore;
+
+/// Tunables of the notification center.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifyConfig {
+    /// Data API collection.
+    pub collection: String,
+    /// Allowed `categoryType` values (the inboxes: home, social, creator studio…).
+    pub categories: Vec<String>,
+    /// Origins kept per document (newest by event time); `originsCount` still counts all.
+    pub origins_cap: u32,
+    /// Time to live after the newest origin's event time.
+    pub ttl_ms: i64,
+    /// Origins returned per item by list queries (rendering needs the first one or two).
+    pub list_origins: u32,
+    /// How far in the future an event's `createdTimeMsec` may be (clock skew).
+    pub max_future_skew_ms: i64,
+}
+
+impl Default for NotifyConfig {
+    fn default() -> Self {
+        Self {
+            collection: "notifications".into(),
+            categories: ["home", "social", "creator", "system"].map(String::from).to_vec(),
+            origins_cap: 100,
+            ttl_ms: 30 * 24 * 3_600_000,
+            list_origins: 3,
+            max_future_skew_ms: 5 * 60_000,
+        }
+    }
+}
