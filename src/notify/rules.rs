@@ -1,0 +1,223 @@
+//! Merge and retract as single atomic Data API operations (no read-modify-write, no lock).
+
+use base64::Engine as _;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::{NotificationEvent, NotifyConfig};
+use crate::backend::{ejson, BackendError, UpdateResult};
+
+/// Deterministic id of the (owner, itemKey) item: base64url of 96 bits of SHA-256.
+///
+/// Deterministic so a racing second insert collides on `_id` as well as on the unique index,
+/// and so the id needs no random source in wasm.
+#[must_use]
+pub fn notification_id(owner: &str, item_key: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(owner.as_bytes());
+    h.update([0u8]);
+    h.update(item_key.as_bytes());
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&h.finalize()[..12])
+}
+
+/// Revision of a write: `now_ms · 1024 + 10 bits of the event id's hash`.
+///
+/// Taken from the *write* clock, not the event time, so a late event still sorts above everything
+/// a client has seen (list order and `changed_since` stay monotonic). The low bits make two writes
+/// in the same millisecond unlikely to tie (ties are broken by `_id` anyway). Stays below 2^53
+/// until the year 2248, so JavaScript clients read it exactly.
+#[must_use]
+pub fn revision(now_ms: i64, event_id: &str) -> i64 {
+    let d = Sha256::digest(event_id.as_bytes());
+    let low = (i64::from(d[30] & 0x3) << 8) | i64::from(d[31]);
+    now_ms.saturating_mul(1024).saturating_add(low)
+}
+
+/// The create/merge: one `updateOne` with `upsert: true` → `(filter, update)`.
+///
+/// * The filter excludes documents that already hold this sender, so a repeat cannot double
+///   count. On a miss the upsert tries to insert and the unique (owner, itemKey) index (and the
+///   deterministic `_id`) refuse it: see [`classify_create_result`].
+/// * Origins are kept newest-first **by event time** (`$sort {t:-1}` then `$slice cap`), so
+///   out-of-order delivery still keeps the newest `cap`; `originsCount` counts every sender.
+/// * `createdTime`/`expireAt` only move forward (`$max`); flags reset so the item resurfaces.
+#[must_use]
+pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) -> (Value, Value) {
+    let filter = json!({ "owner": ev.owner, "itemKey": ev.item_key, "origins.s": { "$ne": ev.sender.id } });
+    let mut origin = Map::new();
+    origin.insert("s".into(), ev.sender.id.clone().into());
+    origin.insert("n".into(), ev.sender.name.clone().into());
+    if let Some(a) = &ev.sender.avatar {
+        origin.insert("a".into(), a.clone().into());
+    }
+    origin.insert("t".into(), ev.created_time_msec.into());
+    if let Some(l) = &ev.landing {
+        origin.insert("l".into(), l.clone().into());
+    }
+    origin.insert("e".into(), ev.event_id.clone().into());
+    let mut set = json!({
+        "revision": revision(now_ms, &ev.event_id),
+        "read": false, "seen": false, "archived": false,
+    });
+    if let Some(l) = &ev.landing {
+        set["landing"] = l.clone().into();
+    }
+    if !ev.message_arguments.is_empty() {
+        set["messageArguments"] = json!(ev.message_arguments);
+    }
+    let update = json!({
+        "$setOnInsert": {
+            "_id": notification_id(&ev.owner, &ev.item_key),
+            "serviceType": ev.service_type, "categoryType": ev.category_type,
+            "notificationType": ev.notification_type, "templateType": ev.template_type,
+        },
+        "$push": { "origins": { "$each": [origin], "$sort": { "t": -1 }, "$slice": cfg.origins_cap.max(1) } },
+        "$inc": { "originsCount": 1 },
+        "$max": {
+            "createdTime": ejson::date(ev.created_time_msec),
+            "expireAt": ejson::date(ev.created_time_msec.saturating_add(cfg.ttl_ms)),
+        },
+        "$set": set,
+    });
+    (filter, update)
+}
+
+/// What a create did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CreateOutcome {
+    /// A new item was inserted.
+    Created,
+    /// The sender was merged into an existing item.
+    Merged,
+    /// This sender was already in the item: nothing changed (idempotent repeat).
+    AlreadyApplied,
+}
+
+/// Next step after one create attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreateStep {
+    /// Finished.
+    Done(CreateOutcome),
+    /// Send the same upsert once more.
+    Retry,
+    /// Give up with this error.
+    Fail(BackendError),
+}
+
+/// Interprets an upsert result; `attempt` counts from 0.
+///
+/// A duplicate key is ambiguous on the first attempt: either this sender is already present (the
+/// filter missed an existing item) or a concurrent create inserted the item first and *our*
+/// origin is still missing. Retrying once settles it: the item now exists, so the filter either
+/// matches (merge) or misses again because the sender is there — then it really is
+/// [`CreateOutcome::AlreadyApplied`].
+#[must_use]
+pub fn classify_create_result(result: Result<UpdateResult, BackendError>, attempt: u32) -> CreateStep {
+    match result {
+        Ok(r) if r.upserted_id.is_some() => CreateStep::Done(CreateOutcome::Created),
+        Ok(r) if r.matched > 0 => CreateStep::Done(CreateOutcome::Merged),
+        Ok(r) => CreateStep::Fail(BackendError::Decode(format!("upsert neither matched nor inserted: {r:?}"))),
+        Err(BackendError::DuplicateKey { .. }) if attempt == 0 => CreateStep::Retry,
+        Err(BackendError::DuplicateKey { .. }) => CreateStep::Done(CreateOutcome::AlreadyApplied),
+        Err(e) => CreateStep::Fail(e),
+    }
+}
+
+/// What a retraction did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetractOutcome {
+    /// The origin was removed; the item remains (re-render its summary).
+    Updated,
+    /// The sender was the last one: the item was deleted.
+    Deleted,
+    /// The sender is not in the item (already retracted, never merged, or evicted by the cap).
+    NotFound,
+}
+
+/// Retract step 1: pull the sender when others remain → `(filter, update)` for `updateOne`.
+///
+/// The Data API has no findAndModify, so we cannot learn the new count from the update. Instead
+/// the guard `originsCount > 1` picks the branch up front: this update never leaves an empty item,
+/// and when it misses, [`retract_delete`] (guard `≤ 1`) removes the item outright. A merged item
+/// costs 1 call, a single-sender item 2. `originsCount ≥ origins.len()` always holds (the cap only
+/// drops origins, never counts), so the guards are exact.
+#[must_use]
+pub fn retract_update(owner: &str, item_key: &str, sender_id: &str) -> (Value, Value) {
+    (
+        json!({ "owner": owner, "itemKey": item_key, "origins.s": sender_id, "originsCount": { "$gt": 1 } }),
+        json!({ "$pull": { "origins": { "s": sender_id } }, "$inc": { "originsCount": -1 } }),
+    )
+}
+
+/// Retract step 2: delete the item when this sender is its only one → `deleteOne` filter.
+#[must_use]
+pub fn retract_delete(owner: &str, item_key: &str, sender_id: &str) -> Value {
+    json!({ "owner": owner, "itemKey": item_key, "origins.s": sender_id, "originsCount": { "$lte": 1 } })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notify::event::tests::{raw, NOW};
+
+    fn ev(sender: &str) -> NotificationEvent {
+        NotificationEvent::new(raw("u1", "post:1", sender, &format!("e-{sender}")), &NotifyConfig::default(), NOW).unwrap()
+    }
+
+    #[test]
+    fn upsert_excludes_present_sender_and_pushes_compact_origin() {
+        let cfg = NotifyConfig { origins_cap: 3, ..NotifyConfig::default() };
+        let (filter, update) = create_upsert(&ev("s1"), &cfg, NOW + 5);
+        assert_eq!(filter, json!({"owner": "u1", "itemKey": "post:1", "origins.s": {"$ne": "s1"}}));
+        let push = &update["$push"]["origins"];
+        assert_eq!(push["$slice"], 3);
+        assert_eq!(push["$sort"], json!({"t": -1}));
+        assert_eq!(push["$each"][0], json!({"s": "s1", "n": "Name s1", "t": NOW, "l": "app://post/1", "e": "e-s1"}));
+        assert_eq!(update["$inc"], json!({"originsCount": 1}));
+        assert_eq!(update["$setOnInsert"]["_id"], notification_id("u1", "post:1"));
+        assert_eq!(update["$max"]["createdTime"], ejson::date(NOW));
+        assert_eq!(update["$set"]["read"], false);
+        // Fields set by different operators must not overlap (MongoDB rejects conflicts).
+        let mut seen = std::collections::HashSet::new();
+        for (_, fields) in update.as_object().unwrap() {
+            for k in fields.as_object().unwrap().keys() {
+                assert!(seen.insert(k.clone()), "field {k} set twice");
+            }
+        }
+    }
+
+    #[test]
+    fn revision_grows_with_the_write_clock_and_fits_a_js_number() {
+        assert!(revision(NOW + 1, "a") > revision(NOW, "b"));
+        assert!(revision(NOW, "a") < (1_i64 << 53));
+        assert_eq!(revision(NOW, "x") >> 10, NOW);
+    }
+
+    #[test]
+    fn ids_are_deterministic_and_separate_owner_from_key() {
+        assert_eq!(notification_id("u1", "k"), notification_id("u1", "k"));
+        assert_ne!(notification_id("u1", "k"), notification_id("u", "1k"));
+        assert_eq!(notification_id("u1", "k").len(), 16);
+    }
+
+    #[test]
+    fn classify_retries_a_duplicate_once() {
+        let dup = || Err(BackendError::DuplicateKey { message: String::new() });
+        assert_eq!(classify_create_result(dup(), 0), CreateStep::Retry);
+        assert_eq!(classify_create_result(dup(), 1), CreateStep::Done(CreateOutcome::AlreadyApplied));
+        let ins = UpdateResult { matched: 0, modified: 0, upserted_id: Some(json!("x")) };
+        assert_eq!(classify_create_result(Ok(ins), 0), CreateStep::Done(CreateOutcome::Created));
+        let merged = UpdateResult { matched: 1, modified: 1, upserted_id: None };
+        assert_eq!(classify_create_result(Ok(merged), 1), CreateStep::Done(CreateOutcome::Merged));
+        let down = BackendError::Unavailable { status: Some(503), timed_out: false, message: String::new() };
+        assert_eq!(classify_create_result(Err(down.clone()), 0), CreateStep::Fail(down));
+    }
+
+    #[test]
+    fn retract_guards_are_complementary() {
+        let (f, u) = retract_update("u", "k", "s");
+        assert_eq!(f["originsCount"], json!({"$gt": 1}));
+        assert_eq!(u["$pull"], json!({"origins": {"s": "s"}}));
+        assert_eq!(retract_delete("u", "k", "s")["originsCount"], json!({"$lte": 1}));
+    }
+}
