@@ -1,8 +1,10 @@
 //! Builds everything the worker loads at run time from pinned npm packages:
 //! `assets/geo/{index,tile-NNN}.bin`, `assets/ip/default.mmdb`, `assets/manifest.json`.
 //!
-//! Usage: `build-assets [--node-modules DIR] [--out DIR]` (defaults: `node_modules`, `assets`).
-//! Same inputs give the same bytes (no timestamps, deterministic order).
+//! Usage: `build-assets [--node-modules DIR] [--out DIR] [--update]` (defaults: `node_modules`,
+//! `assets`). Same inputs give the same bytes (no timestamps, deterministic order), so the
+//! committed `manifest.json` acts as a lockfile: unless `--update` is given, a build whose
+//! manifest (versions, sizes, SHA-256 of every file) differs from the committed one fails.
 
 use edge_geo_notify::geo::{build, source};
 use serde_json::{json, Value};
@@ -27,11 +29,13 @@ fn main() -> ExitCode {
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut modules = PathBuf::from("node_modules");
     let mut out = PathBuf::from("assets");
+    let mut update = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--node-modules" => modules = args.next().ok_or("--node-modules needs a value")?.into(),
             "--out" => out = args.next().ok_or("--out needs a value")?.into(),
+            "--update" => update = true,
             other => return Err(format!("unknown argument {other}").into()),
         }
     }

@@ -46,6 +46,8 @@ pub struct BuildStats {
     pub leaves: usize,
     /// Stored vertices.
     pub vertices: usize,
+    /// Leaves by bytes per local coordinate: [2, 3, 4].
+    pub coord_bytes_histogram: [usize; 3],
     /// Most edges in one leaf.
     pub max_leaf_edges: usize,
     /// Deepest level below the top grid.
@@ -194,28 +196,33 @@ impl Builder {
     }
 
     fn leaf(&mut self, tile: usize, r: Rect, default: u16, cands: &[FeatState]) -> u32 {
+        let all: Vec<Vec<Vec<P>>> =
+            cands.iter().map(|f| f.rings.iter().flat_map(|ring| chains(ring, r)).collect()).collect();
+        // Local coordinates take as few whole bytes as the cell needs (most leaves: 3).
+        let max = all.iter().flatten().flatten().map(|&(x, y)| (x - r.x0).max(y - r.y0)).max().unwrap_or(0);
+        let bytes = coord_bytes(max);
         let t = &mut self.tiles[tile];
         let off = t.leaves.len();
         t.leaves.extend(default.to_le_bytes());
-        t.leaves.extend((cands.len() as u16).to_le_bytes());
+        t.leaves.extend((cands.len() as u16 | ((4 - bytes as u16) << LEAF_WIDTH_SHIFT)).to_le_bytes());
         let mut edges = 0;
-        for f in cands {
-            let chains: Vec<Vec<P>> = f.rings.iter().flat_map(|ring| chains(ring, r)).collect();
-            t.leaves
-                .extend(self.order_to_feature[f.rank as usize].to_le_bytes());
+        for (f, chains) in cands.iter().zip(&all) {
+            t.leaves.extend(self.order_to_feature[f.rank as usize].to_le_bytes());
             t.leaves.extend([f.base as u8, 0]);
             t.leaves.extend((chains.len() as u16).to_le_bytes());
-            for c in &chains {
+            for c in chains {
                 t.leaves.extend((c.len() as u16).to_le_bytes());
                 for &(x, y) in c {
-                    t.leaves.extend(((x - r.x0) as u32).to_le_bytes());
-                    t.leaves.extend(((y - r.y0) as u32).to_le_bytes());
+                    let (lx, ly) = ((x - r.x0) as u32, (y - r.y0) as u32);
+                    t.leaves.extend(&lx.to_le_bytes()[..bytes]);
+                    t.leaves.extend(&ly.to_le_bytes()[..bytes]);
                 }
                 edges += c.len() - 1;
                 self.stats.vertices += c.len();
             }
         }
         self.stats.leaves += 1;
+        self.stats.coord_bytes_histogram[bytes - 2] += 1;
         self.stats.max_leaf_edges = self.stats.max_leaf_edges.max(edges);
         (NODE_LEAF << 30) | off as u32
     }
@@ -277,6 +284,14 @@ impl Builder {
             tiles,
             stats: self.stats,
         }
+    }
+}
+
+fn coord_bytes(max: i64) -> usize {
+    match max {
+        0..=0xFFFF => 2,
+        0x1_0000..=0xFF_FFFF => 3,
+        _ => 4,
     }
 }
 

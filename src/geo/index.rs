@@ -360,6 +360,11 @@ fn validate_leaf(
     let bad = LoadError::Corrupt("leaf out of bounds");
     let default = u16_at(leaves, off).ok_or(bad.clone())?;
     let n = u16_at(leaves, off + 2).ok_or(bad.clone())?;
+    let width = 2 * (4 - (n >> LEAF_WIDTH_SHIFT) as usize);
+    if width < 4 {
+        return Err(LoadError::Corrupt("bad coordinate width"));
+    }
+    let n = n & LEAF_COUNT_MASK;
     if !ok_country(default) {
         return Err(LoadError::Corrupt("leaf names an unknown country"));
     }
@@ -373,7 +378,7 @@ fn validate_leaf(
         off += 6;
         for _ in 0..chains {
             let len = u16_at(leaves, off).ok_or(bad.clone())? as usize;
-            off += 2 + len * 8;
+            off += 2 + len * width;
             if off > leaves.len() {
                 return Err(bad);
             }
@@ -388,6 +393,9 @@ fn validate_leaf(
 fn leaf_lookup(b: &[u8], mut off: usize, x: i64, y: i64) -> Option<u16> {
     let default = u16_at(b, off)?;
     let n = u16_at(b, off + 2)?;
+    let bytes = 4 - (n >> LEAF_WIDTH_SHIFT) as usize;
+    let width = 2 * bytes;
+    let n = n & LEAF_COUNT_MASK;
     off += 4;
     for _ in 0..n {
         let country = u16_at(b, off)?;
@@ -396,9 +404,13 @@ fn leaf_lookup(b: &[u8], mut off: usize, x: i64, y: i64) -> Option<u16> {
         off += 6;
         for _ in 0..chains {
             let len = u16_at(b, off)? as usize;
-            let pts = b.get(off + 2..off + 2 + len * 8)?;
-            off += 2 + len * 8;
-            inside ^= chain_parity(pts, x, y);
+            let pts = b.get(off + 2..off + 2 + len * width)?;
+            off += 2 + len * width;
+            inside ^= match bytes {
+                2 => chain_parity::<2>(pts, x, y),
+                3 => chain_parity::<3>(pts, x, y),
+                _ => chain_parity::<4>(pts, x, y),
+            };
         }
         if inside {
             return Some(country);
@@ -407,19 +419,19 @@ fn leaf_lookup(b: &[u8], mut off: usize, x: i64, y: i64) -> Option<u16> {
     country_or_sea(default)
 }
 
-/// Parity of crossings between the ray from (x, y) towards +x and a chain of edges.
-/// A vertex exactly at height `y` counts as above, so shared vertices are counted once.
+/// Parity of crossings between the ray from (x, y) towards +x and a chain of edges whose
+/// vertices are two little-endian `B`-byte coordinates. A vertex exactly at height `y` counts as
+/// above, so shared vertices are counted once.
 #[inline]
-fn chain_parity(pts: &[u8], x: i64, y: i64) -> bool {
-    let mut parity = false;
-    let mut it = pts.chunks_exact(8).map(|c| {
-        let (cx, cy) = c.split_at(4);
-        (
-            u32::from_le_bytes(cx.try_into().unwrap_or_default()) as i64,
-            u32::from_le_bytes(cy.try_into().unwrap_or_default()) as i64,
-        )
-    });
+fn chain_parity<const B: usize>(pts: &[u8], x: i64, y: i64) -> bool {
+    let coord = |c: &[u8]| -> i64 {
+        let mut v = [0u8; 8];
+        v[..B].copy_from_slice(&c[..B]);
+        i64::from_le_bytes(v)
+    };
+    let mut it = pts.chunks_exact(2 * B).map(|c| (coord(c), coord(&c[B..])));
     let Some(mut a) = it.next() else { return false };
+    let mut parity = false;
     for b in it {
         if (a.1 > y) != (b.1 > y) {
             let dy = b.1 - a.1;
