@@ -1,0 +1,119 @@
+// Benchmarks of the compiled worker inside workerd (Miniflare), printed as a table.
+// Usage: node scripts/bench-worker.mjs   (after scripts/setup.sh; loopback only, bounded).
+import fs from "node:fs";
+import path from "node:path";
+import crypto from "node:crypto";
+import { startWorker, ROOT } from "../tests/js/harness.mjs";
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+const now = () => performance.now();
+
+function rng(seed) {
+  let x = seed >>> 0;
+  return () => { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; return x / 4294967296; };
+}
+
+function points(kind, n) {
+  const r = rng(kind === "uniform" ? 1 : 2);
+  const buf = Buffer.alloc(n * 16);
+  if (kind === "uniform") {
+    for (let i = 0; i < n; i++) { buf.writeDoubleLE(r() * 180 - 90, i * 16); buf.writeDoubleLE(r() * 360 - 180, i * 16 + 8); }
+    return buf;
+  }
+  const geo = JSON.parse(fs.readFileSync(path.join(ROOT, "node_modules/@geo-maps/countries-maritime-10m/map.geo.json")));
+  const edges = [];
+  for (const f of geo.features) {
+    const polys = f.geometry.type === "Polygon" ? [f.geometry.coordinates] : f.geometry.coordinates;
+    for (const p of polys) for (const ring of p) for (let i = 1; i < ring.length; i++) edges.push([ring[i - 1], ring[i]]);
+  }
+  for (let i = 0; i < n; i++) {
+    const [a, b] = edges[Math.floor(r() * edges.length)];
+    const t = r();
+    const lat = Math.max(-90, Math.min(90, a[1] + t * (b[1] - a[1]) + (r() - 0.5) * 0.02));
+    const lon = Math.max(-180, Math.min(179.9999999, a[0] + t * (b[0] - a[0]) + (r() - 0.5) * 0.02));
+    buf.writeDoubleLE(lat, i * 16); buf.writeDoubleLE(lon, i * 16 + 8);
+  }
+  return buf;
+}
+
+async function timed(fn) { const t = now(); const r = await fn(); return [now() - t, r]; }
+
+async function throughput(base, p, n = 4000, conc = 8) {
+  let i = 0;
+  const t = now();
+  await Promise.all(Array.from({ length: conc }, async () => {
+    while (i++ < n) { const r = await fetch(base + p); await r.arrayBuffer(); }
+  }));
+  return n / ((now() - t) / 1000);
+}
+
+const rows = [];
+const row = (what, value, note = "") => { rows.push([what, value, note]); console.error(`${what}: ${value} ${note}`); };
+
+// Cold starts: fresh workerd each time; the first geo request fetches and opens index.bin only.
+const cold = [], warm = [], openMs = [], tileCold = [], tileWarm = [];
+for (let k = 0; k < 5; k++) {
+  const w = await startWorker();
+  await w.get("/__bench/noop");
+  const [c] = await timed(() => w.get("/v1/geo/country?lat=0&lon=-150"));
+  const [h] = await timed(() => w.get("/v1/geo/country?lat=0&lon=-150"));
+  const [t1] = await timed(() => w.get("/v1/geo/country?lat=47.697&lon=8.691"));
+  const [t2] = await timed(() => w.get("/v1/geo/country?lat=47.698&lon=8.692"));
+  const health = (await w.get("/healthz")).body;
+  cold.push(c); warm.push(h); openMs.push(health.geo.index_open_ms); tileCold.push(t1); tileWarm.push(t2);
+  if (k === 0) row("index.bin bytes (fetched before the first answer)", health.geo.index_bytes);
+  if (k === 0) row("tile bytes after Büsingen lookup (Europe tile)", health.geo.tile_bytes_loaded);
+  await w.stop();
+}
+row("cold first request (index fetch + open + answer), median ms", median(cold).toFixed(2));
+row("  in-worker index fetch+open (Date.now, 1 ms resolution), median ms", median(openMs));
+row("warm request, median ms", median(warm).toFixed(2));
+row("first request needing a tile (fetch + verify + answer), median ms", median(tileCold).toFixed(2));
+row("same tile warm, median ms", median(tileWarm).toFixed(2));
+
+const w = await startWorker();
+const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, "assets/manifest.json")));
+row("geo asset total bytes (index + all tiles = max resident)", manifest.geo.total_bytes);
+for (const kind of ["uniform", "near_border"]) {
+  const n = 100_000, reps = 20;
+  const body = points(kind, n);
+  await w.post("/__bench/geo?repeat=1", body); // load tiles
+  const t0 = median(await Promise.all([0, 1, 2].map(async () => (await timed(() => w.post("/__bench/geo?repeat=0", body)))[0])));
+  const samples = [];
+  for (let k = 0; k < 3; k++) samples.push((await timed(() => w.post(`/__bench/geo?repeat=${reps}`, body)))[0]);
+  const ns = ((median(samples) - t0) * 1e6) / (n * reps);
+  row(`wasm ns/lookup, ${kind}`, ns.toFixed(1), `(${reps}×${n} lookups, minus the repeat=0 request)`);
+}
+{
+  const n = 1_000_000;
+  const [t0] = await timed(() => w.get("/__bench/ip?n=0"));
+  const ts = [];
+  for (let k = 0; k < 3; k++) ts.push((await timed(() => w.get(`/__bench/ip?n=${n}`)))[0]);
+  row("wasm ns/lookup, IPv4 (bundled mmdb)", (((median(ts) - t0) * 1e6) / n).toFixed(1));
+}
+const noop = await throughput(w.base, "/__bench/noop");
+const ipRps = await throughput(w.base, "/v1/geo/ip?ip=81.2.69.160");
+const geoRps = await throughput(w.base, "/v1/geo/country?lat=47.697&lon=8.691");
+row("req/s trivial endpoint (8 concurrent, keep-alive)", noop.toFixed(0));
+row("req/s /v1/geo/ip", ipRps.toFixed(0), `ratio ${(ipRps / noop).toFixed(2)}`);
+row("req/s /v1/geo/country", geoRps.toFixed(0), `ratio ${(geoRps / noop).toFixed(2)}`);
+// IPDB swap: publish the bundled 5 MB database under a new version and time the isolate's swap.
+{
+  const w2 = await startWorker({ bindings: { IPDB_CHECK_INTERVAL_SECONDS: "0" } });
+  const db = fs.readFileSync(path.join(ROOT, "assets/ip/default.mmdb"));
+  await w2.get("/v1/geo/ip?ip=1.1.1.1");
+  await (await w2.mf.getR2Bucket("IPDB_BUCKET")).put("ipdb/b.mmdb", db);
+  await (await w2.mf.getKVNamespace("IPDB_CONFIG")).put("ipdb/current", JSON.stringify({
+    version: "bench-1", sha256: crypto.createHash("sha256").update(db).digest("hex"), object_key: "ipdb/b.mmdb", updated_at: "2026-11-30T00:00:00Z" }));
+  let h;
+  for (let i = 0; i < 500; i++) {
+    await w2.get("/v1/geo/ip?ip=1.1.1.1");
+    h = (await w2.get("/healthz")).body.ipdb;
+    if (h.version === "bench-1") break;
+  }
+  row("IPDB swap in isolate (R2 read + sha256 + open, 5.2 MB), ms", h.last_swap_ms);
+  await w2.stop();
+}
+await w.stop();
+console.log("| measurement | value | note |\n|---|---|---|");
+for (const [a, b, c] of rows) console.log(`| ${a} | ${b} | ${c} |`);
