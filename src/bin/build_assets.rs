@@ -99,10 +99,20 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "files": [ip_file],
         },
     });
-    std::fs::write(
-        out.join("manifest.json"),
-        serde_json::to_string_pretty(&manifest)? + "\n",
-    )?;
+    let text = serde_json::to_string_pretty(&manifest)? + "\n";
+    let path = out.join("manifest.json");
+    match std::fs::read_to_string(&path) {
+        Ok(old) if !update && old != text => {
+            std::fs::write(out.join("manifest.new.json"), &text)?;
+            return Err(format!(
+                "built assets differ from the committed {} (see manifest.new.json); \
+                 rerun with --update if the data or format changed on purpose",
+                path.display()
+            )
+            .into());
+        }
+        _ => std::fs::write(&path, text)?,
+    }
     eprintln!("done in {:.2?}", started.elapsed());
     Ok(())
 }
