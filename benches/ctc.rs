@@ -35,11 +35,15 @@ fn fixture() -> Fixture {
     let tiles = (0..edge_geo_notify::geo::format::N_TILES)
         .map(|t| {
             let name = edge_geo_notify::geo::format::tile_file_name(t);
-            std::fs::read(geo.join(name)).ok().map(|b| index.open_tile(t, b).expect("tile"))
+            std::fs::read(geo.join(name))
+                .ok()
+                .map(|b| index.open_tile(t, b).expect("tile"))
         })
         .collect();
     let mut rng = SmallRng::seed_from_u64(1);
-    let uniform = (0..N).map(|_| (rng.gen_range(-90.0..90.0), rng.gen_range(-180.0..180.0))).collect();
+    let uniform = (0..N)
+        .map(|_| (rng.gen_range(-90.0..90.0), rng.gen_range(-180.0..180.0)))
+        .collect();
     let edges: Vec<([f64; 2], [f64; 2])> = features
         .iter()
         .flat_map(|f| f.parts.iter().flatten())
@@ -54,17 +58,32 @@ fn fixture() -> Fixture {
             (lat.clamp(-90.0, 90.0), lon.clamp(-180.0, 179.999_999))
         })
         .collect();
-    let cb = country_boundaries::CountryBoundaries::from_reader(country_boundaries::BOUNDARIES_ODBL_360X180)
-        .expect("country-boundaries data");
-    Fixture { index, tiles, oracle: Oracle::new(&features), cb, uniform, border, index_bytes }
+    let cb = country_boundaries::CountryBoundaries::from_reader(
+        country_boundaries::BOUNDARIES_ODBL_360X180,
+    )
+    .expect("country-boundaries data");
+    Fixture {
+        index,
+        tiles,
+        oracle: Oracle::new(&features),
+        cb,
+        uniform,
+        border,
+        index_bytes,
+    }
 }
 
 fn bench(c: &mut Criterion) {
     let f = fixture();
     for (name, pts) in [("uniform", &f.uniform), ("near_border", &f.border)] {
-        let grid: Vec<GridPoint> = pts.iter().map(|&(la, lo)| LatLon::new(la, lo).unwrap().into()).collect();
-        let cbp: Vec<country_boundaries::LatLon> =
-            pts.iter().map(|&(la, lo)| country_boundaries::LatLon::new(la, lo).unwrap()).collect();
+        let grid: Vec<GridPoint> = pts
+            .iter()
+            .map(|&(la, lo)| LatLon::new(la, lo).unwrap().into())
+            .collect();
+        let cbp: Vec<country_boundaries::LatLon> = pts
+            .iter()
+            .map(|&(la, lo)| country_boundaries::LatLon::new(la, lo).unwrap())
+            .collect();
         let mut g = c.benchmark_group(name);
         let mut i = 0;
         g.bench_function("ours_tiled_quadtree", |b| {
@@ -101,7 +120,13 @@ fn bench(c: &mut Criterion) {
     let (largest, bytes) = (0..f.tiles.len())
         .filter_map(|t| {
             let name = edge_geo_notify::geo::format::tile_file_name(t);
-            std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/geo").join(name)).ok().map(|b| (t, b))
+            std::fs::read(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("assets/geo")
+                    .join(name),
+            )
+            .ok()
+            .map(|b| (t, b))
         })
         .max_by_key(|(_, b)| b.len())
         .expect("tiles");

@@ -11,13 +11,26 @@ use rand::{Rng, SeedableRng};
 use std::net::IpAddr;
 
 fn bench(c: &mut Criterion) {
-    let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/ip/default.mmdb")).expect("assets built");
+    let bytes = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/assets/ip/default.mmdb"
+    ))
+    .expect("assets built");
     let db = IpDb::from_bytes(bytes).expect("opens");
     let mut rng = SmallRng::seed_from_u64(3);
     let ips: Vec<IpAddr> = (0..100_000)
         .map(|i| {
             if i % 4 == 3 {
-                IpAddr::from([0x2a00 | rng.gen_range(0..16u16), rng.gen(), rng.gen(), rng.gen(), 0, 0, 0, 1])
+                IpAddr::from([
+                    0x2a00 | rng.gen_range(0..16u16),
+                    rng.gen(),
+                    rng.gen(),
+                    rng.gen(),
+                    0,
+                    0,
+                    0,
+                    1,
+                ])
             } else {
                 IpAddr::from(rng.gen::<[u8; 4]>())
             }

@@ -4,7 +4,9 @@
 
 pub mod api;
 pub mod backend;
-pub mod geo;
-pub mod ip;
+pub mod dedup;
 #[cfg(target_arch = "wasm32")]
 mod edge;
+pub mod geo;
+pub mod ip;
+pub mod notify;

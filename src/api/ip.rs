@@ -25,19 +25,25 @@ pub fn parse_ip_query(query: &str) -> Result<IpAddr, ApiError> {
     let raw = query
         .split('&')
         .find_map(|kv| kv.strip_prefix("ip="))
-        .ok_or_else(|| ApiError::bad_request("missing_parameter", "query parameter ip is required"))?;
+        .ok_or_else(|| {
+            ApiError::bad_request("missing_parameter", "query parameter ip is required")
+        })?;
     let decoded = percent_decode(raw);
     parse_ip(&decoded).map_err(|e| ip_error("ip", &e))
 }
 
 /// Minimal %XX decoding for query values (IPv6 colons arrive encoded from some clients).
-fn percent_decode(s: &str) -> String {
+pub fn percent_decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
         let hex = |c: u8| (c as char).to_digit(16);
-        match (b[i], b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex)) {
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
             (b'%', Some(h), Some(l)) => {
                 out.push((h * 16 + l) as u8);
                 i += 3;
@@ -67,12 +73,20 @@ struct Batch {
 /// `payload_too_large` (413), `invalid_json`, `empty_batch`, `batch_too_large`, `invalid_ip`.
 pub fn parse_ip_batch(body: &[u8]) -> Result<Vec<IpAddr>, ApiError> {
     if body.len() > super::geo::MAX_BODY_BYTES {
-        return Err(ApiError::new(413, "payload_too_large", "request body too large"));
+        return Err(ApiError::new(
+            413,
+            "payload_too_large",
+            "request body too large",
+        ));
     }
-    let b: Batch = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request("invalid_json", format!("expected {{\"ips\": [...]}}: {e}")))?;
+    let b: Batch = serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request("invalid_json", format!("expected {{\"ips\": [...]}}: {e}"))
+    })?;
     if b.ips.is_empty() {
-        return Err(ApiError::bad_request("empty_batch", "ips must not be empty"));
+        return Err(ApiError::bad_request(
+            "empty_batch",
+            "ips must not be empty",
+        ));
     }
     if b.ips.len() > MAX_BATCH_IPS {
         return Err(ApiError::bad_request(
@@ -91,7 +105,9 @@ pub fn parse_ip_batch(body: &[u8]) -> Result<Vec<IpAddr>, ApiError> {
 pub fn ip_json(ip: IpAddr, a: IpAnswer<'_>) -> Value {
     match a {
         IpAnswer::Country(c) => json!({ "ip": ip.to_string(), "country": c, "reason": null }),
-        IpAnswer::NotFound => json!({ "ip": ip.to_string(), "country": null, "reason": "not_found" }),
+        IpAnswer::NotFound => {
+            json!({ "ip": ip.to_string(), "country": null, "reason": "not_found" })
+        }
         IpAnswer::Reserved(r) => json!({ "ip": ip.to_string(), "country": null, "reason": r }),
     }
 }
@@ -102,12 +118,29 @@ mod tests {
 
     #[test]
     fn parses_queries_and_batches() {
-        assert_eq!(parse_ip_query("ip=2001%3Adb8%3A%3A1").unwrap().to_string(), "2001:db8::1");
+        assert_eq!(
+            parse_ip_query("ip=2001%3Adb8%3A%3A1").unwrap().to_string(),
+            "2001:db8::1"
+        );
         assert_eq!(parse_ip_query("x=1").unwrap_err().code, "missing_parameter");
-        assert_eq!(parse_ip_query("ip=fe80::1%25eth0").unwrap_err().code, "ip_zone_not_supported");
-        assert_eq!(parse_ip_query("ip=999.1.1.1").unwrap_err().code, "invalid_ip");
-        assert_eq!(parse_ip_batch(b"{\"ips\":[]}").unwrap_err().code, "empty_batch");
-        assert_eq!(parse_ip_batch(b"{\"ips\":[\"1.1.1.1\",\"x\"]}").unwrap_err().code, "invalid_ip");
+        assert_eq!(
+            parse_ip_query("ip=fe80::1%25eth0").unwrap_err().code,
+            "ip_zone_not_supported"
+        );
+        assert_eq!(
+            parse_ip_query("ip=999.1.1.1").unwrap_err().code,
+            "invalid_ip"
+        );
+        assert_eq!(
+            parse_ip_batch(b"{\"ips\":[]}").unwrap_err().code,
+            "empty_batch"
+        );
+        assert_eq!(
+            parse_ip_batch(b"{\"ips\":[\"1.1.1.1\",\"x\"]}")
+                .unwrap_err()
+                .code,
+            "invalid_ip"
+        );
         assert_eq!(parse_ip_batch(b"[").unwrap_err().code, "invalid_json");
         assert_eq!(parse_ip_batch(b"{\"ips\":[\"::1\"]}").unwrap().len(), 1);
     }

@@ -4,5 +4,6 @@
 mod error;
 pub mod geo;
 pub mod ip;
+pub mod notify;
 
 pub use error::ApiError;

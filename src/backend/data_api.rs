@@ -79,14 +79,21 @@ impl<H: HttpClient> DataApiClient<H> {
     pub fn new(http: H, cfg: DataApiConfig) -> Self {
         let auth_header = match &cfg.auth {
             DataApiAuth::ApiKey => ("apiKey".to_owned(), cfg.api_key.clone()),
-            DataApiAuth::Bearer => ("Authorization".to_owned(), format!("Bearer {}", cfg.api_key)),
+            DataApiAuth::Bearer => (
+                "Authorization".to_owned(),
+                format!("Bearer {}", cfg.api_key),
+            ),
             DataApiAuth::Basic { username } => {
                 let raw = format!("{username}:{}", cfg.api_key);
                 let b64 = base64::engine::general_purpose::STANDARD.encode(raw);
                 ("Authorization".to_owned(), format!("Basic {b64}"))
             }
         };
-        Self { http, cfg, auth_header }
+        Self {
+            http,
+            cfg,
+            auth_header,
+        }
     }
 
     /// The configuration this client was built with.
@@ -98,26 +105,42 @@ impl<H: HttpClient> DataApiClient<H> {
     ///
     /// # Errors
     /// [`BackendError`] by status class; a unique-index violation is [`BackendError::DuplicateKey`].
-    pub async fn action(&self, action: &str, collection: &str, fields: Map<String, Value>) -> Result<Value, BackendError> {
+    pub async fn action(
+        &self,
+        action: &str,
+        collection: &str,
+        fields: Map<String, Value>,
+    ) -> Result<Value, BackendError> {
         let mut body = Map::with_capacity(fields.len() + 3);
         body.insert("dataSource".into(), self.cfg.data_source.clone().into());
         body.insert("database".into(), self.cfg.database.clone().into());
         body.insert("collection".into(), collection.into());
         body.extend(fields);
-        let bytes = serde_json::to_vec(&Value::Object(body)).map_err(|e| BackendError::Decode(e.to_string()))?;
-        let url = format!("{}/action/{action}", self.cfg.base_url.trim_end_matches('/'));
+        let bytes = serde_json::to_vec(&Value::Object(body))
+            .map_err(|e| BackendError::Decode(e.to_string()))?;
+        let url = format!(
+            "{}/action/{action}",
+            self.cfg.base_url.trim_end_matches('/')
+        );
         let req = HttpRequest::post(url, bytes, self.cfg.timeout_ms)
             .header("Content-Type", "application/ejson")
             .header("Accept", "application/json")
             .header(&self.auth_header.0, self.auth_header.1.clone());
-        let resp = self.http.send(req).await.map_err(BackendError::from_transport)?;
+        let resp = self
+            .http
+            .send(req)
+            .await
+            .map_err(BackendError::from_transport)?;
         let parsed: Option<Value> = serde_json::from_slice(&resp.body).ok();
         if !(200..300).contains(&resp.status) {
             return Err(error_from(resp.status, parsed.as_ref(), &resp.body));
         }
         match parsed {
             Some(v @ Value::Object(_)) => Ok(ejson::normalize(v)),
-            _ => Err(BackendError::decode(&format!("{action}: expected a JSON object"), &resp.body)),
+            _ => Err(BackendError::decode(
+                &format!("{action}: expected a JSON object"),
+                &resp.body,
+            )),
         }
     }
 
@@ -125,7 +148,12 @@ impl<H: HttpClient> DataApiClient<H> {
     ///
     /// # Errors
     /// See [`Self::action`].
-    pub async fn find(&self, collection: &str, filter: &Value, opts: &FindOptions) -> Result<Vec<Value>, BackendError> {
+    pub async fn find(
+        &self,
+        collection: &str,
+        filter: &Value,
+        opts: &FindOptions,
+    ) -> Result<Vec<Value>, BackendError> {
         let mut f = fields(&[("filter", Some(filter.clone()))]);
         put(&mut f, "projection", opts.projection.clone());
         put(&mut f, "sort", opts.sort.clone());
@@ -145,12 +173,18 @@ impl<H: HttpClient> DataApiClient<H> {
         projection: Option<&Value>,
         sort: Option<&Value>,
     ) -> Result<Option<Value>, BackendError> {
-        let f = fields(&[("filter", Some(filter.clone())), ("projection", projection.cloned()), ("sort", sort.cloned())]);
+        let f = fields(&[
+            ("filter", Some(filter.clone())),
+            ("projection", projection.cloned()),
+            ("sort", sort.cloned()),
+        ]);
         let mut resp = self.action("findOne", collection, f).await?;
         match resp.get_mut("document").map(Value::take) {
             Some(Value::Null) | None => Ok(None),
             Some(d @ Value::Object(_)) => Ok(Some(d)),
-            Some(_) => Err(BackendError::Decode("findOne: `document` is not an object".into())),
+            Some(_) => Err(BackendError::Decode(
+                "findOne: `document` is not an object".into(),
+            )),
         }
     }
 
@@ -158,29 +192,65 @@ impl<H: HttpClient> DataApiClient<H> {
     ///
     /// # Errors
     /// See [`Self::action`].
-    pub async fn insert_one(&self, collection: &str, document: &Value) -> Result<Value, BackendError> {
-        let mut resp = self.action("insertOne", collection, fields(&[("document", Some(document.clone()))])).await?;
-        resp.get_mut("insertedId").map(Value::take).ok_or_else(|| BackendError::Decode("insertOne: no insertedId".into()))
+    pub async fn insert_one(
+        &self,
+        collection: &str,
+        document: &Value,
+    ) -> Result<Value, BackendError> {
+        let mut resp = self
+            .action(
+                "insertOne",
+                collection,
+                fields(&[("document", Some(document.clone()))]),
+            )
+            .await?;
+        resp.get_mut("insertedId")
+            .map(Value::take)
+            .ok_or_else(|| BackendError::Decode("insertOne: no insertedId".into()))
     }
 
     /// `updateOne`, optionally upserting.
     ///
     /// # Errors
     /// See [`Self::action`].
-    pub async fn update_one(&self, collection: &str, filter: &Value, update: &Value, upsert: bool) -> Result<UpdateResult, BackendError> {
-        self.update("updateOne", collection, filter, update, upsert).await
+    pub async fn update_one(
+        &self,
+        collection: &str,
+        filter: &Value,
+        update: &Value,
+        upsert: bool,
+    ) -> Result<UpdateResult, BackendError> {
+        self.update("updateOne", collection, filter, update, upsert)
+            .await
     }
 
     /// `updateMany`, optionally upserting.
     ///
     /// # Errors
     /// See [`Self::action`].
-    pub async fn update_many(&self, collection: &str, filter: &Value, update: &Value, upsert: bool) -> Result<UpdateResult, BackendError> {
-        self.update("updateMany", collection, filter, update, upsert).await
+    pub async fn update_many(
+        &self,
+        collection: &str,
+        filter: &Value,
+        update: &Value,
+        upsert: bool,
+    ) -> Result<UpdateResult, BackendError> {
+        self.update("updateMany", collection, filter, update, upsert)
+            .await
     }
 
-    async fn update(&self, action: &str, collection: &str, filter: &Value, update: &Value, upsert: bool) -> Result<UpdateResult, BackendError> {
-        let mut f = fields(&[("filter", Some(filter.clone())), ("update", Some(update.clone()))]);
+    async fn update(
+        &self,
+        action: &str,
+        collection: &str,
+        filter: &Value,
+        update: &Value,
+        upsert: bool,
+    ) -> Result<UpdateResult, BackendError> {
+        let mut f = fields(&[
+            ("filter", Some(filter.clone())),
+            ("update", Some(update.clone())),
+        ]);
         if upsert {
             f.insert("upsert".into(), true.into());
         }
@@ -188,7 +258,10 @@ impl<H: HttpClient> DataApiClient<H> {
         Ok(UpdateResult {
             matched: count(&resp, "matchedCount")?,
             modified: count(&resp, "modifiedCount")?,
-            upserted_id: resp.get_mut("upsertedId").map(Value::take).filter(|v| !v.is_null()),
+            upserted_id: resp
+                .get_mut("upsertedId")
+                .map(Value::take)
+                .filter(|v| !v.is_null()),
         })
     }
 
@@ -197,7 +270,13 @@ impl<H: HttpClient> DataApiClient<H> {
     /// # Errors
     /// See [`Self::action`].
     pub async fn delete_one(&self, collection: &str, filter: &Value) -> Result<u64, BackendError> {
-        let resp = self.action("deleteOne", collection, fields(&[("filter", Some(filter.clone()))])).await?;
+        let resp = self
+            .action(
+                "deleteOne",
+                collection,
+                fields(&[("filter", Some(filter.clone()))]),
+            )
+            .await?;
         count(&resp, "deletedCount")
     }
 
@@ -206,7 +285,13 @@ impl<H: HttpClient> DataApiClient<H> {
     /// # Errors
     /// See [`Self::action`].
     pub async fn delete_many(&self, collection: &str, filter: &Value) -> Result<u64, BackendError> {
-        let resp = self.action("deleteMany", collection, fields(&[("filter", Some(filter.clone()))])).await?;
+        let resp = self
+            .action(
+                "deleteMany",
+                collection,
+                fields(&[("filter", Some(filter.clone()))]),
+            )
+            .await?;
         count(&resp, "deletedCount")
     }
 
@@ -214,18 +299,45 @@ impl<H: HttpClient> DataApiClient<H> {
     ///
     /// # Errors
     /// See [`Self::action`].
-    pub async fn aggregate(&self, collection: &str, pipeline: &Value) -> Result<Vec<Value>, BackendError> {
-        documents(self.action("aggregate", collection, fields(&[("pipeline", Some(pipeline.clone()))])).await?)
+    pub async fn aggregate(
+        &self,
+        collection: &str,
+        pipeline: &Value,
+    ) -> Result<Vec<Value>, BackendError> {
+        documents(
+            self.action(
+                "aggregate",
+                collection,
+                fields(&[("pipeline", Some(pipeline.clone()))]),
+            )
+            .await?,
+        )
     }
 
     /// `createIndexes` (local-stack extension; idempotent): returns the index names.
     ///
     /// # Errors
     /// See [`Self::action`]; servers without the action answer 404 → `Rejected`.
-    pub async fn create_indexes(&self, collection: &str, indexes: &[Value]) -> Result<Vec<String>, BackendError> {
-        let resp = self.action("createIndexes", collection, fields(&[("indexes", Some(Value::from(indexes.to_vec())))])).await?;
-        let names = resp.get("createdIndexes").and_then(Value::as_array).ok_or_else(|| BackendError::Decode("createIndexes: no createdIndexes".into()))?;
-        Ok(names.iter().filter_map(|n| n.as_str().map(str::to_owned)).collect())
+    pub async fn create_indexes(
+        &self,
+        collection: &str,
+        indexes: &[Value],
+    ) -> Result<Vec<String>, BackendError> {
+        let resp = self
+            .action(
+                "createIndexes",
+                collection,
+                fields(&[("indexes", Some(Value::from(indexes.to_vec())))]),
+            )
+            .await?;
+        let names = resp
+            .get("createdIndexes")
+            .and_then(Value::as_array)
+            .ok_or_else(|| BackendError::Decode("createIndexes: no createdIndexes".into()))?;
+        Ok(names
+            .iter()
+            .filter_map(|n| n.as_str().map(str::to_owned))
+            .collect())
     }
 }
 
@@ -244,7 +356,9 @@ fn put(m: &mut Map<String, Value>, k: &str, v: Option<Value>) {
 }
 
 fn count(resp: &Value, key: &str) -> Result<u64, BackendError> {
-    resp.get(key).and_then(Value::as_u64).ok_or_else(|| BackendError::Decode(format!("missing {key} in {resp}")))
+    resp.get(key)
+        .and_then(Value::as_u64)
+        .ok_or_else(|| BackendError::Decode(format!("missing {key} in {resp}")))
 }
 
 fn documents(mut resp: Value) -> Result<Vec<Value>, BackendError> {
@@ -256,8 +370,14 @@ fn documents(mut resp: Value) -> Result<Vec<Value>, BackendError> {
 
 /// Maps an error response; Atlas reports duplicates as E11000 text, the stack as 409/`DuplicateKey`.
 fn error_from(status: u16, parsed: Option<&Value>, raw: &[u8]) -> BackendError {
-    let get = |k: &str| parsed.and_then(|v| v.get(k)).and_then(Value::as_str).map(str::to_owned);
-    let message = get("error").unwrap_or_else(|| String::from_utf8_lossy(&raw[..raw.len().min(200)]).into_owned());
+    let get = |k: &str| {
+        parsed
+            .and_then(|v| v.get(k))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let message = get("error")
+        .unwrap_or_else(|| String::from_utf8_lossy(&raw[..raw.len().min(200)]).into_owned());
     let code = get("error_code").unwrap_or_else(|| format!("HTTP{status}"));
     if code == "DuplicateKey" || (status < 500 && message.contains("E11000")) {
         return BackendError::DuplicateKey { message };
@@ -273,11 +393,20 @@ mod tests {
     #[test]
     fn duplicate_key_is_recognised_in_both_dialects() {
         let stack = json!({"error": "Duplicate key error: E11000", "error_code": "DuplicateKey"});
-        assert!(matches!(error_from(409, Some(&stack), b""), BackendError::DuplicateKey { .. }));
+        assert!(matches!(
+            error_from(409, Some(&stack), b""),
+            BackendError::DuplicateKey { .. }
+        ));
         let atlas = json!({"error": "Failed to update: E11000 duplicate key error collection", "error_code": "GeneralError"});
-        assert!(matches!(error_from(400, Some(&atlas), b""), BackendError::DuplicateKey { .. }));
+        assert!(matches!(
+            error_from(400, Some(&atlas), b""),
+            BackendError::DuplicateKey { .. }
+        ));
         let bad = json!({"error": "Unknown modifier: $bogus", "error_code": "InvalidParameter"});
-        assert!(matches!(error_from(400, Some(&bad), b""), BackendError::Rejected { status: 400, .. }));
+        assert!(matches!(
+            error_from(400, Some(&bad), b""),
+            BackendError::Rejected { status: 400, .. }
+        ));
         assert!(error_from(503, None, b"down").is_retryable());
     }
 }

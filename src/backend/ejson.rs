@@ -37,9 +37,14 @@ fn normalize_object(o: Map<String, Value>) -> Value {
     if o.len() == 1 {
         let (k, inner) = o.iter().next().expect("len 1");
         let folded = match (k.as_str(), inner) {
-            ("$numberInt" | "$numberLong", Value::String(s)) => s.parse::<i64>().ok().map(Value::from),
+            ("$numberInt" | "$numberLong", Value::String(s)) => {
+                s.parse::<i64>().ok().map(Value::from)
+            }
             // NaN/Infinity have no JSON form: keep the EJSON wrapper for those.
-            ("$numberDouble", Value::String(s)) => s.parse::<f64>().ok().and_then(|f| serde_json::Number::from_f64(f).map(Value::Number)),
+            ("$numberDouble", Value::String(s)) => s
+                .parse::<f64>()
+                .ok()
+                .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number)),
             ("$date", _) => date_ms(&Value::Object(o.clone())).map(|ms| json!({ "$date": ms })),
             _ => None,
         };
@@ -56,12 +61,27 @@ pub fn parse_iso_ms(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     let num = |r: std::ops::Range<usize>| -> Option<i64> {
         let t = b.get(r)?;
-        t.iter().all(u8::is_ascii_digit).then(|| t.iter().fold(0i64, |a, d| a * 10 + i64::from(d - b'0')))
+        t.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| t.iter().fold(0i64, |a, d| a * 10 + i64::from(d - b'0')))
     };
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' || b[16] != b':' {
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !matches!(b[10], b'T' | b't' | b' ')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
         return None;
     }
-    let (y, mo, d, h, mi, sec) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
+    let (y, mo, d, h, mi, sec) = (
+        num(0..4)?,
+        num(5..7)?,
+        num(8..10)?,
+        num(11..13)?,
+        num(14..16)?,
+        num(17..19)?,
+    );
     if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
         return None;
     }
@@ -87,7 +107,11 @@ pub fn parse_iso_ms(s: &str) -> Option<i64> {
         b'Z' | b'z' if i + 1 == b.len() => 0,
         sign @ (b'+' | b'-') if b.len() == i + 6 && b[i + 3] == b':' => {
             let m = num(i + 1..i + 3)? * 60 + num(i + 4..i + 6)?;
-            if *sign == b'-' { -m } else { m }
+            if *sign == b'-' {
+                -m
+            } else {
+                m
+            }
         }
         _ => return None,
     };
@@ -112,8 +136,14 @@ mod tests {
     #[test]
     fn iso_dates_parse_to_epoch_ms() {
         assert_eq!(parse_iso_ms("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(parse_iso_ms("2024-02-29T12:34:56.789Z"), Some(1_709_210_096_789));
-        assert_eq!(parse_iso_ms("2024-02-29T14:34:56.7+02:00"), Some(1_709_210_096_700));
+        assert_eq!(
+            parse_iso_ms("2024-02-29T12:34:56.789Z"),
+            Some(1_709_210_096_789)
+        );
+        assert_eq!(
+            parse_iso_ms("2024-02-29T14:34:56.7+02:00"),
+            Some(1_709_210_096_700)
+        );
         assert_eq!(parse_iso_ms("1969-12-31T23:59:59.999Z"), Some(-1));
         assert_eq!(parse_iso_ms("2024-13-01T00:00:00Z"), None);
         assert_eq!(parse_iso_ms("2024-01-01T00:00:00"), None);

@@ -24,7 +24,13 @@ impl HttpRequest {
     /// A `POST` with a body and no headers yet.
     #[must_use]
     pub fn post(url: impl Into<String>, body: Vec<u8>, timeout_ms: u32) -> Self {
-        Self { method: "POST".into(), url: url.into(), headers: Vec::new(), body, timeout_ms }
+        Self {
+            method: "POST".into(),
+            url: url.into(),
+            headers: Vec::new(),
+            body,
+            timeout_ms,
+        }
     }
 
     /// Adds a header (builder style).
@@ -55,7 +61,11 @@ pub struct TransportError {
 
 impl fmt::Display for TransportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let what = if self.timed_out { "timed out" } else { "transport error" };
+        let what = if self.timed_out {
+            "timed out"
+        } else {
+            "transport error"
+        };
         write!(f, "{what}: {}", self.message)
     }
 }

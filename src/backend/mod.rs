@@ -65,7 +65,11 @@ impl BackendError {
     }
 
     pub(crate) fn from_transport(e: TransportError) -> Self {
-        Self::Unavailable { status: None, timed_out: e.timed_out, message: e.message }
+        Self::Unavailable {
+            status: None,
+            timed_out: e.timed_out,
+            message: e.message,
+        }
     }
 
     pub(crate) fn decode(what: &str, body: &[u8]) -> Self {
@@ -77,10 +81,22 @@ impl BackendError {
 impl fmt::Display for BackendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Unavailable { status: Some(s), message, .. } => write!(f, "backend unavailable (HTTP {s}): {message}"),
-            Self::Unavailable { timed_out: true, message, .. } => write!(f, "backend timed out: {message}"),
+            Self::Unavailable {
+                status: Some(s),
+                message,
+                ..
+            } => write!(f, "backend unavailable (HTTP {s}): {message}"),
+            Self::Unavailable {
+                timed_out: true,
+                message,
+                ..
+            } => write!(f, "backend timed out: {message}"),
             Self::Unavailable { message, .. } => write!(f, "backend unavailable: {message}"),
-            Self::Rejected { status, code, message } => write!(f, "backend rejected (HTTP {status} {code}): {message}"),
+            Self::Rejected {
+                status,
+                code,
+                message,
+            } => write!(f, "backend rejected (HTTP {status} {code}): {message}"),
             Self::DuplicateKey { message } => write!(f, "duplicate key: {message}"),
             Self::Decode(m) => write!(f, "undecodable backend response: {m}"),
         }
@@ -92,8 +108,16 @@ impl std::error::Error for BackendError {}
 /// Status classes shared by both clients: 5xx and 429 are retryable, other 4xx are final.
 pub(crate) fn status_error(status: u16, code: String, message: String) -> BackendError {
     if status >= 500 || status == 429 {
-        BackendError::Unavailable { status: Some(status), timed_out: false, message: format!("{code}: {message}") }
+        BackendError::Unavailable {
+            status: Some(status),
+            timed_out: false,
+            message: format!("{code}: {message}"),
+        }
     } else {
-        BackendError::Rejected { status, code, message }
+        BackendError::Rejected {
+            status,
+            code,
+            message,
+        }
     }
 }

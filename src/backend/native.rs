@@ -23,7 +23,10 @@ impl UreqClient {
             .http_status_as_error(false)
             .build()
             .into();
-        Self { agent, default_timeout_ms }
+        Self {
+            agent,
+            default_timeout_ms,
+        }
     }
 }
 
@@ -35,13 +38,22 @@ impl Default for UreqClient {
 
 impl HttpClient for UreqClient {
     async fn send(&self, req: HttpRequest) -> Result<HttpResponse, TransportError> {
-        let fail = |e: &dyn std::fmt::Display, timed_out| TransportError { timed_out, message: e.to_string() };
-        let mut builder = ureq::http::Request::builder().method(req.method.as_str()).uri(&req.url);
+        let fail = |e: &dyn std::fmt::Display, timed_out| TransportError {
+            timed_out,
+            message: e.to_string(),
+        };
+        let mut builder = ureq::http::Request::builder()
+            .method(req.method.as_str())
+            .uri(&req.url);
         for (k, v) in &req.headers {
             builder = builder.header(k, v);
         }
         let request = builder.body(req.body).map_err(|e| fail(&e, false))?;
-        let ms = if req.timeout_ms == 0 { self.default_timeout_ms } else { req.timeout_ms };
+        let ms = if req.timeout_ms == 0 {
+            self.default_timeout_ms
+        } else {
+            req.timeout_ms
+        };
         let request = self
             .agent
             .configure_request(request)

@@ -28,7 +28,9 @@ impl Script {
     #[must_use]
     pub fn new(source: impl Into<String>) -> Self {
         let source = source.into();
-        let sha1 = sha1_smol::Sha1::from(source.as_bytes()).digest().to_string();
+        let sha1 = sha1_smol::Sha1::from(source.as_bytes())
+            .digest()
+            .to_string();
         Self { source, sha1 }
     }
 
@@ -71,12 +73,19 @@ impl<H: HttpClient> RedisRestClient<H> {
     ///
     /// # Errors
     /// The outer `Err` is for the whole request (transport, auth, malformed).
-    pub async fn pipeline<C: AsRef<[S]>, S: AsRef<str>>(&self, commands: &[C]) -> Result<Vec<Result<Value, BackendError>>, BackendError> {
+    pub async fn pipeline<C: AsRef<[S]>, S: AsRef<str>>(
+        &self,
+        commands: &[C],
+    ) -> Result<Vec<Result<Value, BackendError>>, BackendError> {
         let cmds: Vec<Value> = commands.iter().map(|c| strings(c.as_ref())).collect();
         let (status, body) = self.post("pipeline", &Value::Array(cmds)).await?;
         match body {
-            Value::Array(items) if status == 200 => Ok(items.into_iter().map(|v| entry(200, v)).collect()),
-            other => Err(entry(status, other).err().unwrap_or_else(|| BackendError::Decode("pipeline: expected an array".into()))),
+            Value::Array(items) if status == 200 => {
+                Ok(items.into_iter().map(|v| entry(200, v)).collect())
+            }
+            other => Err(entry(status, other)
+                .err()
+                .unwrap_or_else(|| BackendError::Decode("pipeline: expected an array".into()))),
         }
     }
 
@@ -84,7 +93,12 @@ impl<H: HttpClient> RedisRestClient<H> {
     ///
     /// # Errors
     /// As [`Self::command`].
-    pub async fn evalsha_or_eval(&self, script: &Script, keys: &[&str], args: &[&str]) -> Result<Value, BackendError> {
+    pub async fn evalsha_or_eval(
+        &self,
+        script: &Script,
+        keys: &[&str],
+        args: &[&str],
+    ) -> Result<Value, BackendError> {
         let numkeys = keys.len().to_string();
         let tail = || keys.iter().chain(args).copied();
         let mut cmd: Vec<&str> = vec!["EVALSHA", script.sha1(), &numkeys];
@@ -105,33 +119,56 @@ impl<H: HttpClient> RedisRestClient<H> {
         let req = HttpRequest::post(url, bytes, self.cfg.timeout_ms)
             .header("Content-Type", "application/json")
             .header("Authorization", format!("Bearer {}", self.cfg.token));
-        let resp = self.http.send(req).await.map_err(BackendError::from_transport)?;
+        let resp = self
+            .http
+            .send(req)
+            .await
+            .map_err(BackendError::from_transport)?;
         match serde_json::from_slice::<Value>(&resp.body) {
             Ok(v) => Ok((resp.status, v)),
-            Err(_) if resp.status >= 300 => {
-                Err(status_error(resp.status, format!("HTTP{}", resp.status), String::from_utf8_lossy(&resp.body).into_owned()))
-            }
-            Err(_) => Err(BackendError::decode("redis: response is not JSON", &resp.body)),
+            Err(_) if resp.status >= 300 => Err(status_error(
+                resp.status,
+                format!("HTTP{}", resp.status),
+                String::from_utf8_lossy(&resp.body).into_owned(),
+            )),
+            Err(_) => Err(BackendError::decode(
+                "redis: response is not JSON",
+                &resp.body,
+            )),
         }
     }
 }
 
 fn strings<S: AsRef<str>>(args: &[S]) -> Value {
-    Value::Array(args.iter().map(|a| Value::String(a.as_ref().to_owned())).collect())
+    Value::Array(
+        args.iter()
+            .map(|a| Value::String(a.as_ref().to_owned()))
+            .collect(),
+    )
 }
 
 /// Decodes one `{"result"}` / `{"error"}` object; the error code is the first word of Redis' text.
 fn entry(status: u16, mut v: Value) -> Result<Value, BackendError> {
     if let Some(err) = v.get("error") {
         let message = err.as_str().map_or_else(|| err.to_string(), str::to_owned);
-        let code = message.split_whitespace().next().unwrap_or("ERR").to_owned();
+        let code = message
+            .split_whitespace()
+            .next()
+            .unwrap_or("ERR")
+            .to_owned();
         // A Redis error inside a 200 pipeline entry is still a rejection of that command.
-        return Err(status_error(if status < 300 { 400 } else { status }, code, message));
+        return Err(status_error(
+            if status < 300 { 400 } else { status },
+            code,
+            message,
+        ));
     }
     if status >= 300 {
         return Err(status_error(status, format!("HTTP{status}"), v.to_string()));
     }
-    v.get_mut("result").map(Value::take).ok_or_else(|| BackendError::Decode(format!("redis: no result in {v}")))
+    v.get_mut("result")
+        .map(Value::take)
+        .ok_or_else(|| BackendError::Decode(format!("redis: no result in {v}")))
 }
 
 #[cfg(test)]
@@ -142,7 +179,10 @@ mod tests {
     #[test]
     fn script_sha1_matches_redis() {
         // `redis-cli SCRIPT LOAD "return 1"` prints this digest.
-        assert_eq!(Script::new("return 1").sha1(), "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
+        assert_eq!(
+            Script::new("return 1").sha1(),
+            "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
+        );
     }
 
     #[test]
@@ -150,6 +190,8 @@ mod tests {
         assert_eq!(entry(200, json!({"result": "OK"})), Ok(json!("OK")));
         let e = entry(400, json!({"error": "NOSCRIPT No matching script."})).unwrap_err();
         assert!(matches!(e, BackendError::Rejected { ref code, .. } if code == "NOSCRIPT"));
-        assert!(entry(503, json!({"error": "down"})).unwrap_err().is_retryable());
+        assert!(entry(503, json!({"error": "down"}))
+            .unwrap_err()
+            .is_retryable());
     }
 }

@@ -98,9 +98,16 @@ pub fn slot(cfg: &DedupConfig, event_id: &str, event_time_ms: i64) -> Slot {
     let window = event_time_ms.div_euclid(window_ms);
     let sub = hi % u64::from(cfg.buckets.max(1));
     let retention = i64::try_from(cfg.retention_ms).unwrap_or(i64::MAX);
-    let expire_at_ms = window.saturating_add(1).saturating_mul(window_ms).saturating_add(retention);
+    let expire_at_ms = window
+        .saturating_add(1)
+        .saturating_mul(window_ms)
+        .saturating_add(retention);
     // `lo.to_string()` is canonical (no leading zeros / "+"), so Redis stores it as an integer.
-    Slot { key: format!("{}:{window}:{sub}", cfg.prefix), field: lo.to_string(), expire_at_ms }
+    Slot {
+        key: format!("{}:{window}:{sub}", cfg.prefix),
+        field: lo.to_string(),
+        expire_at_ms,
+    }
 }
 
 #[cfg(test)]

@@ -29,10 +29,16 @@ pub enum Reservation {
 ///
 /// # Errors
 /// Backend failures; a malformed script reply is [`BackendError::Decode`].
-pub async fn reserve<H: HttpClient>(redis: &RedisRestClient<H>, slot: &Slot, lease_ms: u64) -> Result<Reservation, BackendError> {
+pub async fn reserve<H: HttpClient>(
+    redis: &RedisRestClient<H>,
+    slot: &Slot,
+    lease_ms: u64,
+) -> Result<Reservation, BackendError> {
     let lease = lease_ms.max(1).to_string();
     let at = slot.expire_at_ms.to_string();
-    let reply = redis.evalsha_or_eval(&RESERVE, &[&slot.key], &[&slot.field, &lease, &at]).await?;
+    let reply = redis
+        .evalsha_or_eval(&RESERVE, &[&slot.key], &[&slot.field, &lease, &at])
+        .await?;
     parse_reserve_reply(&reply)
 }
 
@@ -40,8 +46,13 @@ pub async fn reserve<H: HttpClient>(redis: &RedisRestClient<H>, slot: &Slot, lea
 ///
 /// # Errors
 /// Backend failures.
-pub async fn commit<H: HttpClient>(redis: &RedisRestClient<H>, slot: &Slot) -> Result<bool, BackendError> {
-    let reply = redis.evalsha_or_eval(&COMMIT, &[&slot.key], &[&slot.field]).await?;
+pub async fn commit<H: HttpClient>(
+    redis: &RedisRestClient<H>,
+    slot: &Slot,
+) -> Result<bool, BackendError> {
+    let reply = redis
+        .evalsha_or_eval(&COMMIT, &[&slot.key], &[&slot.field])
+        .await?;
     Ok(reply.as_i64() == Some(1))
 }
 
@@ -49,8 +60,14 @@ pub async fn commit<H: HttpClient>(redis: &RedisRestClient<H>, slot: &Slot) -> R
 ///
 /// # Errors
 /// Backend failures.
-pub async fn release<H: HttpClient>(redis: &RedisRestClient<H>, slot: &Slot, token: &str) -> Result<bool, BackendError> {
-    let reply = redis.evalsha_or_eval(&RELEASE, &[&slot.key], &[&slot.field, token]).await?;
+pub async fn release<H: HttpClient>(
+    redis: &RedisRestClient<H>,
+    slot: &Slot,
+    token: &str,
+) -> Result<bool, BackendError> {
+    let reply = redis
+        .evalsha_or_eval(&RELEASE, &[&slot.key], &[&slot.field, token])
+        .await?;
     Ok(reply.as_i64() == Some(1))
 }
 
@@ -62,10 +79,14 @@ pub fn parse_reserve_reply(reply: &Value) -> Result<Reservation, BackendError> {
     let status = reply.get(0).and_then(Value::as_str);
     let token = reply.get(1).and_then(Value::as_str).unwrap_or_default();
     match status {
-        Some("reserved") if !token.is_empty() => Ok(Reservation::Reserved { token: token.to_owned() }),
+        Some("reserved") if !token.is_empty() => Ok(Reservation::Reserved {
+            token: token.to_owned(),
+        }),
         Some("duplicate") => Ok(Reservation::Duplicate),
         Some("in_flight") => Ok(Reservation::InFlight),
-        _ => Err(BackendError::Decode(format!("dedup reserve: unexpected reply {reply}"))),
+        _ => Err(BackendError::Decode(format!(
+            "dedup reserve: unexpected reply {reply}"
+        ))),
     }
 }
 
@@ -82,9 +103,18 @@ mod tests {
 
     #[test]
     fn reserve_replies_decode() {
-        assert_eq!(parse_reserve_reply(&json!(["reserved", "17"])).unwrap(), Reservation::Reserved { token: "17".into() });
-        assert_eq!(parse_reserve_reply(&json!(["duplicate", ""])).unwrap(), Reservation::Duplicate);
-        assert_eq!(parse_reserve_reply(&json!(["in_flight", "9"])).unwrap(), Reservation::InFlight);
+        assert_eq!(
+            parse_reserve_reply(&json!(["reserved", "17"])).unwrap(),
+            Reservation::Reserved { token: "17".into() }
+        );
+        assert_eq!(
+            parse_reserve_reply(&json!(["duplicate", ""])).unwrap(),
+            Reservation::Duplicate
+        );
+        assert_eq!(
+            parse_reserve_reply(&json!(["in_flight", "9"])).unwrap(),
+            Reservation::InFlight
+        );
         assert!(parse_reserve_reply(&json!("OK")).is_err());
     }
 }

@@ -10,15 +10,22 @@ pub const ASSETS: &str = "ASSETS";
 /// Fetches `path` from the assets directory; any failure is a 503 `asset_unavailable`.
 pub async fn fetch_asset(env: &Env, path: &str) -> ApiResult<Vec<u8>> {
     let unavailable = |m: String| ApiError::unavailable("asset_unavailable", m);
-    let assets = env.assets(ASSETS).map_err(|e| unavailable(format!("ASSETS binding: {e}")))?;
+    let assets = env
+        .assets(ASSETS)
+        .map_err(|e| unavailable(format!("ASSETS binding: {e}")))?;
     let mut resp = assets
         .fetch(format!("https://assets.invalid/{path}"), None)
         .await
         .map_err(|e| unavailable(format!("fetching {path}: {e}")))?;
     if resp.status_code() != 200 {
-        return Err(unavailable(format!("asset {path} answered {}", resp.status_code())));
+        return Err(unavailable(format!(
+            "asset {path} answered {}",
+            resp.status_code()
+        )));
     }
-    resp.bytes().await.map_err(|e| unavailable(format!("reading {path}: {e}")))
+    resp.bytes()
+        .await
+        .map_err(|e| unavailable(format!("reading {path}: {e}")))
 }
 
 /// A 503 `asset_corrupt` for an asset that failed validation; logged once per failure.

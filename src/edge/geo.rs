@@ -58,7 +58,12 @@ async fn tile(state: &GeoState, env: &Env, id: usize) -> ApiResult<Rc<Tile<Vec<u
     let path = format!("geo/{}", format::tile_file_name(id));
     let bytes = fetch_asset(env, &path).await?;
     let n = bytes.len();
-    let t = Rc::new(state.index.open_tile(id, bytes).map_err(|e| corrupt(&path, e))?);
+    let t = Rc::new(
+        state
+            .index
+            .open_tile(id, bytes)
+            .map_err(|e| corrupt(&path, e))?,
+    );
     let mut tiles = state.tiles.borrow_mut();
     if tiles[id].is_none() {
         tiles[id] = Some(t.clone());
@@ -74,7 +79,9 @@ pub async fn lookup(state: &GeoState, env: &Env, points: &[LatLon]) -> ApiResult
         let g = GridPoint::from(p);
         let r = {
             let tiles = state.tiles.borrow();
-            state.index.lookup_with(g, |t| tiles.get(t).and_then(|t| t.as_deref()))
+            state
+                .index
+                .lookup_with(g, |t| tiles.get(t).and_then(|t| t.as_deref()))
         };
         out.push(match r {
             Ok(id) => id,
@@ -91,7 +98,9 @@ pub async fn lookup(state: &GeoState, env: &Env, points: &[LatLon]) -> ApiResult
 pub async fn country_of(env: &Env, p: LatLon) -> ApiResult<Value> {
     let state = geo_state(env).await?;
     let id = lookup(&state, env, &[p]).await?[0];
-    Ok(geo_api::country_json(id.and_then(|i| state.index.country(i))))
+    Ok(geo_api::country_json(
+        id.and_then(|i| state.index.country(i)),
+    ))
 }
 
 /// `GET /v1/geo/country`.
@@ -106,8 +115,10 @@ pub async fn post_country(env: &Env, body: &[u8]) -> ApiResult<Response> {
     let points = geo_api::parse_batch(body)?;
     let state = geo_state(env).await?;
     let ids = lookup(&state, env, &points).await?;
-    let results: Vec<Value> =
-        ids.iter().map(|id| geo_api::country_json(id.and_then(|i| state.index.country(i)))).collect();
+    let results: Vec<Value> = ids
+        .iter()
+        .map(|id| geo_api::country_json(id.and_then(|i| state.index.country(i))))
+        .collect();
     ok_json(&json!({ "results": results }))
 }
 
@@ -126,7 +137,10 @@ pub async fn health(env: &Env) -> (Value, bool) {
             }),
             true,
         ),
-        Err(e) => (json!({ "status": "unavailable", "error": e.body()["error"] }), false),
+        Err(e) => (
+            json!({ "status": "unavailable", "error": e.body()["error"] }),
+            false,
+        ),
     }
 }
 
@@ -144,7 +158,8 @@ pub async fn bench(req: &mut Request, env: &Env, query: &str) -> ApiResult<Respo
         let (lat, lon) = c.split_at(8);
         let lat = f64::from_le_bytes(lat.try_into().map_err(internal)?);
         let lon = f64::from_le_bytes(lon.try_into().map_err(internal)?);
-        let p = LatLon::new(lat, lon).map_err(|e| ApiError::bad_request("invalid_point", e.to_string()))?;
+        let p = LatLon::new(lat, lon)
+            .map_err(|e| ApiError::bad_request("invalid_point", e.to_string()))?;
         latlons.push(p);
     }
     let pts: Vec<GridPoint> = latlons.iter().map(|&p| GridPoint::from(p)).collect();
@@ -155,8 +170,12 @@ pub async fn bench(req: &mut Request, env: &Env, query: &str) -> ApiResult<Respo
     let mut checksum: u64 = 0;
     for _ in 0..repeat {
         for &g in &pts {
-            let id = state.index.lookup_with(g, |t| tiles.get(t).and_then(|t| t.as_deref()));
-            checksum = checksum.wrapping_mul(31).wrapping_add(id.ok().flatten().map_or(0xFFFF, u64::from));
+            let id = state
+                .index
+                .lookup_with(g, |t| tiles.get(t).and_then(|t| t.as_deref()));
+            checksum = checksum
+                .wrapping_mul(31)
+                .wrapping_add(id.ok().flatten().map_or(0xFFFF, u64::from));
         }
     }
     ok_json(&json!({ "points": pts.len(), "repeat": repeat, "checksum": checksum.to_string() }))

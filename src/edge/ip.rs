@@ -58,7 +58,11 @@ pub async fn ip_state(env: &Env, ctx: &Context) -> ApiResult<Rc<IpState>> {
     let bytes = fetch_asset(env, BUNDLED_PATH).await?;
     let db = IpDb::from_bytes(bytes).map_err(|e| corrupt(BUNDLED_PATH, e))?;
     let (db_type, epoch) = db.describe();
-    let state = Rc::new(IpState { db, version: format!("bundled:{db_type}:{epoch}"), source: "bundled" });
+    let state = Rc::new(IpState {
+        db,
+        version: format!("bundled:{db_type}:{epoch}"),
+        source: "bundled",
+    });
     Ok(IP.with(|s| s.borrow_mut().get_or_insert(state).clone()))
 }
 
@@ -102,8 +106,15 @@ async fn refresh(env: &Env) {
 
 async fn try_refresh(env: &Env) -> Result<String, String> {
     let key = var_str(env, "IPDB_KV_KEY", "ipdb/current");
-    let kv = env.kv(IPDB_CONFIG).map_err(|e| format!("KV binding: {e}"))?;
-    let Some(text) = kv.get(&key).text().await.map_err(|e| format!("KV read: {e}"))? else {
+    let kv = env
+        .kv(IPDB_CONFIG)
+        .map_err(|e| format!("KV binding: {e}"))?;
+    let Some(text) = kv
+        .get(&key)
+        .text()
+        .await
+        .map_err(|e| format!("KV read: {e}"))?
+    else {
         return Ok("no record; serving the bundled database".into());
     };
     let record = IpdbRecord::parse(&text).map_err(|e| e.to_string())?;
@@ -111,7 +122,9 @@ async fn try_refresh(env: &Env) -> Result<String, String> {
         return Ok(format!("up to date ({})", record.version));
     }
     let started = Date::now().as_millis();
-    let bucket = env.bucket(IPDB_BUCKET).map_err(|e| format!("R2 binding: {e}"))?;
+    let bucket = env
+        .bucket(IPDB_BUCKET)
+        .map_err(|e| format!("R2 binding: {e}"))?;
     let object = bucket
         .get(&record.object_key)
         .execute()
@@ -128,7 +141,11 @@ async fn try_refresh(env: &Env) -> Result<String, String> {
         return Err(format!("checksum mismatch for {}", record.object_key));
     }
     let db = IpDb::from_bytes(bytes).map_err(|e| format!("{}: {e}", record.object_key))?;
-    let state = Rc::new(IpState { db, version: record.version.clone(), source: "r2" });
+    let state = Rc::new(IpState {
+        db,
+        version: record.version.clone(),
+        source: "r2",
+    });
     IP.with(|s| *s.borrow_mut() = Some(state));
     let ms = (Date::now().as_millis() - started) as f64;
     WATCH.with(|w| w.borrow_mut().last_swap_ms = Some(ms));
@@ -137,7 +154,9 @@ async fn try_refresh(env: &Env) -> Result<String, String> {
 }
 
 fn var_str(env: &Env, name: &str, default: &str) -> String {
-    env.var(name).map(|v| v.to_string()).unwrap_or_else(|_| default.to_string())
+    env.var(name)
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| default.to_string())
 }
 
 fn ipdb_json(s: &IpState) -> Value {
@@ -157,7 +176,10 @@ pub async fn get_ip(env: &Env, ctx: &Context, query: &str) -> ApiResult<Response
 pub async fn post_ip(env: &Env, ctx: &Context, body: &[u8]) -> ApiResult<Response> {
     let ips = ip_api::parse_ip_batch(body)?;
     let s = ip_state(env, ctx).await?;
-    let results: Vec<Value> = ips.iter().map(|&ip| ip_api::ip_json(ip, s.db.lookup(ip))).collect();
+    let results: Vec<Value> = ips
+        .iter()
+        .map(|&ip| ip_api::ip_json(ip, s.db.lookup(ip)))
+        .collect();
     ok_json(&json!({ "results": results, "ipdb": ipdb_json(&s) }))
 }
 
@@ -173,7 +195,9 @@ pub async fn me(req: &Request, env: &Env, ctx: &Context, query: &str) -> ApiResu
         .and_then(|v| crate::ip::parse_ip(&v).ok());
     let s = ip_state(env, ctx).await?;
     let ip = caller.map(|ip| ip_api::ip_json(ip, s.db.lookup(ip)));
-    let has_coords = query.split('&').any(|kv| kv.starts_with("lat=") || kv.starts_with("lon="));
+    let has_coords = query
+        .split('&')
+        .any(|kv| kv.starts_with("lat=") || kv.starts_with("lon="));
     let coords = if has_coords {
         let p = geo_api::parse_point_query(query)?;
         let c = super::geo::country_of(env, p).await?;
@@ -184,8 +208,15 @@ pub async fn me(req: &Request, env: &Env, ctx: &Context, query: &str) -> ApiResu
     let mut answers: Vec<String> = Vec::new();
     // "T1" is Tor: a real answer, but not a country to compare.
     answers.extend(cf_country.clone().filter(|c| c != "T1"));
-    answers.extend(ip.as_ref().and_then(|v| v["country"].as_str().map(String::from)));
-    answers.extend(coords.as_ref().and_then(|v| v["country"]["alpha2"].as_str().map(String::from)));
+    answers.extend(
+        ip.as_ref()
+            .and_then(|v| v["country"].as_str().map(String::from)),
+    );
+    answers.extend(
+        coords
+            .as_ref()
+            .and_then(|v| v["country"]["alpha2"].as_str().map(String::from)),
+    );
     let agree = (answers.len() >= 2).then(|| answers.windows(2).all(|w| w[0] == w[1]));
     ok_json(&json!({
         "cf_country": cf_country,
@@ -221,24 +252,38 @@ pub async fn publish_from_source(env: &Env) -> Result<String, String> {
         return Ok("IPDB_SOURCE_URL not set; nothing to publish".into());
     }
     let parsed = url.parse().map_err(|e| format!("IPDB_SOURCE_URL: {e}"))?;
-    let mut resp = Fetch::Url(parsed).send().await.map_err(|e| format!("download: {e}"))?;
+    let mut resp = Fetch::Url(parsed)
+        .send()
+        .await
+        .map_err(|e| format!("download: {e}"))?;
     if resp.status_code() != 200 {
         return Err(format!("download answered {}", resp.status_code()));
     }
-    let bytes = resp.bytes().await.map_err(|e| format!("download body: {e}"))?;
+    let bytes = resp
+        .bytes()
+        .await
+        .map_err(|e| format!("download body: {e}"))?;
     let db = IpDb::from_bytes(bytes.as_slice()).map_err(|e| format!("downloaded file: {e}"))?;
     let (_, epoch) = db.describe();
     let sha256 = crate::ip::sha256_hex(&bytes);
     let key = var_str(env, "IPDB_KV_KEY", "ipdb/current");
-    let kv = env.kv(IPDB_CONFIG).map_err(|e| format!("KV binding: {e}"))?;
+    let kv = env
+        .kv(IPDB_CONFIG)
+        .map_err(|e| format!("KV binding: {e}"))?;
     if let Ok(Some(old)) = kv.get(&key).text().await {
         if IpdbRecord::parse(&old).is_ok_and(|r| r.sha256 == sha256) {
             return Ok("unchanged".into());
         }
     }
     let object_key = format!("ipdb/{sha256}.mmdb");
-    let bucket = env.bucket(IPDB_BUCKET).map_err(|e| format!("R2 binding: {e}"))?;
-    bucket.put(&object_key, bytes).execute().await.map_err(|e| format!("R2 write: {e}"))?;
+    let bucket = env
+        .bucket(IPDB_BUCKET)
+        .map_err(|e| format!("R2 binding: {e}"))?;
+    bucket
+        .put(&object_key, bytes)
+        .execute()
+        .await
+        .map_err(|e| format!("R2 write: {e}"))?;
     let record = IpdbRecord {
         version: format!("{epoch}-{}", &sha256[..12]),
         sha256,
@@ -258,7 +303,11 @@ pub async fn publish_from_source(env: &Env) -> Result<String, String> {
 /// Bench: `n` lookups of pseudo-random IPv4 addresses inside the isolate (timed from outside
 /// against `n=0`).
 pub async fn bench(env: &Env, ctx: &Context, query: &str) -> ApiResult<Response> {
-    let n: usize = query.split('&').find_map(|kv| kv.strip_prefix("n=")).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let n: usize = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("n="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let s = ip_state(env, ctx).await?;
     let mut x: u32 = 0x9E37_79B9;
     let mut hits = 0u32;
@@ -266,7 +315,10 @@ pub async fn bench(env: &Env, ctx: &Context, query: &str) -> ApiResult<Response>
         x ^= x << 13;
         x ^= x >> 17;
         x ^= x << 5;
-        if matches!(s.db.lookup(IpAddr::from(x.to_be_bytes())), crate::ip::IpAnswer::Country(_)) {
+        if matches!(
+            s.db.lookup(IpAddr::from(x.to_be_bytes())),
+            crate::ip::IpAnswer::Country(_)
+        ) {
             hits += 1;
         }
     }

@@ -196,18 +196,28 @@ impl Builder {
     }
 
     fn leaf(&mut self, tile: usize, r: Rect, default: u16, cands: &[FeatState]) -> u32 {
-        let all: Vec<Vec<Vec<P>>> =
-            cands.iter().map(|f| f.rings.iter().flat_map(|ring| chains(ring, r)).collect()).collect();
+        let all: Vec<Vec<Vec<P>>> = cands
+            .iter()
+            .map(|f| f.rings.iter().flat_map(|ring| chains(ring, r)).collect())
+            .collect();
         // Local coordinates take as few whole bytes as the cell needs (most leaves: 3).
-        let max = all.iter().flatten().flatten().map(|&(x, y)| (x - r.x0).max(y - r.y0)).max().unwrap_or(0);
+        let max = all
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|&(x, y)| (x - r.x0).max(y - r.y0))
+            .max()
+            .unwrap_or(0);
         let bytes = coord_bytes(max);
         let t = &mut self.tiles[tile];
         let off = t.leaves.len();
         t.leaves.extend(default.to_le_bytes());
-        t.leaves.extend((cands.len() as u16 | ((4 - bytes as u16) << LEAF_WIDTH_SHIFT)).to_le_bytes());
+        t.leaves
+            .extend((cands.len() as u16 | ((4 - bytes as u16) << LEAF_WIDTH_SHIFT)).to_le_bytes());
         let mut edges = 0;
         for (f, chains) in cands.iter().zip(&all) {
-            t.leaves.extend(self.order_to_feature[f.rank as usize].to_le_bytes());
+            t.leaves
+                .extend(self.order_to_feature[f.rank as usize].to_le_bytes());
             t.leaves.extend([f.base as u8, 0]);
             t.leaves.extend((chains.len() as u16).to_le_bytes());
             for c in chains {

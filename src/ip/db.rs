@@ -39,7 +39,9 @@ impl fmt::Display for IpDbError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             IpDbError::Invalid(m) => write!(f, "not a valid MaxMind DB: {m}"),
-            IpDbError::UnknownLayout(t) => write!(f, "database type {t:?} has no country code field"),
+            IpDbError::UnknownLayout(t) => {
+                write!(f, "database type {t:?} has no country code field")
+            }
         }
     }
 }
@@ -65,12 +67,19 @@ impl<S: AsRef<[u8]>> IpDb<S> {
         let mut reader = Reader::from_source(buf).map_err(|e| IpDbError::Invalid(e.to_string()))?;
         let db_type = reader.metadata().database_type.clone();
         // Public resolvers and large allocations present in every real country database.
-        let probes = ["8.8.8.8", "1.1.1.1", "81.2.69.160", "2001:4860:4860::8888", "2a00:1450::1"];
+        let probes = [
+            "8.8.8.8",
+            "1.1.1.1",
+            "81.2.69.160",
+            "2001:4860:4860::8888",
+            "2a00:1450::1",
+        ];
         for layout in [Layout::Flat, Layout::GeoIp2] {
             let db = IpDb { reader, layout };
-            let hit = probes.iter().filter_map(|p| p.parse::<IpAddr>().ok()).any(|ip| {
-                matches!(db.lookup_raw(ip), Ok(Some(code)) if code.len() == 2)
-            });
+            let hit = probes
+                .iter()
+                .filter_map(|p| p.parse::<IpAddr>().ok())
+                .any(|ip| matches!(db.lookup_raw(ip), Ok(Some(code)) if code.len() == 2));
             if hit {
                 return Ok(db);
             }

@@ -39,7 +39,10 @@ pub fn parse_ip(s: &str) -> Result<IpAddr, IpParseError> {
     if s.contains('%') {
         return Err(IpParseError::ZoneId);
     }
-    let s = s.strip_prefix('[').and_then(|x| x.strip_suffix(']')).unwrap_or(s);
+    let s = s
+        .strip_prefix('[')
+        .and_then(|x| x.strip_suffix(']'))
+        .unwrap_or(s);
     s.parse().map_err(|_| IpParseError::Malformed)
 }
 

@@ -31,7 +31,9 @@ impl fmt::Display for RecordError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RecordError::Json(e) => write!(f, "IPDB record is not valid JSON: {e}"),
-            RecordError::Field(name) => write!(f, "IPDB record field {name} is missing or malformed"),
+            RecordError::Field(name) => {
+                write!(f, "IPDB record field {name} is missing or malformed")
+            }
         }
     }
 }
@@ -44,11 +46,17 @@ impl IpdbRecord {
     /// # Errors
     /// [`RecordError`] on bad JSON or fields.
     pub fn parse(text: &str) -> Result<Self, RecordError> {
-        let r: IpdbRecord = serde_json::from_str(text).map_err(|e| RecordError::Json(e.to_string()))?;
+        let r: IpdbRecord =
+            serde_json::from_str(text).map_err(|e| RecordError::Json(e.to_string()))?;
         if r.version.is_empty() || r.version.len() > 128 {
             return Err(RecordError::Field("version"));
         }
-        if r.sha256.len() != 64 || !r.sha256.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
+        if r.sha256.len() != 64
+            || !r
+                .sha256
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        {
             return Err(RecordError::Field("sha256"));
         }
         if r.object_key.is_empty() || r.object_key.len() > 1024 {
@@ -66,7 +74,10 @@ impl IpdbRecord {
 /// Lower-case hex SHA-256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ pub(crate) mod limits {
     pub const ITEM_KEY: usize = 256;
     pub const KIND: usize = 64;
     pub const NAME: usize = 100;
-    pub const URL: usize = 1024;
+    pub const URL: usize = 512;
     pub const ARGS: usize = 16;
     pub const ARG_KEY: usize = 32;
     pub const ARG_VALUE: usize = 256;
@@ -136,20 +136,32 @@ impl NotificationEvent {
             url("landing", l)?;
         }
         if raw.message_arguments.len() > ARGS {
-            return Err(NotifyError::TooLong { field: "messageArguments", max: ARGS });
+            return Err(NotifyError::TooLong {
+                field: "messageArguments",
+                max: ARGS,
+            });
         }
         for (k, v) in &raw.message_arguments {
             ident("messageArguments.key", k, ARG_KEY)?;
             if v.len() > ARG_VALUE {
-                return Err(NotifyError::TooLong { field: "messageArguments.value", max: ARG_VALUE });
+                return Err(NotifyError::TooLong {
+                    field: "messageArguments.value",
+                    max: ARG_VALUE,
+                });
             }
             no_controls("messageArguments.value", v)?;
         }
-        if !cfg.categories.iter().any(|c| *c == raw.category_type) {
-            return Err(NotifyError::UnknownCategory { value: raw.category_type });
+        if !cfg.categories.contains(&raw.category_type) {
+            return Err(NotifyError::UnknownCategory {
+                value: raw.category_type,
+            });
         }
-        if raw.created_time_msec <= 0 || raw.created_time_msec > now_ms.saturating_add(cfg.max_future_skew_ms) {
-            return Err(NotifyError::TimeOutOfRange { field: "createdTimeMsec" });
+        if raw.created_time_msec <= 0
+            || raw.created_time_msec > now_ms.saturating_add(cfg.max_future_skew_ms)
+        {
+            return Err(NotifyError::TimeOutOfRange {
+                field: "createdTimeMsec",
+            });
         }
         Ok(Self {
             owner: raw.owner,
@@ -159,7 +171,11 @@ impl NotificationEvent {
             notification_type: raw.notification_type,
             template_type: raw.template_type,
             event_id: raw.event_id,
-            sender: Sender { id: raw.sender.id, name: raw.sender.name, avatar: raw.sender.avatar },
+            sender: Sender {
+                id: raw.sender.id,
+                name: raw.sender.name,
+                avatar: raw.sender.avatar,
+            },
             landing: raw.landing,
             message_arguments: raw.message_arguments,
             created_time_msec: raw.created_time_msec,
@@ -219,7 +235,10 @@ fn no_controls(field: &'static str, v: &str) -> Result<(), NotifyError> {
 /// `[A-Za-z0-9_.-]+`: type names end up in template lookups and metrics labels.
 fn ident(field: &'static str, v: &str, max: usize) -> Result<(), NotifyError> {
     text(field, v, max)?;
-    if !v.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')) {
+    if !v
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+    {
         return Err(NotifyError::InvalidChars { field });
     }
     Ok(())
@@ -249,7 +268,11 @@ pub(crate) mod tests {
             notification_type: "like".into(),
             template_type: "default".into(),
             event_id: event.into(),
-            sender: NewSender { id: sender.into(), name: format!("Name {sender}"), avatar: None },
+            sender: NewSender {
+                id: sender.into(),
+                name: format!("Name {sender}"),
+                avatar: None,
+            },
             landing: Some("app://post/1".into()),
             message_arguments: BTreeMap::new(),
             created_time_msec: NOW,
@@ -273,16 +296,28 @@ pub(crate) mod tests {
         let check = |f: &dyn Fn(&mut NewEvent), code: &str| {
             let mut r = raw("u", "i", "s", "e");
             f(&mut r);
-            assert_eq!(NotificationEvent::new(r, &cfg, NOW).unwrap_err().code(), code);
+            assert_eq!(
+                NotificationEvent::new(r, &cfg, NOW).unwrap_err().code(),
+                code
+            );
         };
         check(&|r| r.owner.clear(), "missing_field");
         check(&|r| r.item_key = "x".repeat(257), "field_too_long");
-        check(&|r| r.notification_type = "li ke".into(), "invalid_characters");
+        check(
+            &|r| r.notification_type = "li ke".into(),
+            "invalid_characters",
+        );
         check(&|r| r.sender.name = "a\u{0}b".into(), "invalid_characters");
         check(&|r| r.category_type = "nope".into(), "unknown_category");
-        check(&|r| r.created_time_msec = NOW + 3_600_000, "time_out_of_range");
+        check(
+            &|r| r.created_time_msec = NOW + 3_600_000,
+            "time_out_of_range",
+        );
         check(&|r| r.created_time_msec = 0, "time_out_of_range");
         check(&|r| r.landing = Some("a b".into()), "invalid_characters");
-        check(&|r| r.message_arguments = (0..17).map(|i| (format!("k{i}"), "v".into())).collect(), "field_too_long");
+        check(
+            &|r| r.message_arguments = (0..17).map(|i| (format!("k{i}"), "v".into())).collect(),
+            "field_too_long",
+        );
     }
 }

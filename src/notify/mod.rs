@@ -22,16 +22,16 @@ pub mod store;
 pub use error::NotifyError;
 pub use event::{NewEvent, NewSender, NotificationEvent, Sender};
 pub use query::{
-    changed_since, decode_cursor, delete_one, encode_cursor, expired_batch, expired_delete, indexes, list_query, mark,
-    owners_over_cap, trim_owner_cutoff, trim_owner_delete, unread_count_pipeline, Cursor, Flag, FindQuery, ListParams,
-    MarkQuery, Target, MAX_PAGE,
+    changed_since, decode_cursor, delete_one, encode_cursor, expired_batch, expired_delete,
+    indexes, list_query, mark, owners_over_cap, trim_owner_cutoff, trim_owner_delete,
+    unread_count_pipeline, Cursor, FindQuery, Flag, ListParams, MarkQuery, Target, MAX_PAGE,
 };
 pub use render::{summary, view};
 pub use rules::{
-    classify_create_result, create_upsert, notification_id, retract_delete, retract_update, revision, CreateOutcome,
-    CreateStep, RetractOutcome,
+    classify_create_result, create_upsert, notification_id, retract_delete, retract_update,
+    revision, CreateOutcome, CreateStep, RetractOutcome,
 };
-pub use store::NotificationStore;
+pub use store::{Ingest, NotificationStore, Page};
 
 /// Tunables of the notification center.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +54,9 @@ impl Default for NotifyConfig {
     fn default() -> Self {
         Self {
             collection: "notifications".into(),
-            categories: ["home", "social", "creator", "system"].map(String::from).to_vec(),
+            categories: ["home", "social", "creator", "system"]
+                .map(String::from)
+                .to_vec(),
             origins_cap: 100,
             ttl_ms: 30 * 24 * 3_600_000,
             list_origins: 3,

@@ -37,7 +37,11 @@ impl ListParams {
     /// The effective page size.
     #[must_use]
     pub fn page_size(&self) -> u32 {
-        if self.limit == 0 { 20 } else { self.limit.min(MAX_PAGE) }
+        if self.limit == 0 {
+            20
+        } else {
+            self.limit.min(MAX_PAGE)
+        }
     }
 }
 
@@ -61,10 +65,19 @@ pub fn encode_cursor(c: &Cursor) -> String {
 /// # Errors
 /// [`NotifyError::InvalidCursor`] for anything else.
 pub fn decode_cursor(s: &str) -> Result<Cursor, NotifyError> {
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s).map_err(|_| NotifyError::InvalidCursor)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(s)
+        .map_err(|_| NotifyError::InvalidCursor)?;
     let v: Value = serde_json::from_slice(&bytes).map_err(|_| NotifyError::InvalidCursor)?;
-    match (v.get(0).and_then(Value::as_i64), v.get(1).and_then(Value::as_str), v.as_array().map(Vec::len)) {
-        (Some(revision), Some(id), Some(2)) => Ok(Cursor { revision, id: id.to_owned() }),
+    match (
+        v.get(0).and_then(Value::as_i64),
+        v.get(1).and_then(Value::as_str),
+        v.as_array().map(Vec::len),
+    ) {
+        (Some(revision), Some(id), Some(2)) => Ok(Cursor {
+            revision,
+            id: id.to_owned(),
+        }),
         _ => Err(NotifyError::InvalidCursor),
     }
 }
@@ -83,7 +96,12 @@ fn live(owner: &str, now_ms: i64) -> Value {
 ///
 /// # Errors
 /// [`NotifyError::InvalidCursor`].
-pub fn list_query(owner: &str, p: &ListParams, cfg: &NotifyConfig, now_ms: i64) -> Result<FindQuery, NotifyError> {
+pub fn list_query(
+    owner: &str,
+    p: &ListParams,
+    cfg: &NotifyConfig,
+    now_ms: i64,
+) -> Result<FindQuery, NotifyError> {
     let mut filter = live(owner, now_ms);
     filter["archived"] = p.archived.into();
     if let Some(c) = &p.category {
@@ -102,12 +120,40 @@ pub fn list_query(owner: &str, p: &ListParams, cfg: &NotifyConfig, now_ms: i64) 
     Ok(FindQuery {
         filter,
         options: FindOptions {
-            projection: Some(json!({ "origins": { "$slice": cfg.list_origins.max(1) } })),
+            projection: Some(list_projection(cfg.list_origins)),
             sort: Some(json!({ "revision": -1, "_id": -1 })),
             limit: Some(p.page_size() + 1),
             skip: None,
         },
     })
+}
+
+/// Inclusion projection for lists: every field [`super::view`] renders, origins sliced.
+///
+/// Explicit inclusion (not `{origins: {$slice}}` alone): MongoDB reads a lone `$slice` as
+/// "all other fields too", mongomock as "only this field"; listing fields means the same on both
+/// and keeps fields added later out of list payloads until they are wanted.
+fn list_projection(list_origins: u32) -> Value {
+    let mut p = json!({ "origins": { "$slice": list_origins.max(1) } });
+    for f in [
+        "itemKey",
+        "serviceType",
+        "categoryType",
+        "notificationType",
+        "templateType",
+        "createdTime",
+        "expireAt",
+        "revision",
+        "originsCount",
+        "read",
+        "seen",
+        "archived",
+        "landing",
+        "messageArguments",
+    ] {
+        p[f] = 1.into();
+    }
+    p
 }
 
 /// Aggregation counting unread, unarchived, live items (optionally one category).
@@ -189,7 +235,11 @@ pub fn mark(owner: &str, target: Target<'_>, flag: Flag, value: bool) -> MarkQue
         Target::Item(key) => (false, json!({ "owner": owner, "itemKey": key })),
         Target::All => (true, json!({ "owner": owner, f: { "$ne": value } })),
     };
-    MarkQuery { many, filter, update: json!({ "$set": { f: value } }) }
+    MarkQuery {
+        many,
+        filter,
+        update: json!({ "$set": { f: value } }),
+    }
 }
 
 /// `deleteOne` filter for an item.
@@ -248,7 +298,11 @@ pub fn owners_over_cap(max: u32, batch: u32) -> Value {
 pub fn expired_batch(now_ms: i64, batch: u32) -> FindQuery {
     FindQuery {
         filter: json!({ "expireAt": { "$lte": ejson::date(now_ms) } }),
-        options: FindOptions { projection: Some(json!({ "_id": 1 })), limit: Some(batch.max(1)), ..FindOptions::default() },
+        options: FindOptions {
+            projection: Some(json!({ "_id": 1 })),
+            limit: Some(batch.max(1)),
+            ..FindOptions::default()
+        },
     }
 }
 
@@ -265,7 +319,10 @@ mod tests {
 
     #[test]
     fn cursor_round_trips_and_rejects_garbage() {
-        let c = Cursor { revision: 1_740_000_000_000_123, id: "abc_-1".into() };
+        let c = Cursor {
+            revision: 1_740_000_000_000_123,
+            id: "abc_-1".into(),
+        };
         assert_eq!(decode_cursor(&encode_cursor(&c)).unwrap(), c);
         for bad in ["", "!!", "W10", "WzEsMiwzXQ"] {
             assert_eq!(decode_cursor(bad), Err(NotifyError::InvalidCursor), "{bad}");
@@ -275,8 +332,17 @@ mod tests {
     #[test]
     fn list_filters_in_the_query_and_pages_by_revision() {
         let cfg = NotifyConfig::default();
-        let cur = encode_cursor(&Cursor { revision: 9, id: "x".into() });
-        let p = ListParams { limit: 500, cursor: Some(cur), category: Some("social".into()), unread_only: true, archived: false };
+        let cur = encode_cursor(&Cursor {
+            revision: 9,
+            id: "x".into(),
+        });
+        let p = ListParams {
+            limit: 500,
+            cursor: Some(cur),
+            category: Some("social".into()),
+            unread_only: true,
+            archived: false,
+        };
         let q = list_query("u1", &p, &cfg, 1000).unwrap();
         assert_eq!(q.filter["owner"], "u1");
         assert_eq!(q.filter["expireAt"], json!({"$gt": ejson::date(1000)}));
@@ -285,7 +351,10 @@ mod tests {
         assert_eq!(q.filter["$or"][0], json!({"revision": {"$lt": 9}}));
         assert_eq!(q.options.limit, Some(MAX_PAGE + 1));
         // Key order matters for a sort spec; serde_json's preserve_order keeps it.
-        assert_eq!(q.options.sort.unwrap().to_string(), r#"{"revision":-1,"_id":-1}"#);
+        assert_eq!(
+            q.options.sort.unwrap().to_string(),
+            r#"{"revision":-1,"_id":-1}"#
+        );
         assert_eq!(ListParams::default().page_size(), 20);
     }
 
@@ -303,7 +372,10 @@ mod tests {
     #[test]
     fn index_keys_keep_their_order() {
         let specs = indexes();
-        assert_eq!(specs[2]["key"].to_string(), r#"{"owner":1,"categoryType":1,"revision":-1}"#);
+        assert_eq!(
+            specs[2]["key"].to_string(),
+            r#"{"owner":1,"categoryType":1,"revision":-1}"#
+        );
         assert_eq!(specs[3]["expireAfterSeconds"], 0);
     }
 }

@@ -18,8 +18,13 @@ fn template(notification_type: &str) -> &'static str {
 /// "Ana", "Ana and Ben", "Ana and 3 others": newest origin first, `originsCount` for the rest.
 fn actor(doc: &Value) -> Option<String> {
     let count = doc.get("originsCount").and_then(Value::as_i64).unwrap_or(0);
-    let names: Vec<&str> =
-        doc.get("origins").and_then(Value::as_array).into_iter().flatten().filter_map(|o| o.get("n")?.as_str()).collect();
+    let names: Vec<&str> = doc
+        .get("origins")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o.get("n")?.as_str())
+        .collect();
     Some(match (names.as_slice(), count) {
         (_, c) if c <= 0 => return None,
         ([], c) => format!("{c} {}", if c == 1 { "person" } else { "people" }),
@@ -33,7 +38,10 @@ fn actor(doc: &Value) -> Option<String> {
 /// The item's one-line text, re-rendered after merges and retractions; `None` for an empty item.
 #[must_use]
 pub fn summary(doc: &Value) -> Option<String> {
-    let kind = doc.get("notificationType").and_then(Value::as_str).unwrap_or_default();
+    let kind = doc
+        .get("notificationType")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let mut text = template(kind).replace("{actor}", &actor(doc)?);
     if let Some(args) = doc.get("messageArguments").and_then(Value::as_object) {
         for (k, v) in args {
@@ -55,19 +63,29 @@ pub fn view(doc: &Value) -> Value {
         .flatten()
         .map(|o| {
             let mut m = Map::new();
-            m.insert("senderId".into(), o.get("s").cloned().unwrap_or(Value::Null));
+            m.insert(
+                "senderId".into(),
+                o.get("s").cloned().unwrap_or(Value::Null),
+            );
             m.insert("name".into(), o.get("n").cloned().unwrap_or(Value::Null));
             for (short, long) in [("a", "avatar"), ("l", "landing")] {
                 if let Some(v) = o.get(short) {
                     m.insert(long.into(), v.clone());
                 }
             }
-            m.insert("createdTimeMsec".into(), o.get("t").cloned().unwrap_or(Value::Null));
+            m.insert(
+                "createdTimeMsec".into(),
+                o.get("t").cloned().unwrap_or(Value::Null),
+            );
             Value::Object(m)
         })
         .collect();
     let field = |k: &str| doc.get(k).cloned().unwrap_or(Value::Null);
-    let ms = |k: &str| doc.get(k).and_then(ejson::date_ms).map_or(Value::Null, Value::from);
+    let ms = |k: &str| {
+        doc.get(k)
+            .and_then(ejson::date_ms)
+            .map_or(Value::Null, Value::from)
+    };
     json!({
         "notificationId": field("_id"),
         "itemKey": field("itemKey"),
@@ -94,18 +112,39 @@ mod tests {
     use super::*;
 
     fn doc(kind: &str, count: i64, names: &[&str]) -> Value {
-        let origins: Vec<Value> = names.iter().map(|n| json!({"s": n, "n": n, "t": 1})).collect();
+        let origins: Vec<Value> = names
+            .iter()
+            .map(|n| json!({"s": n, "n": n, "t": 1}))
+            .collect();
         json!({"notificationType": kind, "originsCount": count, "origins": origins})
     }
 
     #[test]
     fn summaries_follow_count_and_newest_origin() {
-        assert_eq!(summary(&doc("like", 1, &["Ana"])).unwrap(), "Ana liked your post");
-        assert_eq!(summary(&doc("like", 2, &["Ana", "Ben"])).unwrap(), "Ana and Ben liked your post");
-        assert_eq!(summary(&doc("comment", 4, &["Ana", "Ben", "Cy"])).unwrap(), "Ana and 3 others commented on your post");
-        assert_eq!(summary(&doc("like", 2, &["Ana"])).unwrap(), "Ana and 1 other liked your post");
-        assert_eq!(summary(&doc("odd", 1, &["Ana"])).unwrap(), "Ana sent you a notification");
-        assert_eq!(summary(&doc("like", 5, &[])).unwrap(), "5 people liked your post");
+        assert_eq!(
+            summary(&doc("like", 1, &["Ana"])).unwrap(),
+            "Ana liked your post"
+        );
+        assert_eq!(
+            summary(&doc("like", 2, &["Ana", "Ben"])).unwrap(),
+            "Ana and Ben liked your post"
+        );
+        assert_eq!(
+            summary(&doc("comment", 4, &["Ana", "Ben", "Cy"])).unwrap(),
+            "Ana and 3 others commented on your post"
+        );
+        assert_eq!(
+            summary(&doc("like", 2, &["Ana"])).unwrap(),
+            "Ana and 1 other liked your post"
+        );
+        assert_eq!(
+            summary(&doc("odd", 1, &["Ana"])).unwrap(),
+            "Ana sent you a notification"
+        );
+        assert_eq!(
+            summary(&doc("like", 5, &[])).unwrap(),
+            "5 people liked your post"
+        );
         assert_eq!(summary(&doc("like", 0, &[])), None);
     }
 
@@ -116,7 +155,10 @@ mod tests {
         let v = view(&d);
         assert_eq!(v["notificationId"], "n1");
         assert_eq!(v["createdTimeMsec"], 5);
-        assert_eq!(v["origins"][0], json!({"senderId": "s1", "name": "Ana", "avatar": "https://x/a.png", "createdTimeMsec": 5}));
+        assert_eq!(
+            v["origins"][0],
+            json!({"senderId": "s1", "name": "Ana", "avatar": "https://x/a.png", "createdTimeMsec": 5})
+        );
         assert_eq!(v["summary"], "Ana liked your post");
     }
 }

@@ -43,7 +43,8 @@ pub fn revision(now_ms: i64, event_id: &str) -> i64 {
 /// * `createdTime`/`expireAt` only move forward (`$max`); flags reset so the item resurfaces.
 #[must_use]
 pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) -> (Value, Value) {
-    let filter = json!({ "owner": ev.owner, "itemKey": ev.item_key, "origins.s": { "$ne": ev.sender.id } });
+    let filter =
+        json!({ "owner": ev.owner, "itemKey": ev.item_key, "origins.s": { "$ne": ev.sender.id } });
     let mut origin = Map::new();
     origin.insert("s".into(), ev.sender.id.clone().into());
     origin.insert("n".into(), ev.sender.name.clone().into());
@@ -112,11 +113,16 @@ pub enum CreateStep {
 /// matches (merge) or misses again because the sender is there — then it really is
 /// [`CreateOutcome::AlreadyApplied`].
 #[must_use]
-pub fn classify_create_result(result: Result<UpdateResult, BackendError>, attempt: u32) -> CreateStep {
+pub fn classify_create_result(
+    result: Result<UpdateResult, BackendError>,
+    attempt: u32,
+) -> CreateStep {
     match result {
         Ok(r) if r.upserted_id.is_some() => CreateStep::Done(CreateOutcome::Created),
         Ok(r) if r.matched > 0 => CreateStep::Done(CreateOutcome::Merged),
-        Ok(r) => CreateStep::Fail(BackendError::Decode(format!("upsert neither matched nor inserted: {r:?}"))),
+        Ok(r) => CreateStep::Fail(BackendError::Decode(format!(
+            "upsert neither matched nor inserted: {r:?}"
+        ))),
         Err(BackendError::DuplicateKey { .. }) if attempt == 0 => CreateStep::Retry,
         Err(BackendError::DuplicateKey { .. }) => CreateStep::Done(CreateOutcome::AlreadyApplied),
         Err(e) => CreateStep::Fail(e),
@@ -161,20 +167,37 @@ mod tests {
     use crate::notify::event::tests::{raw, NOW};
 
     fn ev(sender: &str) -> NotificationEvent {
-        NotificationEvent::new(raw("u1", "post:1", sender, &format!("e-{sender}")), &NotifyConfig::default(), NOW).unwrap()
+        NotificationEvent::new(
+            raw("u1", "post:1", sender, &format!("e-{sender}")),
+            &NotifyConfig::default(),
+            NOW,
+        )
+        .unwrap()
     }
 
     #[test]
     fn upsert_excludes_present_sender_and_pushes_compact_origin() {
-        let cfg = NotifyConfig { origins_cap: 3, ..NotifyConfig::default() };
+        let cfg = NotifyConfig {
+            origins_cap: 3,
+            ..NotifyConfig::default()
+        };
         let (filter, update) = create_upsert(&ev("s1"), &cfg, NOW + 5);
-        assert_eq!(filter, json!({"owner": "u1", "itemKey": "post:1", "origins.s": {"$ne": "s1"}}));
+        assert_eq!(
+            filter,
+            json!({"owner": "u1", "itemKey": "post:1", "origins.s": {"$ne": "s1"}})
+        );
         let push = &update["$push"]["origins"];
         assert_eq!(push["$slice"], 3);
         assert_eq!(push["$sort"], json!({"t": -1}));
-        assert_eq!(push["$each"][0], json!({"s": "s1", "n": "Name s1", "t": NOW, "l": "app://post/1", "e": "e-s1"}));
+        assert_eq!(
+            push["$each"][0],
+            json!({"s": "s1", "n": "Name s1", "t": NOW, "l": "app://post/1", "e": "e-s1"})
+        );
         assert_eq!(update["$inc"], json!({"originsCount": 1}));
-        assert_eq!(update["$setOnInsert"]["_id"], notification_id("u1", "post:1"));
+        assert_eq!(
+            update["$setOnInsert"]["_id"],
+            notification_id("u1", "post:1")
+        );
         assert_eq!(update["$max"]["createdTime"], ejson::date(NOW));
         assert_eq!(update["$set"]["read"], false);
         // Fields set by different operators must not overlap (MongoDB rejects conflicts).
@@ -202,15 +225,43 @@ mod tests {
 
     #[test]
     fn classify_retries_a_duplicate_once() {
-        let dup = || Err(BackendError::DuplicateKey { message: String::new() });
+        let dup = || {
+            Err(BackendError::DuplicateKey {
+                message: String::new(),
+            })
+        };
         assert_eq!(classify_create_result(dup(), 0), CreateStep::Retry);
-        assert_eq!(classify_create_result(dup(), 1), CreateStep::Done(CreateOutcome::AlreadyApplied));
-        let ins = UpdateResult { matched: 0, modified: 0, upserted_id: Some(json!("x")) };
-        assert_eq!(classify_create_result(Ok(ins), 0), CreateStep::Done(CreateOutcome::Created));
-        let merged = UpdateResult { matched: 1, modified: 1, upserted_id: None };
-        assert_eq!(classify_create_result(Ok(merged), 1), CreateStep::Done(CreateOutcome::Merged));
-        let down = BackendError::Unavailable { status: Some(503), timed_out: false, message: String::new() };
-        assert_eq!(classify_create_result(Err(down.clone()), 0), CreateStep::Fail(down));
+        assert_eq!(
+            classify_create_result(dup(), 1),
+            CreateStep::Done(CreateOutcome::AlreadyApplied)
+        );
+        let ins = UpdateResult {
+            matched: 0,
+            modified: 0,
+            upserted_id: Some(json!("x")),
+        };
+        assert_eq!(
+            classify_create_result(Ok(ins), 0),
+            CreateStep::Done(CreateOutcome::Created)
+        );
+        let merged = UpdateResult {
+            matched: 1,
+            modified: 1,
+            upserted_id: None,
+        };
+        assert_eq!(
+            classify_create_result(Ok(merged), 1),
+            CreateStep::Done(CreateOutcome::Merged)
+        );
+        let down = BackendError::Unavailable {
+            status: Some(503),
+            timed_out: false,
+            message: String::new(),
+        };
+        assert_eq!(
+            classify_create_result(Err(down.clone()), 0),
+            CreateStep::Fail(down)
+        );
     }
 
     #[test]
@@ -218,6 +269,9 @@ mod tests {
         let (f, u) = retract_update("u", "k", "s");
         assert_eq!(f["originsCount"], json!({"$gt": 1}));
         assert_eq!(u["$pull"], json!({"origins": {"s": "s"}}));
-        assert_eq!(retract_delete("u", "k", "s")["originsCount"], json!({"$lte": 1}));
+        assert_eq!(
+            retract_delete("u", "k", "s")["originsCount"],
+            json!({"$lte": 1})
+        );
     }
 }

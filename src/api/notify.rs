@@ -1,0 +1,244 @@
+//! Request parsing and error mapping for `/v1/notifications…` (platform-free).
+
+use super::error::ApiError;
+use crate::backend::BackendError;
+use crate::notify::{Flag, ListParams, NewEvent, NotifyError, MAX_PAGE};
+use serde::Deserialize;
+
+/// Maps the notification core's errors onto HTTP: validation → 400/422, backend → 503.
+pub fn notify_error(e: NotifyError) -> ApiError {
+    match &e {
+        NotifyError::Backend(BackendError::Rejected { .. } | BackendError::Decode(_)) => {
+            // The backend refused a request we built: our bug or a misconfiguration, not the client's.
+            ApiError::new(502, e.code(), e.to_string())
+        }
+        NotifyError::Backend(_) => ApiError::unavailable(e.code(), e.to_string()),
+        NotifyError::InvalidCursor => ApiError::bad_request(e.code(), e.to_string()),
+        _ => ApiError::new(422, e.code(), e.to_string()),
+    }
+}
+
+/// Parses the JSON body of a notification event.
+///
+/// # Errors
+/// `invalid_json` (400) when the body is not the event shape.
+pub fn parse_event(body: &[u8]) -> Result<NewEvent, ApiError> {
+    if body.len() > 64 * 1024 {
+        return Err(ApiError::new(
+            413,
+            "payload_too_large",
+            "an event is at most 64 KiB",
+        ));
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request("invalid_json", format!("event: {e}")))
+}
+
+/// Body of a retraction.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Retraction {
+    /// Owner of the item.
+    pub owner: String,
+    /// The merged item.
+    pub item_key: String,
+    /// The sender whose origin is removed.
+    pub sender_id: String,
+}
+
+/// Parses a retraction body.
+///
+/// # Errors
+/// `invalid_json` (400).
+pub fn parse_retraction(body: &[u8]) -> Result<Retraction, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request("invalid_json", format!("retraction: {e}")))
+}
+
+/// Body of a state change: `{"itemKey": "…"}` or `{"all": true}`, a flag and its value.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MarkBody {
+    /// One item…
+    pub item_key: Option<String>,
+    /// …or all of the owner's items.
+    #[serde(default)]
+    pub all: bool,
+    /// `read`, `seen` or `archived`.
+    pub flag: String,
+    /// New value (default true).
+    #[serde(default = "yes")]
+    pub value: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Parses and checks a state change.
+///
+/// # Errors
+/// `invalid_json`, `invalid_flag`, `invalid_target` (400).
+pub fn parse_mark(body: &[u8]) -> Result<(MarkBody, Flag), ApiError> {
+    let m: MarkBody = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request("invalid_json", format!("mark: {e}")))?;
+    let flag = match m.flag.as_str() {
+        "read" => Flag::Read,
+        "seen" => Flag::Seen,
+        "archived" => Flag::Archived,
+        other => {
+            return Err(ApiError::bad_request(
+                "invalid_flag",
+                format!("flag {other:?}: use read, seen or archived"),
+            ))
+        }
+    };
+    if m.all == m.item_key.is_some() {
+        return Err(ApiError::bad_request(
+            "invalid_target",
+            "give exactly one of itemKey or all: true",
+        ));
+    }
+    Ok((m, flag))
+}
+
+fn query_pairs(query: &str) -> impl Iterator<Item = (&str, &str)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').unwrap_or((p, "")))
+}
+
+fn bool_param(name: &str, v: &str) -> Result<bool, ApiError> {
+    match v {
+        "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        _ => Err(ApiError::bad_request(
+            "invalid_parameter",
+            format!("{name} must be true or false"),
+        )),
+    }
+}
+
+/// Parses list parameters: `limit` (1–100), `cursor`, `category`, `unread`, `archived`.
+///
+/// # Errors
+/// `invalid_parameter` (400) for a bad limit or boolean.
+pub fn parse_list(query: &str) -> Result<ListParams, ApiError> {
+    let mut p = ListParams {
+        limit: 20,
+        ..ListParams::default()
+    };
+    for (k, v) in query_pairs(query) {
+        match k {
+            "limit" => {
+                p.limit = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=MAX_PAGE).contains(n))
+                    .ok_or_else(|| {
+                        ApiError::bad_request(
+                            "invalid_parameter",
+                            format!("limit must be 1..={MAX_PAGE}"),
+                        )
+                    })?;
+            }
+            "cursor" => p.cursor = Some(v.to_string()),
+            "category" => p.category = Some(v.to_string()),
+            "unread" => p.unread_only = bool_param(k, v)?,
+            "archived" => p.archived = bool_param(k, v)?,
+            _ => {}
+        }
+    }
+    Ok(p)
+}
+
+/// Parses `since` (a revision) and `limit` for incremental sync.
+///
+/// # Errors
+/// `missing_parameter`, `invalid_parameter` (400).
+pub fn parse_changes(query: &str) -> Result<(i64, u32), ApiError> {
+    let mut since = None;
+    let mut limit = MAX_PAGE;
+    for (k, v) in query_pairs(query) {
+        match k {
+            "since" => {
+                since = Some(v.parse::<i64>().map_err(|_| {
+                    ApiError::bad_request("invalid_parameter", "since must be a revision number")
+                })?)
+            }
+            "limit" => {
+                limit = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=MAX_PAGE).contains(n))
+                    .ok_or_else(|| {
+                        ApiError::bad_request(
+                            "invalid_parameter",
+                            format!("limit must be 1..={MAX_PAGE}"),
+                        )
+                    })?
+            }
+            _ => {}
+        }
+    }
+    let since =
+        since.ok_or_else(|| ApiError::bad_request("missing_parameter", "since is required"))?;
+    Ok((since, limit))
+}
+
+/// Optional `category` of the unread-count route.
+pub fn parse_category(query: &str) -> Option<String> {
+    query_pairs(query)
+        .find(|(k, _)| *k == "category")
+        .map(|(_, v)| v.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_params() {
+        let p = parse_list("limit=5&unread=true&category=social").unwrap();
+        assert_eq!(
+            (p.limit, p.unread_only, p.category.as_deref()),
+            (5, true, Some("social"))
+        );
+        assert_eq!(parse_list("limit=0").unwrap_err().code, "invalid_parameter");
+        assert_eq!(
+            parse_list("limit=101").unwrap_err().code,
+            "invalid_parameter"
+        );
+        assert_eq!(
+            parse_list("unread=maybe").unwrap_err().code,
+            "invalid_parameter"
+        );
+        assert_eq!(
+            parse_changes("limit=3").unwrap_err().code,
+            "missing_parameter"
+        );
+        assert_eq!(parse_changes("since=12&limit=3").unwrap(), (12, 3));
+    }
+
+    #[test]
+    fn mark_bodies() {
+        assert!(parse_mark(br#"{"itemKey":"a","flag":"read"}"#).is_ok());
+        assert_eq!(
+            parse_mark(br#"{"all":true,"flag":"nope"}"#)
+                .unwrap_err()
+                .code,
+            "invalid_flag"
+        );
+        assert_eq!(
+            parse_mark(br#"{"all":true,"itemKey":"a","flag":"read"}"#)
+                .unwrap_err()
+                .code,
+            "invalid_target"
+        );
+        assert_eq!(
+            parse_mark(br#"{"flag":"read"}"#).unwrap_err().code,
+            "invalid_target"
+        );
+    }
+}

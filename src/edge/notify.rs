@@ -1,0 +1,331 @@
+//! Notification center routes: service callers create/retract, users list and change state.
+//!
+//! Each request builds its clients from bindings (cheap: no connection state in Workers).
+//! Create = 1 Redis EVALSHA (reserve) + 1 Data API upsert; the dedup commit runs after the
+//! response in `waitUntil`. If Redis is down, the upsert alone is still idempotent (its filter
+//! skips a sender already present), so events are written rather than refused.
+
+use super::http_client::WorkerHttp;
+use super::{internal, ok_json, ApiResult};
+use crate::api::{notify as api, ApiError};
+use crate::backend::{DataApiAuth, DataApiClient, DataApiConfig, RedisRestClient, RedisRestConfig};
+use crate::dedup::{self, DedupConfig, Reservation};
+use crate::notify::{
+    view, CreateOutcome, NotificationEvent, NotificationStore, NotifyConfig, RetractOutcome, Target,
+};
+use serde_json::{json, Value};
+use worker::{Context, Date, Env, Request, Response};
+
+/// Backend timeout per call: short enough that a client retry beats the platform's limits.
+const BACKEND_TIMEOUT_MS: u32 = 5_000;
+
+fn secret(env: &Env, name: &str) -> Option<String> {
+    env.secret(name)
+        .map(|s| s.to_string())
+        .or_else(|_| env.var(name).map(|v| v.to_string()))
+        .ok()
+        .filter(|s| !s.is_empty())
+}
+
+fn var(env: &Env, name: &str, default: &str) -> String {
+    env.var(name)
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| default.to_string())
+}
+
+fn not_configured(what: &str) -> ApiError {
+    ApiError::unavailable("not_configured", format!("{what} is not configured"))
+}
+
+fn store(env: &Env) -> ApiResult<NotificationStore<WorkerHttp>> {
+    let base_url = secret(env, "DATA_API_URL").ok_or_else(|| not_configured("DATA_API_URL"))?;
+    let api_key = secret(env, "DATA_API_KEY").ok_or_else(|| not_configured("DATA_API_KEY"))?;
+    let auth = match var(env, "DATA_API_AUTH", "apiKey").as_str() {
+        "bearer" => DataApiAuth::Bearer,
+        "basic" => DataApiAuth::Basic {
+            username: var(env, "DATA_API_USER", "api"),
+        },
+        _ => DataApiAuth::ApiKey,
+    };
+    let cfg = DataApiConfig {
+        base_url,
+        api_key,
+        data_source: var(env, "DATA_SOURCE", "local"),
+        database: var(env, "DATABASE", "app"),
+        auth,
+        timeout_ms: BACKEND_TIMEOUT_MS,
+    };
+    let mut ncfg = NotifyConfig {
+        collection: var(env, "NOTIFY_COLLECTION", "notifications"),
+        ..NotifyConfig::default()
+    };
+    if let Ok(cap) = var(env, "NOTIFY_ORIGINS_CAP", "100").parse() {
+        ncfg.origins_cap = cap;
+    }
+    Ok(NotificationStore::new(
+        DataApiClient::new(WorkerHttp, cfg),
+        ncfg,
+    ))
+}
+
+fn redis(env: &Env) -> ApiResult<RedisRestClient<WorkerHttp>> {
+    let base_url = secret(env, "REDIS_REST_URL").ok_or_else(|| not_configured("REDIS_REST_URL"))?;
+    let token =
+        secret(env, "REDIS_REST_TOKEN").ok_or_else(|| not_configured("REDIS_REST_TOKEN"))?;
+    Ok(RedisRestClient::new(
+        WorkerHttp,
+        RedisRestConfig {
+            base_url,
+            token,
+            timeout_ms: BACKEND_TIMEOUT_MS,
+        },
+    ))
+}
+
+fn dedup_config(env: &Env) -> DedupConfig {
+    let window_ms = var(env, "DEDUP_WINDOW_MS", "600000")
+        .parse()
+        .unwrap_or(600_000);
+    let per_window = var(env, "DEDUP_EXPECTED_PER_WINDOW", "3600000")
+        .parse()
+        .unwrap_or(3_600_000);
+    DedupConfig::for_rate(per_window, window_ms)
+}
+
+fn now_ms() -> i64 {
+    Date::now().as_millis() as i64
+}
+
+/// Constant-time comparison so the token can't be guessed byte by byte from timings.
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+fn require_service(req: &Request, env: &Env) -> ApiResult<()> {
+    let expected = secret(env, "SERVICE_TOKEN").ok_or_else(|| not_configured("SERVICE_TOKEN"))?;
+    let given = req
+        .headers()
+        .get("Authorization")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    match given.strip_prefix("Bearer ") {
+        Some(t) if same(t, &expected) => Ok(()),
+        _ => Err(ApiError::new(
+            401,
+            "unauthorized",
+            "service token required (Authorization: Bearer …)",
+        )),
+    }
+}
+
+/// The user a request acts for. Until real auth lands this is the `X-Dev-User` header, honoured
+/// only when `DEV_AUTH = "true"` — never enable that in production.
+fn owner(req: &Request, env: &Env) -> ApiResult<String> {
+    if var(env, "DEV_AUTH", "false") != "true" {
+        return Err(ApiError::new(
+            401,
+            "unauthorized",
+            "user authentication is not available yet (DEV_AUTH off)",
+        ));
+    }
+    req.headers()
+        .get("X-Dev-User")
+        .ok()
+        .flatten()
+        .filter(|u| !u.is_empty() && u.len() <= 128)
+        .ok_or_else(|| ApiError::new(401, "unauthorized", "X-Dev-User header required (dev auth)"))
+}
+
+fn outcome_name(o: CreateOutcome) -> &'static str {
+    match o {
+        CreateOutcome::Created => "created",
+        CreateOutcome::Merged => "merged",
+        CreateOutcome::AlreadyApplied => "already_applied",
+    }
+}
+
+/// `POST /v1/notifications/events` (service).
+pub async fn create(req: &Request, env: &Env, ctx: &Context, body: &[u8]) -> ApiResult<Response> {
+    require_service(req, env)?;
+    let raw = api::parse_event(body)?;
+    let store = store(env)?;
+    let now = now_ms();
+    let ev = NotificationEvent::new(raw, store.config(), now).map_err(api::notify_error)?;
+    let dcfg = dedup_config(env);
+    let slot = dedup::slot(&dcfg, ev.event_id(), ev.created_time_msec());
+    let redis = redis(env).ok();
+    let reservation = match &redis {
+        Some(r) => match dedup::reserve(r, &slot, dcfg.lease_ms).await {
+            Ok(res) => Some(res),
+            Err(e) => {
+                worker::console_warn!("dedup unavailable, relying on the idempotent upsert: {e}");
+                None
+            }
+        },
+        None => None,
+    };
+    let token = match reservation {
+        Some(Reservation::Duplicate) => return ok_json(&json!({ "status": "duplicate" })),
+        Some(Reservation::InFlight) => {
+            return Err(ApiError {
+                retry_after: Some(1),
+                ..ApiError::new(409, "in_flight", "this event is being processed")
+            })
+        }
+        Some(Reservation::Reserved { token }) => Some(token),
+        None => None,
+    };
+    match store.create(&ev, now).await {
+        Ok(outcome) => {
+            if let (Some(r), Some(_)) = (redis, token) {
+                // Off the response path; if it is lost, the lease expires and a redelivery is
+                // caught by the upsert's filter instead.
+                ctx.wait_until(async move {
+                    if let Err(e) = dedup::commit(&r, &slot).await {
+                        worker::console_warn!("dedup commit failed: {e}");
+                    }
+                });
+            }
+            let status = if outcome == CreateOutcome::Created {
+                201
+            } else {
+                200
+            };
+            let body = json!({
+                "status": outcome_name(outcome),
+                "notificationId": crate::notify::notification_id(ev.owner(), ev.item_key()),
+            });
+            Response::from_json(&body)
+                .map(|r| r.with_status(status))
+                .map_err(internal)
+        }
+        Err(e) => {
+            if let (Some(r), Some(t)) = (&redis, &token) {
+                if let Err(re) = dedup::release(r, &slot, t).await {
+                    worker::console_warn!("dedup release failed (lease will expire): {re}");
+                }
+            }
+            Err(api::notify_error(e))
+        }
+    }
+}
+
+/// `POST /v1/admin/indexes` (service): creates the collection's indexes; idempotent, run once
+/// per deploy (README, "Deploy").
+pub async fn ensure_indexes(req: &Request, env: &Env) -> ApiResult<Response> {
+    require_service(req, env)?;
+    let names = store(env)?
+        .ensure_indexes()
+        .await
+        .map_err(api::notify_error)?;
+    ok_json(&json!({ "indexes": names }))
+}
+
+/// `POST /v1/notifications/retractions` (service).
+pub async fn retract(req: &Request, env: &Env, body: &[u8]) -> ApiResult<Response> {
+    require_service(req, env)?;
+    let r = api::parse_retraction(body)?;
+    let outcome = store(env)?
+        .retract(&r.owner, &r.item_key, &r.sender_id)
+        .await
+        .map_err(api::notify_error)?;
+    let status = match outcome {
+        RetractOutcome::Updated => "updated",
+        RetractOutcome::Deleted => "deleted",
+        RetractOutcome::NotFound => "not_found",
+    };
+    ok_json(&json!({ "status": status }))
+}
+
+/// `GET /v1/notifications` (user): one page, one Data API call.
+pub async fn list(req: &Request, env: &Env, query: &str) -> ApiResult<Response> {
+    let owner = owner(req, env)?;
+    let params = api::parse_list(query)?;
+    let page = store(env)?
+        .list(&owner, &params, now_ms())
+        .await
+        .map_err(api::notify_error)?;
+    let items: Vec<Value> = page.items.iter().map(view).collect();
+    ok_json(&json!({ "items": items, "nextCursor": page.next_cursor }))
+}
+
+/// `GET /v1/notifications/unread-count` (user): one aggregate call.
+pub async fn unread_count(req: &Request, env: &Env, query: &str) -> ApiResult<Response> {
+    let owner = owner(req, env)?;
+    let category = api::parse_category(query);
+    let n = store(env)?
+        .unread_count(&owner, category.as_deref(), now_ms())
+        .await
+        .map_err(api::notify_error)?;
+    ok_json(&json!({ "unread": n }))
+}
+
+/// `GET /v1/notifications/changes?since=` (user): items changed after a revision.
+pub async fn changes(req: &Request, env: &Env, query: &str) -> ApiResult<Response> {
+    let owner = owner(req, env)?;
+    let (since, limit) = api::parse_changes(query)?;
+    let docs = store(env)?
+        .changed_since(&owner, since, limit, now_ms())
+        .await
+        .map_err(api::notify_error)?;
+    let latest = docs
+        .iter()
+        .filter_map(|d| d.get("revision").and_then(Value::as_i64))
+        .max()
+        .unwrap_or(since);
+    let items: Vec<Value> = docs.iter().map(view).collect();
+    ok_json(&json!({ "items": items, "revision": latest }))
+}
+
+/// `POST /v1/notifications/mark` (user): read/seen/archived for one item or all.
+pub async fn mark(req: &Request, env: &Env, body: &[u8]) -> ApiResult<Response> {
+    let owner = owner(req, env)?;
+    let (m, flag) = api::parse_mark(body)?;
+    let target = match &m.item_key {
+        Some(k) => Target::Item(k),
+        None => Target::All,
+    };
+    let n = store(env)?
+        .mark(&owner, target, flag, m.value)
+        .await
+        .map_err(api::notify_error)?;
+    ok_json(&json!({ "updated": n }))
+}
+
+/// `DELETE /v1/notifications/{itemKey}` (user).
+pub async fn delete(req: &Request, env: &Env, item_key: &str) -> ApiResult<Response> {
+    let owner = owner(req, env)?;
+    let deleted = store(env)?
+        .delete(&owner, item_key)
+        .await
+        .map_err(api::notify_error)?;
+    if !deleted {
+        return Err(ApiError::new(404, "not_found", "no such notification"));
+    }
+    ok_json(&json!({ "deleted": true }))
+}
+
+/// Cron housekeeping: expired items in bounded batches (the TTL index is the primary expiry).
+pub async fn housekeeping(env: &Env) -> Result<String, String> {
+    let store = store(env).map_err(|e| e.message)?;
+    let batches: u32 = var(env, "HOUSEKEEPING_MAX_BATCHES", "10")
+        .parse()
+        .unwrap_or(10);
+    let mut deleted = 0;
+    for _ in 0..batches {
+        let n = store
+            .delete_expired_batch(now_ms(), 500)
+            .await
+            .map_err(|e| e.to_string())?;
+        deleted += n;
+        if n < 500 {
+            break;
+        }
+    }
+    Ok(format!("deleted {deleted} expired"))
+}

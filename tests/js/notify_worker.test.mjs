@@ -1,0 +1,194 @@
+// End-to-end: the notification center in workerd against the local stack (real redis-server
+// behind the REST bridge, the Data API emulator). Round trips are read from the stack's counters.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { startWorker } from "./harness.mjs";
+import { startStack } from "./stack.mjs";
+
+const SERVICE = { authorization: "Bearer test-service-token", "content-type": "application/json" };
+let stack, w;
+
+before(async () => {
+  stack = await startStack();
+  w = await startWorker({ bindings: { ...stack.bindings, SERVICE_TOKEN: "test-service-token", DEV_AUTH: "true" } });
+  const r = await w.post("/v1/admin/indexes", {}, SERVICE);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+});
+after(async () => { await w?.stop(); await stack?.stop(); });
+
+let seq = 0;
+const event = (over = {}) => ({
+  owner: "ana",
+  itemKey: "post:1",
+  serviceType: "feed",
+  categoryType: "social",
+  notificationType: "like",
+  templateType: "default",
+  eventId: `ev-${++seq}`,
+  sender: { id: "bo", name: "Bo" },
+  landing: "app://post/1",
+  createdTimeMsec: Date.now(),
+  ...over,
+});
+const create = (ev) => w.post("/v1/notifications/events", ev, SERVICE);
+const retract = (owner, itemKey, senderId) => w.post("/v1/notifications/retractions", { owner, itemKey, senderId }, SERVICE);
+const asUser = (user) => ({ "x-dev-user": user, "content-type": "application/json" });
+async function list(user, q = "") {
+  const r = await fetch(`${w.base}/v1/notifications${q}`, { headers: asUser(user) });
+  return { status: r.status, body: await r.json() };
+}
+async function delta(fn) {
+  await stack.reset();
+  const result = await fn();
+  // The dedup commit runs in waitUntil after the response; let it land before reading counters.
+  for (let i = 0; i < 50; i++) {
+    const s = await stack.stats();
+    if (!s.redis.evalsha || s.redis.evalsha % 2 === 0 || i === 49) return { result, ...s };
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+test("create, merge, duplicate, already-applied — with round trips counted", async () => {
+  const first = event({ sender: { id: "bo", name: "Bo" } });
+  let d = await delta(() => create(first));
+  assert.equal(d.result.status, 201);
+  assert.equal(d.result.body.status, "created");
+  assert.deepEqual(d.data, { updateOne: 1 }, "one atomic upsert");
+  assert.equal(d.redis.evalsha, 2, "reserve on the request path + commit after it");
+
+  d = await delta(() => create(first));
+  assert.equal(d.result.body.status, "duplicate");
+  assert.equal(d.dataTotal, 0, "a duplicate never reaches the Data API");
+
+  d = await delta(() => create(event({ sender: { id: "cy", name: "Cy" } })));
+  assert.equal(d.result.body.status, "merged");
+  assert.deepEqual(d.data, { updateOne: 1 });
+
+  // The same sender under a new event id (producer retry with a fresh id): nothing changes.
+  d = await delta(() => create(event({ sender: { id: "cy", name: "Cy" } })));
+  assert.equal(d.result.body.status, "already_applied");
+
+  const page = await delta(() => list("ana"));
+  assert.deepEqual(page.data, { find: 1 }, "one Data API call per page");
+  const [item] = page.result.body.items;
+  assert.equal(page.result.body.items.length, 1);
+  assert.equal(item.originsCount, 2);
+  assert.match(item.summary, /^(Bo|Cy) and (Bo|Cy) liked your post$/);
+  assert.equal(item.read, false);
+});
+
+test("retract re-renders, deletes the item with its last sender", async () => {
+  await create(event({ owner: "rae", itemKey: "post:9", sender: { id: "s1", name: "Sam" } }));
+  await create(event({ owner: "rae", itemKey: "post:9", sender: { id: "s2", name: "Kim" } }));
+  await create(event({ owner: "rae", itemKey: "post:9", sender: { id: "s3", name: "Lee" } }));
+  let d = await delta(() => retract("rae", "post:9", "s2"));
+  assert.equal(d.result.body.status, "updated");
+  assert.deepEqual(d.data, { updateOne: 1 }, "retract from a merged item: one call");
+  let items = (await list("rae")).body.items;
+  assert.equal(items[0].originsCount, 2);
+  assert.ok(!items[0].origins.some((o) => o.senderId === "s2"));
+  assert.match(items[0].summary, /^(Sam|Lee) and (Lee|Sam) liked your post$/);
+  await retract("rae", "post:9", "s1");
+  d = await delta(() => retract("rae", "post:9", "s3"));
+  assert.equal(d.result.body.status, "deleted");
+  assert.equal(d.dataTotal, 2, "last sender: update misses, delete hits");
+  assert.equal((await list("rae")).body.items.length, 0);
+  assert.equal((await retract("rae", "post:9", "s3")).body.status, "not_found");
+});
+
+test("cursor paging is one call per page and stable under concurrent inserts", async () => {
+  const base = Date.now();
+  for (let i = 0; i < 25; i++) {
+    const r = await create(event({ owner: "pat", itemKey: `item:${i}`, sender: { id: `u${i}`, name: `U${i}` }, createdTimeMsec: base + i }));
+    assert.equal(r.status, 201);
+  }
+  const seen = new Set();
+  let cursor = null;
+  let pages = 0;
+  do {
+    const q = `?limit=10${cursor ? `&cursor=${cursor}` : ""}`;
+    const d = await delta(() => list("pat", q));
+    assert.deepEqual(d.data, { find: 1 });
+    for (const it of d.result.body.items) {
+      assert.ok(!seen.has(it.itemKey), `no duplicates across pages (${it.itemKey})`);
+      seen.add(it.itemKey);
+    }
+    if (pages === 0) {
+      // New items arrive while the client pages: they go on top, not into later pages.
+      for (let i = 0; i < 5; i++) await create(event({ owner: "pat", itemKey: `new:${i}`, sender: { id: `n${i}`, name: "N" } }));
+    }
+    cursor = d.result.body.nextCursor;
+    pages++;
+  } while (cursor && pages < 10);
+  for (let i = 0; i < 25; i++) assert.ok(seen.has(`item:${i}`), `item:${i} listed`);
+  assert.equal(pages, 3);
+});
+
+test("unread count, mark read/all, archive, changes since a revision, delete", async () => {
+  for (let i = 0; i < 3; i++) await create(event({ owner: "uma", itemKey: `k${i}`, sender: { id: `x${i}`, name: "X" } }));
+  const count = async () => (await (await fetch(`${w.base}/v1/notifications/unread-count`, { headers: asUser("uma") })).json()).unread;
+  const d = await delta(count);
+  assert.equal(d.result, 3);
+  assert.equal(d.dataTotal, 1);
+  const mark = (body) => fetch(`${w.base}/v1/notifications/mark`, { method: "POST", headers: asUser("uma"), body: JSON.stringify(body) });
+  assert.equal((await mark({ itemKey: "k0", flag: "read" })).status, 200);
+  assert.equal(await count(), 2);
+  assert.equal((await (await mark({ all: true, flag: "read" })).json()).updated, 2);
+  assert.equal(await count(), 0);
+  await mark({ itemKey: "k1", flag: "archived" });
+  const inbox = (await list("uma")).body.items.map((i) => i.itemKey).sort();
+  assert.deepEqual(inbox, ["k0", "k2"]);
+  assert.deepEqual((await list("uma", "?archived=true")).body.items.map((i) => i.itemKey), ["k1"]);
+  const items = (await list("uma")).body.items;
+  const rev = Math.min(...items.map((i) => i.revision));
+  const ch = await (await fetch(`${w.base}/v1/notifications/changes?since=${rev}`, { headers: asUser("uma") })).json();
+  assert.ok(ch.items.every((i) => i.revision > rev));
+  const del = await fetch(`${w.base}/v1/notifications/items/k2`, { method: "DELETE", headers: asUser("uma") });
+  assert.equal(del.status, 200);
+  const again = await fetch(`${w.base}/v1/notifications/items/k2`, { method: "DELETE", headers: asUser("uma") });
+  assert.equal(again.status, 404);
+});
+
+test("bad input: clear 4xx JSON and nothing written", async () => {
+  const cases = [
+    [event({ owner: "" }), 422, "missing_field"],
+    [event({ categoryType: "nope" }), 422, "unknown_category"],
+    [event({ sender: { id: "", name: "x" } }), 422, "missing_field"],
+    [event({ itemKey: "x".repeat(10_000) }), 422, "field_too_long"],
+    ["{not json", 400, "invalid_json"],
+  ];
+  await stack.reset();
+  for (const [body, status, code] of cases) {
+    const r = await create(body);
+    assert.equal(r.status, status, code);
+    assert.equal(r.body.error.code, code);
+  }
+  let r = await w.post("/v1/notifications/events", event(), { "content-type": "application/json" });
+  assert.equal(r.status, 401);
+  r = await w.post("/v1/notifications/events", event(), { authorization: "Bearer wrong" });
+  assert.equal(r.status, 401);
+  assert.equal((await list("")).status, 401);
+  assert.equal((await list("ana", "?limit=500")).body.error.code, "invalid_parameter");
+  assert.equal((await list("ana", "?cursor=%%%")).body.error.code, "invalid_cursor");
+  const s = await stack.stats();
+  assert.equal(s.dataTotal, 0, "nothing reached the Data API");
+  assert.equal(s.redisTotal, 0, "nothing reached Redis");
+});
+
+test("backend down: 503 with Retry-After, nothing half-written, the retry succeeds", async () => {
+  const ev = event({ owner: "dee", itemKey: "p", sender: { id: "z", name: "Zed" } });
+  await stack.faults("data", [{ match: "updateOne", mode: "fail_before", count: 1 }]);
+  let r = await create(ev);
+  assert.equal(r.status, 503);
+  assert.equal(r.body.error.code, "backend_unavailable");
+  assert.ok(r.headers.get("retry-after"));
+  assert.equal((await list("dee")).body.items.length, 0);
+  // The reservation was released, so the same event id is not mistaken for a duplicate.
+  r = await create(ev);
+  assert.equal(r.body.status, "created");
+  // Redis down: the write still happens (the upsert is idempotent on its own).
+  await stack.faults("redis", [{ match: "*", mode: "fail_before", probability: 1 }]);
+  r = await create(event({ owner: "dee", itemKey: "q", sender: { id: "z", name: "Zed" } }));
+  assert.equal(r.body.status, "created");
+  await stack.clearFaults();
+});

@@ -1,0 +1,66 @@
+// Starts the local backend stack (real redis-server + REST bridge + Data API emulator) on free
+// ports and gives tests its URLs, counters and fault injection.
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { createInterface } from "node:readline";
+import path from "node:path";
+import { ROOT } from "./harness.mjs";
+
+const PYTHON = path.join(ROOT, ".venv/bin/python");
+
+export async function startStack() {
+  if (!existsSync(PYTHON)) throw new Error("no .venv: run bash scripts/setup.sh");
+  const proc = spawn(PYTHON, ["-m", "stack", "--redis-rest-port", "0", "--data-api-port", "0", "--exit-with-parent"], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const info = await new Promise((resolve, reject) => {
+    proc.once("error", reject);
+    proc.once("exit", (code) => reject(new Error(`stack exited early (code ${code})`)));
+    createInterface({ input: proc.stdout }).once("line", (line) => resolve(JSON.parse(line)));
+  });
+  proc.removeAllListeners("exit");
+  const call = async (base, p, method = "GET", body) => {
+    const r = await fetch(base + p, { method, body: body && JSON.stringify(body), headers: { "content-type": "application/json" } });
+    return r.status === 204 ? null : r.json();
+  };
+  return {
+    info,
+    bindings: {
+      DATA_API_URL: info.data_api_url,
+      DATA_API_KEY: info.data_api_key,
+      DATA_SOURCE: info.data_source,
+      DATABASE: info.database,
+      REDIS_REST_URL: info.redis_rest_url,
+      REDIS_REST_TOKEN: info.redis_token,
+    },
+    async stats() {
+      const [d, r] = await Promise.all([call(info.data_api_url, "/__stats"), call(info.redis_rest_url, "/__stats")]);
+      return { data: d.requests, dataTotal: d.total, redis: r.requests, redisTotal: r.total };
+    },
+    async reset() {
+      await Promise.all([call(info.data_api_url, "/__stats/reset", "POST"), call(info.redis_rest_url, "/__stats/reset", "POST")]);
+    },
+    async faults(which, rules, seed) {
+      const base = which === "data" ? info.data_api_url : info.redis_rest_url;
+      return call(base, "/__faults", "POST", { rules, seed });
+    },
+    async clearFaults() {
+      await Promise.all([call(info.data_api_url, "/__faults", "DELETE"), call(info.redis_rest_url, "/__faults", "DELETE")]);
+    },
+    async dataApi(action, body) {
+      const r = await fetch(`${info.data_api_url}/action/${action}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", apiKey: info.data_api_key },
+        body: JSON.stringify({ dataSource: info.data_source, database: info.database, ...body }),
+      });
+      return r.json();
+    },
+    async stop() {
+      if (proc.exitCode !== null) return;
+      const exited = new Promise((r) => proc.once("exit", r));
+      proc.kill("SIGTERM");
+      await exited;
+    },
+  };
+}

@@ -1,0 +1,578 @@
+//! The notification flow against the local stack, asserting Data API round trips per operation.
+
+mod stack_support;
+
+use std::collections::BTreeSet;
+
+use edge_geo_notify::backend::ejson;
+use edge_geo_notify::backend::native::{block_on, UreqClient};
+use edge_geo_notify::dedup::{self, DedupConfig, Reservation};
+use edge_geo_notify::notify::store::{Ingest, NotificationStore};
+use edge_geo_notify::notify::{
+    summary, view, CreateOutcome, Flag, ListParams, NewEvent, NewSender, NotificationEvent,
+    NotifyConfig, NotifyError, RetractOutcome, Target,
+};
+use serde_json::{json, Value};
+use stack_support::{now_ms, Stack};
+
+fn event(cfg: &NotifyConfig, owner: &str, item: &str, sender: &str, t: i64) -> NotificationEvent {
+    let raw = NewEvent {
+        owner: owner.into(),
+        item_key: item.into(),
+        service_type: "feed".into(),
+        category_type: "social".into(),
+        notification_type: "like".into(),
+        template_type: "default".into(),
+        event_id: format!("{owner}/{item}/{sender}/{t}"),
+        sender: NewSender {
+            id: sender.into(),
+            name: sender.to_uppercase(),
+            avatar: None,
+        },
+        landing: None,
+        message_arguments: Default::default(),
+        created_time_msec: t,
+    };
+    NotificationEvent::new(raw, cfg, now_ms()).unwrap()
+}
+
+fn setup(stack: &Stack, cfg: NotifyConfig) -> NotificationStore<UreqClient> {
+    let store = NotificationStore::new(stack.data_api(), cfg);
+    block_on(store.ensure_indexes()).unwrap();
+    stack.reset_stats();
+    store
+}
+
+fn get(store: &NotificationStore<UreqClient>, owner: &str, item: &str) -> Option<Value> {
+    block_on(store.api().find_one(
+        &store.config().collection,
+        &json!({"owner": owner, "itemKey": item}),
+        None,
+        None,
+    ))
+    .unwrap()
+}
+
+#[test]
+fn create_merges_senders_once_and_caps_origins() {
+    let stack = Stack::start();
+    let cfg = NotifyConfig {
+        origins_cap: 3,
+        ..NotifyConfig::default()
+    };
+    let store = setup(&stack, cfg.clone());
+    let t = now_ms();
+    let create = |s: &str, dt: i64| {
+        block_on(store.create(&event(&cfg, "u1", "post:1", s, t + dt), now_ms())).unwrap()
+    };
+
+    assert_eq!(create("ana", 0), CreateOutcome::Created);
+    assert_eq!(
+        stack.data_api_calls(),
+        json!({"updateOne": 1}),
+        "create = 1 call"
+    );
+    assert_eq!(create("ben", 1), CreateOutcome::Merged);
+    stack.reset_stats();
+    assert_eq!(create("ana", 2), CreateOutcome::AlreadyApplied);
+    assert_eq!(
+        stack.data_api_calls(),
+        json!({"updateOne": 2}),
+        "repeat = duplicate key, one confirming retry"
+    );
+    let doc = get(&store, "u1", "post:1").unwrap();
+    assert_eq!(doc["originsCount"], 2);
+    assert_eq!(summary(&doc).unwrap(), "BEN and ANA liked your post");
+
+    // Past the cap: count stays true, the newest `cap` origins (by event time) are kept.
+    for (s, dt) in [("cy", 5), ("dee", 3), ("eve", 4)] {
+        assert_eq!(create(s, dt), CreateOutcome::Merged);
+    }
+    let doc = get(&store, "u1", "post:1").unwrap();
+    assert_eq!(doc["originsCount"], 5);
+    let kept: Vec<&str> = doc["origins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["s"].as_str().unwrap())
+        .collect();
+    assert_eq!(kept, ["cy", "eve", "dee"]);
+    assert_eq!(summary(&doc).unwrap(), "CY and 4 others liked your post");
+    assert_eq!(
+        ejson::date_ms(&doc["createdTime"]),
+        Some(t + 5),
+        "createdTime only moves forward"
+    );
+    assert_eq!(doc["_id"].as_str().unwrap().len(), 16);
+    assert_eq!(doc["read"], false);
+}
+
+#[test]
+fn concurrent_creates_of_a_new_item_keep_every_sender() {
+    let stack = Stack::start();
+    let cfg = NotifyConfig::default();
+    let store = setup(&stack, cfg.clone());
+    let t = now_ms();
+    // 8 senders hit a missing item at once. (The emulator serialises writes, so the duplicate-key
+    // race of real MongoDB is covered by `classify_create_result`'s unit test; this checks that
+    // concurrent creates keep every sender and count each once.)
+    std::thread::scope(|sc| {
+        for i in 0..8 {
+            let (store, cfg) = (&store, &cfg);
+            sc.spawn(move || {
+                block_on(store.create(&event(cfg, "u", "hot", &format!("s{i}"), t + i), now_ms()))
+                    .unwrap()
+            });
+        }
+    });
+    let doc = get(&store, "u", "hot").unwrap();
+    assert_eq!(doc["originsCount"], 8);
+    assert_eq!(doc["origins"].as_array().unwrap().len(), 8);
+}
+
+#[test]
+fn retract_rerenders_then_deletes_the_last_origin() {
+    let stack = Stack::start();
+    let cfg = NotifyConfig::default();
+    let store = setup(&stack, cfg.clone());
+    let t = now_ms();
+    for (i, s) in ["ana", "ben", "cy"].iter().enumerate() {
+        block_on(store.create(&event(&cfg, "u1", "post:1", s, t + i as i64), now_ms())).unwrap();
+    }
+    stack.reset_stats();
+    assert_eq!(
+        block_on(store.retract("u1", "post:1", "cy")).unwrap(),
+        RetractOutcome::Updated
+    );
+    assert_eq!(
+        stack.data_api_calls(),
+        json!({"updateOne": 1}),
+        "merged item: 1 call"
+    );
+    let doc = get(&store, "u1", "post:1").unwrap();
+    assert_eq!(summary(&doc).unwrap(), "BEN and ANA liked your post");
+    assert_eq!(doc["originsCount"], 2);
+
+    assert_eq!(
+        block_on(store.retract("u1", "post:1", "cy")).unwrap(),
+        RetractOutcome::NotFound
+    );
+    assert_eq!(
+        block_on(store.retract("u1", "post:1", "ana")).unwrap(),
+        RetractOutcome::Updated
+    );
+    stack.reset_stats();
+    assert_eq!(
+        block_on(store.retract("u1", "post:1", "ben")).unwrap(),
+        RetractOutcome::Deleted
+    );
+    assert_eq!(
+        stack.data_api_calls(),
+        json!({"updateOne": 1, "deleteOne": 1}),
+        "last origin: 2 calls"
+    );
+    assert_eq!(get(&store, "u1", "post:1"), None);
+    // The item can be created afresh afterwards.
+    let again =
+        block_on(store.create(&event(&cfg, "u1", "post:1", "ben", t + 9), now_ms())).unwrap();
+    assert_eq!(again, CreateOutcome::Created);
+    assert!(matches!(
+        block_on(store.retract("", "x", "y")),
+        Err(NotifyError::Missing { field: "owner" })
+    ));
+}
+
+#[test]
+fn list_pages_are_stable_under_concurrent_inserts() {
+    let stack = Stack::start();
+    let cfg = NotifyConfig::default();
+    let store = setup(&stack, cfg.clone());
+    let t = now_ms();
+    for i in 0..25 {
+        block_on(store.create(
+            &event(&cfg, "u1", &format!("item:{i:02}"), "ana", t + i),
+            now_ms(),
+        ))
+        .unwrap();
+    }
+    // Noise: another owner, and an expired item of ours (TTL of 1 s, event 10 s old).
+    block_on(store.create(&event(&cfg, "u2", "other", "ana", t), now_ms())).unwrap();
+    let short = NotificationStore::new(
+        stack.data_api(),
+        NotifyConfig {
+            ttl_ms: 1_000,
+            ..cfg.clone()
+        },
+    );
+    block_on(short.create(&event(&cfg, "u1", "expired", "ana", t - 10_000), now_ms())).unwrap();
+
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    let mut pages = 0;
+    loop {
+        stack.reset_stats();
+        let p = ListParams {
+            limit: 10,
+            cursor: cursor.clone(),
+            ..ListParams::default()
+        };
+        let page = block_on(store.list("u1", &p, now_ms())).unwrap();
+        assert_eq!(
+            stack.data_api_calls(),
+            json!({"find": 1}),
+            "one call per page"
+        );
+        pages += 1;
+        seen.extend(
+            page.items
+                .iter()
+                .map(|d| d["itemKey"].as_str().unwrap().to_owned()),
+        );
+        assert!(page
+            .items
+            .iter()
+            .all(|d| d["origins"].as_array().unwrap().len() <= cfg.list_origins as usize));
+        // Concurrent writers: new items arrive between page reads.
+        block_on(store.create(
+            &event(&cfg, "u1", &format!("new:{pages}"), "ben", t + 100),
+            now_ms(),
+        ))
+        .unwrap();
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    let expected: Vec<String> = (0..25).rev().map(|i| format!("item:{i:02}")).collect();
+    assert_eq!(
+        seen, expected,
+        "newest first, no gaps, no repeats, no late arrivals, no expired"
+    );
+    let unique: BTreeSet<_> = seen.iter().collect();
+    assert_eq!(unique.len(), seen.len());
+
+    // A fresh first page shows the late arrivals on top.
+    let first = block_on(store.list(
+        "u1",
+        &ListParams {
+            limit: 3,
+            ..ListParams::default()
+        },
+        now_ms(),
+    ))
+    .unwrap();
+    assert!(first.items[0]["itemKey"]
+        .as_str()
+        .unwrap()
+        .starts_with("new:"));
+    assert!(matches!(
+        block_on(store.list(
+            "u1",
+            &ListParams {
+                cursor: Some("garbage".into()),
+                ..ListParams::default()
+            },
+            now_ms()
+        )),
+        Err(NotifyError::InvalidCursor)
+    ));
+    // changed_since: only what was written after a revision.
+    let rev = first.items[2]["revision"].as_i64().unwrap();
+    let changed = block_on(store.changed_since("u1", rev, 100, now_ms())).unwrap();
+    assert!(changed
+        .iter()
+        .all(|d| d["revision"].as_i64().unwrap() > rev));
+    assert_eq!(changed.len(), 2);
+}
+
+#[test]
+fn unread_count_and_marks() {
+    let stack = Stack::start();
+    let cfg = NotifyConfig::default();
+    let store = setup(&stack, cfg.clone());
+    let t = now_ms();
+    for i in 0..4 {
+        block_on(store.create(&event(&cfg, "u1", &format!("i{i}"), "ana", t + i), now_ms()))
+            .unwrap();
+    }
+    stack.reset_stats();
+    assert_eq!(
+        block_on(store.unread_count("u1", None, now_ms())).unwrap(),
+        4
+    );
+    assert_eq!(stack.data_api_calls(), json!({"aggregate": 1}));
+    assert_eq!(
+        block_on(store.unread_count("u1", Some("system"), now_ms())).unwrap(),
+        0
+    );
+
+    stack.reset_stats();
+    assert_eq!(
+        block_on(store.mark("u1", Target::Item("i0"), Flag::Read, true)).unwrap(),
+        1
+    );
+    assert_eq!(stack.data_api_calls(), json!({"updateOne": 1}));
+    assert_eq!(
+        block_on(store.unread_count("u1", None, now_ms())).unwrap(),
+        3
+    );
+    assert_eq!(
+        block_on(store.mark("u1", Target::Item("i1"), Flag::Archived, true)).unwrap(),
+        1
+    );
+    assert_eq!(
+        block_on(store.unread_count("u1", None, now_ms())).unwrap(),
+        2,
+        "archived items don't count"
+    );
+    let archive = block_on(store.list(
+        "u1",
+        &ListParams {
+            archived: true,
+            ..ListParams::default()
+        },
+        now_ms(),
+    ))
+    .unwrap();
+    assert_eq!(archive.items.len(), 1);
+    let unread = block_on(store.list(
+        "u1",
+        &ListParams {
+            unread_only: true,
+            ..ListParams::default()
+        },
+        now_ms(),
+    ))
+    .unwrap();
+    assert_eq!(unread.items.len(), 2);
+
+    stack.reset_stats();
+    assert_eq!(
+        block_on(store.mark("u1", Target::All, Flag::Read, true)).unwrap(),
+        3
+    );
+    assert_eq!(stack.data_api_calls(), json!({"updateMany": 1}));
+    assert_eq!(
+        block_on(store.unread_count("u1", None, now_ms())).unwrap(),
+        0
+    );
+    // New activity on a read item makes it unread again.
+    block_on(store.create(&event(&cfg, "u1", "i0", "ben", t + 9), now_ms())).unwrap();
+    assert_eq!(
+        block_on(store.unread_count("u1", None, now_ms())).unwrap(),
+        1
+    );
+
+    assert!(block_on(store.delete("u1", "i0")).unwrap());
+    assert!(!block_on(store.delete("u1", "i0")).unwrap());
+}
+
+#[test]
+fn ingest_dedups_and_releases_on_write_failure() {
+    let stack = Stack::start();
+    let cfg = NotifyConfig::default();
+    let store = setup(&stack, cfg.clone());
+    let redis = stack.redis();
+    let dcfg = DedupConfig::for_rate(10_000, 600_000);
+    let ev = event(&cfg, "u1", "p", "ana", now_ms());
+
+    // The write fails before applying: the reservation is released, so the retry is not a duplicate.
+    stack.data_api_faults(
+        r#"{"rules":[{"match":"updateOne","mode":"fail_before","count":1,"status":503}]}"#,
+    );
+    let err = block_on(store.ingest(&redis, &dcfg, &ev, now_ms())).unwrap_err();
+    assert!(
+        matches!(err, NotifyError::Backend(ref e) if e.is_retryable()),
+        "{err:?}"
+    );
+
+    stack.reset_stats();
+    let Ingest::Applied { outcome, slot } =
+        block_on(store.ingest(&redis, &dcfg, &ev, now_ms())).unwrap()
+    else {
+        panic!("applied")
+    };
+    assert_eq!(outcome, CreateOutcome::Created);
+    assert_eq!(stack.data_api_total(), 1);
+    assert_eq!(
+        stack.redis_calls(),
+        json!({"evalsha": 1}),
+        "dedup = one EVALSHA"
+    );
+    assert_eq!(
+        block_on(store.ingest(&redis, &dcfg, &ev, now_ms())).unwrap(),
+        Ingest::InFlight
+    );
+    assert!(block_on(dedup::commit(&redis, &slot)).unwrap());
+    stack.reset_stats();
+    assert_eq!(
+        block_on(store.ingest(&redis, &dcfg, &ev, now_ms())).unwrap(),
+        Ingest::Duplicate
+    );
+    assert_eq!(
+        stack.data_api_total(),
+        0,
+        "a duplicate never reaches the Data API"
+    );
+
+    // fail_after (applied, then 503): the retry reaches the write again and is absorbed by the
+    // origin filter — the item is not double counted.
+    let ev2 = event(&cfg, "u1", "p", "ben", now_ms());
+    stack.data_api_faults(
+        r#"{"rules":[{"match":"updateOne","mode":"fail_after","count":1,"status":503}]}"#,
+    );
+    assert!(block_on(store.ingest(&redis, &dcfg, &ev2, now_ms())).is_err());
+    let slot2 = dedup::slot(&dcfg, ev2.event_id(), ev2.created_time_msec());
+    assert!(
+        matches!(
+            block_on(dedup::reserve(&redis, &slot2, 1)).unwrap(),
+            Reservation::Reserved { .. }
+        ),
+        "released"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let Ingest::Applied { outcome, .. } =
+        block_on(store.ingest(&redis, &dcfg, &ev2, now_ms())).unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(outcome, CreateOutcome::AlreadyApplied);
+    assert_eq!(get(&store, "u1", "p").unwrap()["originsCount"], 2);
+}
+
+#[test]
+fn housekeeping_trims_and_expires_in_batches() {
+    let stack = Stack::start();
+    let cfg = NotifyConfig::default();
+    let store = setup(&stack, cfg.clone());
+    let t = now_ms();
+    for i in 0..7 {
+        block_on(store.create(&event(&cfg, "u1", &format!("i{i}"), "ana", t + i), now_ms()))
+            .unwrap();
+    }
+    assert_eq!(block_on(store.trim_owner("u1", 5)).unwrap(), 2);
+    let left = block_on(store.list("u1", &ListParams::default(), now_ms())).unwrap();
+    let keys: Vec<&str> = left
+        .items
+        .iter()
+        .map(|d| d["itemKey"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["i6", "i5", "i4", "i3", "i2"]);
+    assert_eq!(block_on(store.trim_owner("u1", 5)).unwrap(), 0);
+    // Items expiring "now + 1 h" are expired from the point of view of a clock 31 days ahead.
+    let later = t + 31 * 24 * 3_600_000;
+    assert_eq!(block_on(store.delete_expired_batch(later, 3)).unwrap(), 3);
+    assert_eq!(block_on(store.delete_expired_batch(later, 3)).unwrap(), 2);
+    assert_eq!(block_on(store.delete_expired_batch(later, 3)).unwrap(), 0);
+}
+
+#[test]
+fn largest_document_at_the_origins_cap() {
+    let stack = Stack::start();
+    let cfg = NotifyConfig::default();
+    let store = setup(&stack, cfg.clone());
+    let t = now_ms();
+    let big = |i: usize| NewEvent {
+        owner: "o".repeat(128),
+        item_key: "k".repeat(256),
+        service_type: "s".repeat(64),
+        category_type: "social".into(),
+        notification_type: "n".repeat(64),
+        template_type: "t".repeat(64),
+        event_id: format!("{i:0>128}"),
+        sender: NewSender {
+            id: format!("{i:s>128}"),
+            name: "N".repeat(100),
+            avatar: Some(format!("https://{}", "a".repeat(504))),
+        },
+        landing: Some(format!("https://{}", "l".repeat(504))),
+        message_arguments: (0..16)
+            .map(|k| (format!("{k:k>32}"), "v".repeat(256)))
+            .collect(),
+        created_time_msec: t,
+    };
+    let typical = |i: usize| NewEvent {
+        owner: "user-1234567".into(),
+        item_key: "post:98765432".into(),
+        service_type: "feed".into(),
+        category_type: "social".into(),
+        notification_type: "like".into(),
+        template_type: "default".into(),
+        event_id: format!("evt-{i:012}"),
+        sender: NewSender {
+            id: format!("user-{i:07}"),
+            name: "Ana Example".into(),
+            avatar: Some(format!("https://cdn.example.com/a/{i:07}.jpg")),
+        },
+        landing: Some("app://post/98765432".into()),
+        message_arguments: [("post".to_owned(), "Sunset at the beach".to_owned())].into(),
+        created_time_msec: t,
+    };
+    for (label, make) in [
+        (
+            "worst case (every field at its limit)",
+            &big as &dyn Fn(usize) -> NewEvent,
+        ),
+        ("typical", &typical),
+    ] {
+        let mut owner = String::new();
+        for i in 0..cfg.origins_cap as usize + 5 {
+            let ev = NotificationEvent::new(make(i), &cfg, now_ms()).unwrap();
+            owner = ev.owner().to_owned();
+            block_on(store.create(&ev, now_ms())).unwrap();
+        }
+        let doc = block_on(store.api().find_one(
+            &cfg.collection,
+            &json!({"owner": owner}),
+            None,
+            None,
+        ))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            doc["origins"].as_array().unwrap().len(),
+            cfg.origins_cap as usize
+        );
+        assert_eq!(doc["originsCount"], cfg.origins_cap + 5);
+        let ejson_len = serde_json::to_vec(&doc).unwrap().len();
+        let bson_len = bson_size(&doc);
+        println!(
+            "max document at origins cap {} — {label}: EJSON {ejson_len} B, BSON {bson_len:?} B",
+            cfg.origins_cap
+        );
+        assert!(ejson_len < 200_000, "{ejson_len}");
+        assert!(view(&doc)["summary"]
+            .as_str()
+            .unwrap()
+            .contains("and 104 others"));
+    }
+}
+
+/// BSON size via pymongo's `bson` in the stack's venv (`None` if it cannot run).
+fn bson_size(doc: &Value) -> Option<usize> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let py = concat!(env!("CARGO_MANIFEST_DIR"), "/.venv/bin/python");
+    let script = "import sys,bson\nfrom bson import json_util\nd=json_util.loads(sys.stdin.read())\nprint(len(bson.encode(d)))";
+    // Back to EJSON a server understands: {"$date": ms} → canonical date.
+    let mut doc = doc.clone();
+    for k in ["createdTime", "expireAt"] {
+        if let Some(ms) = ejson::date_ms(&doc[k]) {
+            doc[k] = ejson::date(ms);
+        }
+    }
+    let mut child = Command::new(py)
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .ok()?;
+    child
+        .stdin
+        .take()?
+        .write_all(doc.to_string().as_bytes())
+        .ok()?;
+    let out = child.wait_with_output().ok()?;
+    String::from_utf8(out.stdout).ok()?.trim().parse().ok()
+}

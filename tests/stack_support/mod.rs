@@ -1,0 +1,195 @@
+//! Starts the local backend stack (stack/README.md) for one test and stops it on drop.
+//! Missing prerequisites FAIL the test with instructions: a skipped backend test hides breakage.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use edge_geo_notify::backend::native::{block_on, UreqClient};
+use edge_geo_notify::backend::{
+    DataApiAuth, DataApiClient, DataApiConfig, HttpClient, HttpRequest, RedisRestClient,
+    RedisRestConfig,
+};
+use serde_json::Value;
+
+/// A running stack; killed on drop.
+pub struct Stack {
+    child: Child,
+    ready_file: PathBuf,
+    /// The JSON line the stack printed.
+    pub info: Value,
+}
+
+impl Stack {
+    /// Starts `.venv/bin/python -m stack` on free ports and waits for its ready file.
+    pub fn start() -> Self {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let python = root.join(".venv/bin/python");
+        assert!(
+            python.exists(),
+            "backend stack unavailable: {} is missing. Create it with `python3 -m venv .venv && \
+             .venv/bin/pip install -r stack/requirements.txt` (and install redis-server).",
+            python.display()
+        );
+        let ready_file = std::env::temp_dir().join(format!(
+            "stack-{}-{:?}.json",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_file(&ready_file);
+        let child = Command::new(&python)
+            .current_dir(root)
+            .args([
+                "-m",
+                "stack",
+                "--redis-rest-port",
+                "0",
+                "--data-api-port",
+                "0",
+                "--exit-with-parent",
+                "--ready-file",
+            ])
+            .arg(&ready_file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "backend stack unavailable: cannot run {}: {e}",
+                    python.display()
+                )
+            });
+        let mut stack = Self {
+            child,
+            ready_file,
+            info: Value::Null,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&stack.ready_file) {
+                if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                    stack.info = v;
+                    return stack;
+                }
+            }
+            if let Ok(Some(status)) = stack.child.try_wait() {
+                panic!(
+                    "backend stack unavailable: it exited with {status} (is redis-server on PATH?)"
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "backend stack unavailable: no ready file after 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn s(&self, k: &str) -> String {
+        self.info[k]
+            .as_str()
+            .unwrap_or_else(|| panic!("ready JSON lacks {k}"))
+            .to_owned()
+    }
+
+    /// Data API config for this stack.
+    pub fn data_api_config(&self, auth: DataApiAuth) -> DataApiConfig {
+        DataApiConfig {
+            base_url: self.s("data_api_url"),
+            api_key: self.s("data_api_key"),
+            data_source: self.s("data_source"),
+            database: self.s("database"),
+            auth,
+            timeout_ms: 10_000,
+        }
+    }
+
+    /// A Data API client with `apiKey` auth.
+    pub fn data_api(&self) -> DataApiClient<UreqClient> {
+        DataApiClient::new(
+            UreqClient::default(),
+            self.data_api_config(DataApiAuth::ApiKey),
+        )
+    }
+
+    /// A Redis REST client with the read-write token.
+    pub fn redis(&self) -> RedisRestClient<UreqClient> {
+        RedisRestClient::new(
+            UreqClient::default(),
+            RedisRestConfig {
+                base_url: self.s("redis_rest_url"),
+                token: self.s("redis_token"),
+                timeout_ms: 10_000,
+            },
+        )
+    }
+
+    fn dev(&self, which: &str, method: &str, path: &str, body: &str) -> Value {
+        let url = format!("{}{path}", self.s(which));
+        let mut req = HttpRequest::post(url, body.as_bytes().to_vec(), 10_000)
+            .header("Content-Type", "application/json");
+        req.method = method.into();
+        let resp = block_on(UreqClient::default().send(req)).expect("dev endpoint");
+        serde_json::from_slice(&resp.body).unwrap_or(Value::Null)
+    }
+
+    /// Data API request counters by action (`{"updateOne": 2, …}`) since the last reset.
+    pub fn data_api_calls(&self) -> Value {
+        self.dev("data_api_url", "GET", "/__stats", "")["requests"].clone()
+    }
+
+    /// Redis bridge request counters by command since the last reset.
+    pub fn redis_calls(&self) -> Value {
+        self.dev("redis_rest_url", "GET", "/__stats", "")["requests"].clone()
+    }
+
+    /// Total requests to the Data API since the last reset.
+    pub fn data_api_total(&self) -> u64 {
+        self.dev("data_api_url", "GET", "/__stats", "")["total"]
+            .as_u64()
+            .unwrap_or(0)
+    }
+
+    /// Resets both servers' counters.
+    pub fn reset_stats(&self) {
+        self.dev("data_api_url", "POST", "/__stats/reset", "");
+        self.dev("redis_rest_url", "POST", "/__stats/reset", "");
+    }
+
+    /// Installs fault rules on the Data API (`{"rules":[…]}`).
+    pub fn data_api_faults(&self, rules: &str) {
+        self.dev("data_api_url", "POST", "/__faults", rules);
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SIGTERM lets the stack stop redis-server and remove its temp dir.
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.ready_file);
+    }
+}
+
+/// Wall clock in ms.
+pub fn now_ms() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
