@@ -16,8 +16,15 @@ use crate::notify::{
 use serde_json::{json, Value};
 use worker::{Context, Date, Env, Request, Response};
 
-/// Backend timeout per call: short enough that a client retry beats the platform's limits.
+/// Backend timeout per call unless `BACKEND_TIMEOUT_MS` says otherwise: short enough that a
+/// client retry beats the platform's limits.
 const BACKEND_TIMEOUT_MS: u32 = 5_000;
+
+fn timeout_ms(env: &Env) -> u32 {
+    var(env, "BACKEND_TIMEOUT_MS", "")
+        .parse()
+        .unwrap_or(BACKEND_TIMEOUT_MS)
+}
 
 fn secret(env: &Env, name: &str) -> Option<String> {
     env.secret(name)
@@ -53,7 +60,7 @@ fn store(env: &Env) -> ApiResult<NotificationStore<WorkerHttp>> {
         data_source: var(env, "DATA_SOURCE", "local"),
         database: var(env, "DATABASE", "app"),
         auth,
-        timeout_ms: BACKEND_TIMEOUT_MS,
+        timeout_ms: timeout_ms(env),
     };
     let mut ncfg = NotifyConfig {
         collection: var(env, "NOTIFY_COLLECTION", "notifications"),
@@ -77,7 +84,7 @@ fn redis(env: &Env) -> ApiResult<RedisRestClient<WorkerHttp>> {
         RedisRestConfig {
             base_url,
             token,
-            timeout_ms: BACKEND_TIMEOUT_MS,
+            timeout_ms: timeout_ms(env),
         },
     ))
 }

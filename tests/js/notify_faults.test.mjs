@@ -1,0 +1,101 @@
+// Fault tolerance: 10 000 create/retract operations with client retries while both backends
+// inject ~10% faults (fail before applying, apply then fail, delays past the worker's timeout).
+// Afterwards every operation is applied exactly once: no lost sender, no duplicate origin, and
+// every count matches.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { startWorker } from "./harness.mjs";
+import { startStack } from "./stack.mjs";
+
+const SERVICE = { authorization: "Bearer t", "content-type": "application/json" };
+const OWNERS = 50, ITEMS = 10, CREATES = 8000, RETRACTS = 2000, CONCURRENCY = 12;
+let stack, w;
+
+before(async () => {
+  stack = await startStack();
+  w = await startWorker({
+    bindings: { ...stack.bindings, SERVICE_TOKEN: "t", DEV_AUTH: "true", BACKEND_TIMEOUT_MS: "250" },
+  });
+  assert.equal((await w.post("/v1/admin/indexes", {}, SERVICE)).status, 200);
+});
+after(async () => { await w?.stop(); await stack?.stop(); });
+
+const faultRules = (delayMs) => [
+  { match: "*", mode: "fail_before", probability: 0.04 },
+  { match: "*", mode: "fail_after", probability: 0.04 },
+  { match: "*", mode: "delay", delay_ms: delayMs, probability: 0.02 },
+];
+
+async function untilApplied(path, body, stats) {
+  for (let attempt = 1; attempt <= 30; attempt++) {
+    let r;
+    try {
+      r = await fetch(w.base + path, { method: "POST", headers: SERVICE, body: JSON.stringify(body) });
+    } catch {
+      stats.transport++;
+      continue;
+    }
+    const json = await r.json();
+    if (r.ok) return json.status;
+    assert.ok(r.status === 503 || r.status === 409, `only retryable errors expected, got ${r.status} ${JSON.stringify(json)}`);
+    stats.retries++;
+  }
+  assert.fail(`gave up on ${path} ${JSON.stringify(body)}`);
+}
+
+async function pool(jobs, n) {
+  let i = 0;
+  await Promise.all(Array.from({ length: n }, async () => { while (i < jobs.length) await jobs[i++](); }));
+}
+
+test("10 000 operations under ~10% faults on both backends: exactly once", { timeout: 900_000 }, async () => {
+  const delayMs = 400; // > BACKEND_TIMEOUT_MS: the worker gives up, the stack applies later
+  await stack.faults("data", faultRules(delayMs), 7);
+  await stack.faults("redis", faultRules(delayMs), 11);
+  const stats = { retries: 0, transport: 0 };
+  const expected = new Map(); // `${owner}|${item}` -> Set(sender)
+  const t0 = Date.now();
+  const creates = Array.from({ length: CREATES }, (_, i) => async () => {
+    const owner = `o${i % OWNERS}`, item = `k${Math.floor(i / OWNERS) % ITEMS}`, sender = `s${i}`;
+    const ev = {
+      owner, itemKey: item, serviceType: "feed", categoryType: "social", notificationType: "comment",
+      templateType: "default", eventId: `e${i}`, sender: { id: sender, name: `S${i}` }, createdTimeMsec: t0 + i,
+    };
+    const status = await untilApplied("/v1/notifications/events", ev, stats);
+    assert.ok(["created", "merged", "already_applied", "duplicate"].includes(status), status);
+    const key = `${owner}|${item}`;
+    if (!expected.has(key)) expected.set(key, new Set());
+    expected.get(key).add(sender);
+  });
+  await pool(creates, CONCURRENCY);
+  // Delayed requests still sleeping in the stack would apply after later retractions; let them land.
+  await new Promise((r) => setTimeout(r, delayMs * 3));
+  const retractions = Array.from({ length: RETRACTS }, (_, j) => async () => {
+    const i = j * 4; // every 4th sender
+    const owner = `o${i % OWNERS}`, item = `k${Math.floor(i / OWNERS) % ITEMS}`;
+    const status = await untilApplied("/v1/notifications/retractions", { owner, itemKey: item, senderId: `s${i}` }, stats);
+    assert.ok(["updated", "deleted", "not_found"].includes(status), status);
+    expected.get(`${owner}|${item}`).delete(`s${i}`);
+  });
+  await pool(retractions, CONCURRENCY);
+  await new Promise((r) => setTimeout(r, delayMs * 3));
+  const fired = await (await fetch(stack.info.data_api_url + "/__faults")).json();
+  await stack.clearFaults();
+
+  const docs = (await stack.dataApi("find", { collection: "notifications", filter: {}, limit: 100000 })).documents;
+  let lost = 0, duplicates = 0, countMismatch = 0, stray = 0;
+  const byKey = new Map(docs.map((d) => [`${d.owner}|${d.itemKey}`, d]));
+  for (const [key, senders] of expected) {
+    const d = byKey.get(key);
+    if (senders.size === 0) { if (d) stray++; continue; }
+    if (!d) { lost += senders.size; continue; }
+    const got = d.origins.map((o) => o.s);
+    duplicates += got.length - new Set(got).size;
+    lost += [...senders].filter((s) => !got.includes(s)).length;
+    stray += got.filter((s) => !senders.has(s)).length;
+    if (d.originsCount !== senders.size) countMismatch++;
+  }
+  console.log(`faults fired: ${JSON.stringify(fired.rules?.map((r) => r.fired))}; client retries ${stats.retries}, transport errors ${stats.transport}; ${docs.length} items`);
+  assert.ok(stats.retries > 500, `faults really happened (${stats.retries} retries)`);
+  assert.deepEqual({ lost, duplicates, countMismatch, stray }, { lost: 0, duplicates: 0, countMismatch: 0, stray: 0 });
+});
