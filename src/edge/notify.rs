@@ -3,7 +3,8 @@
 //! Each request builds its clients from bindings (cheap: no connection state in Workers).
 //! Create = 1 Redis EVALSHA (reserve) + 1 Data API upsert; the dedup commit runs after the
 //! response in `waitUntil`. If Redis is down, the upsert alone is still idempotent (its filter
-//! skips a sender already present), so events are written rather than refused.
+//! skips a sender already present), so events are written rather than refused. The Redis
+//! reservation only saves Data API writes for redeliveries; correctness never depends on it.
 
 use super::http_client::WorkerHttp;
 use super::{internal, ok_json, ApiResult};
@@ -96,7 +97,11 @@ fn dedup_config(env: &Env) -> DedupConfig {
     let per_window = var(env, "DEDUP_EXPECTED_PER_WINDOW", "3600000")
         .parse()
         .unwrap_or(3_600_000);
-    DedupConfig::for_rate(per_window, window_ms)
+    let mut cfg = DedupConfig::for_rate(per_window, window_ms);
+    cfg.lease_ms = var(env, "DEDUP_LEASE_MS", "10000")
+        .parse()
+        .unwrap_or(10_000);
+    cfg
 }
 
 fn now_ms() -> i64 {
@@ -178,12 +183,9 @@ pub async fn create(req: &Request, env: &Env, ctx: &Context, body: &[u8]) -> Api
     };
     let token = match reservation {
         Some(Reservation::Duplicate) => return ok_json(&json!({ "status": "duplicate" })),
-        Some(Reservation::InFlight) => {
-            return Err(ApiError {
-                retry_after: Some(1),
-                ..ApiError::new(409, "in_flight", "this event is being processed")
-            })
-        }
+        // Another request holds a live lease on this id (or crashed holding it). Writing anyway
+        // is safe — the upsert is idempotent — and never strands an event behind a dead lease.
+        Some(Reservation::InFlight) => None,
         Some(Reservation::Reserved { token }) => Some(token),
         None => None,
     };
