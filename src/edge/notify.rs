@@ -319,12 +319,32 @@ pub async fn delete(req: &Request, env: &Env, item_key: &str) -> ApiResult<Respo
     ok_json(&json!({ "deleted": true }))
 }
 
-/// Cron housekeeping: expired items in bounded batches (the TTL index is the primary expiry).
+/// Cron housekeeping with bounded work per run: trims owners over the cap (seed lesson 2: not in
+/// real time) and removes expired items in batches (the TTL index is the primary expiry).
 pub async fn housekeeping(env: &Env) -> Result<String, String> {
     let store = store(env).map_err(|e| e.message)?;
     let batches: u32 = var(env, "HOUSEKEEPING_MAX_BATCHES", "10")
         .parse()
         .unwrap_or(10);
+    let keep: u32 = var(env, "NOTIFY_MAX_PER_OWNER", "100")
+        .parse()
+        .unwrap_or(100);
+    let coll = store.config().collection.clone();
+    let over = store
+        .api()
+        .aggregate(&coll, &crate::notify::owners_over_cap(keep, 50))
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut trimmed = 0;
+    for owner in over
+        .iter()
+        .filter_map(|d| d.get("_id").and_then(Value::as_str))
+    {
+        trimmed += store
+            .trim_owner(owner, keep)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
     let mut deleted = 0;
     for _ in 0..batches {
         let n = store
@@ -336,5 +356,7 @@ pub async fn housekeeping(env: &Env) -> Result<String, String> {
             break;
         }
     }
-    Ok(format!("deleted {deleted} expired"))
+    Ok(format!(
+        "trimmed {trimmed} over the cap of {keep} per owner; deleted {deleted} expired"
+    ))
 }

@@ -192,3 +192,20 @@ test("backend down: 503 with Retry-After, nothing half-written, the retry succee
   assert.equal(r.body.status, "created");
   await stack.clearFaults();
 });
+
+test("cron housekeeping trims an owner to the cap, newest kept", async () => {
+  const w2 = await startWorker({
+    bindings: { ...stack.bindings, SERVICE_TOKEN: "test-service-token", DEV_AUTH: "true", NOTIFY_MAX_PER_OWNER: "5" },
+  });
+  try {
+    const base = Date.now();
+    for (let i = 0; i < 8; i++) {
+      await w2.post("/v1/notifications/events", event({ owner: "hk", itemKey: `h${i}`, sender: { id: `q${i}`, name: "Q" }, createdTimeMsec: base + i }), SERVICE);
+    }
+    await (await w2.mf.getWorker()).scheduled({ cron: "17 3 * * *" });
+    const keys = (await list("hk")).body.items.map((i) => i.itemKey);
+    assert.deepEqual(keys, ["h7", "h6", "h5", "h4", "h3"]);
+  } finally {
+    await w2.stop();
+  }
+});

@@ -12,7 +12,9 @@ import { Redis } from "@upstash/redis";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const PYTHON = join(ROOT, ".venv", "bin", "python");
-const skip = existsSync(PYTHON) ? false : "no .venv (python3 -m venv .venv && .venv/bin/pip install -r stack/requirements.txt)";
+// A missing venv is a setup failure, not a reason to skip: scripts/setup.sh creates it.
+if (!existsSync(PYTHON)) throw new Error("no .venv: run bash scripts/setup.sh");
+const skip = false;
 
 let proc;
 let info;
