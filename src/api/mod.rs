@@ -3,6 +3,7 @@
 
 mod error;
 pub mod geo;
+pub mod idempotency;
 pub mod ip;
 pub mod notify;
 

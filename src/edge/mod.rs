@@ -66,7 +66,7 @@ async fn route(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Response
         }
         ("/v1/notifications/retractions", Method::Post) => {
             let body = read_body(&mut req).await?;
-            notify::retract(&req, env, &body).await
+            notify::retract(&req, env, ctx, &body).await
         }
         ("/v1/admin/indexes", Method::Post) => notify::ensure_indexes(&req, env).await,
         ("/v1/notifications/mark", Method::Post) => {

@@ -161,9 +161,13 @@ fn outcome_name(o: CreateOutcome) -> &'static str {
     }
 }
 
-/// `POST /v1/notifications/events` (service).
+/// `POST /v1/notifications/events` (service), optionally with `Idempotency-Key`.
 pub async fn create(req: &Request, env: &Env, ctx: &Context, body: &[u8]) -> ApiResult<Response> {
     require_service(req, env)?;
+    with_idempotency(req, env, ctx, "events", body, create_inner(env, ctx, body)).await
+}
+
+async fn create_inner(env: &Env, ctx: &Context, body: &[u8]) -> ApiResult<(u16, Value)> {
     let raw = api::parse_event(body)?;
     let store = store(env)?;
     let now = now_ms();
@@ -182,7 +186,7 @@ pub async fn create(req: &Request, env: &Env, ctx: &Context, body: &[u8]) -> Api
         None => None,
     };
     let token = match reservation {
-        Some(Reservation::Duplicate) => return ok_json(&json!({ "status": "duplicate" })),
+        Some(Reservation::Duplicate) => return Ok((200, json!({ "status": "duplicate" }))),
         // Another request holds a live lease on this id (or crashed holding it). Writing anyway
         // is safe — the upsert is idempotent — and never strands an event behind a dead lease.
         Some(Reservation::InFlight) => None,
@@ -209,9 +213,7 @@ pub async fn create(req: &Request, env: &Env, ctx: &Context, body: &[u8]) -> Api
                 "status": outcome_name(outcome),
                 "notificationId": crate::notify::notification_id(ev.owner(), ev.item_key()),
             });
-            Response::from_json(&body)
-                .map(|r| r.with_status(status))
-                .map_err(internal)
+            Ok((status, body))
         }
         Err(e) => {
             if let (Some(r), Some(t)) = (&redis, &token) {
@@ -235,9 +237,13 @@ pub async fn ensure_indexes(req: &Request, env: &Env) -> ApiResult<Response> {
     ok_json(&json!({ "indexes": names }))
 }
 
-/// `POST /v1/notifications/retractions` (service).
-pub async fn retract(req: &Request, env: &Env, body: &[u8]) -> ApiResult<Response> {
+/// `POST /v1/notifications/retractions` (service), optionally with `Idempotency-Key`.
+pub async fn retract(req: &Request, env: &Env, ctx: &Context, body: &[u8]) -> ApiResult<Response> {
     require_service(req, env)?;
+    with_idempotency(req, env, ctx, "retractions", body, retract_inner(env, body)).await
+}
+
+async fn retract_inner(env: &Env, body: &[u8]) -> ApiResult<(u16, Value)> {
     let r = api::parse_retraction(body)?;
     let outcome = store(env)?
         .retract(&r.owner, &r.item_key, &r.sender_id)
@@ -248,7 +254,84 @@ pub async fn retract(req: &Request, env: &Env, body: &[u8]) -> ApiResult<Respons
         RetractOutcome::Deleted => "deleted",
         RetractOutcome::NotFound => "not_found",
     };
-    ok_json(&json!({ "status": status }))
+    Ok((200, json!({ "status": status })))
+}
+
+fn respond(status: u16, body: &Value, replayed: bool) -> ApiResult<Response> {
+    let mut resp = Response::from_json(body)
+        .map_err(internal)?
+        .with_status(status);
+    if replayed {
+        resp.headers_mut()
+            .set("Idempotent-Replayed", "true")
+            .map_err(internal)?;
+    }
+    Ok(resp)
+}
+
+/// Runs `op` under the request's `Idempotency-Key`, if any (one extra Redis call to claim, one
+/// after the response to store the result). Without Redis the request runs unguarded: the
+/// writes themselves are idempotent, only the replay flag is lost.
+async fn with_idempotency(
+    req: &Request,
+    env: &Env,
+    ctx: &Context,
+    route: &str,
+    body: &[u8],
+    op: impl std::future::Future<Output = ApiResult<(u16, Value)>>,
+) -> ApiResult<Response> {
+    use crate::api::idempotency as idem;
+    let Some(key) = req.headers().get("Idempotency-Key").ok().flatten() else {
+        let (status, v) = op.await?;
+        return respond(status, &v, false);
+    };
+    idem::validate_key(&key)?;
+    let hash = crate::ip::sha256_hex(body);
+    let rkey = idem::redis_key(route, &key);
+    let redis = redis(env)?;
+    let script = crate::backend::Script::new(idem::CLAIM_LUA);
+    let pending_ms = idem::PENDING_MS.to_string();
+    let claimed = match redis
+        .evalsha_or_eval(&script, &[&rkey], &[&idem::pending(&hash), &pending_ms])
+        .await
+    {
+        Ok(v) => Some(v),
+        Err(e) => {
+            worker::console_warn!("idempotency store unavailable, running unguarded: {e}");
+            None
+        }
+    };
+    if let Some(v) = &claimed {
+        if let idem::Claim::Replay { status, body } = idem::classify(v.as_str(), &hash)? {
+            return respond(status, &body, true);
+        }
+    }
+    let result = op.await;
+    if claimed.is_some() {
+        let record = match &result {
+            Ok((status, v)) => Some(idem::finished(&hash, *status, v)),
+            Err(e) if e.status < 500 => Some(idem::finished(&hash, e.status, &e.body())),
+            Err(_) => None,
+        };
+        ctx.wait_until(async move {
+            let cmd = match &record {
+                Some(r) => vec![
+                    "SET".to_string(),
+                    rkey,
+                    r.clone(),
+                    "PX".into(),
+                    idem::KEEP_MS.to_string(),
+                ],
+                // A 5xx is not a result: free the key so the client's retry runs.
+                None => vec!["DEL".to_string(), rkey],
+            };
+            if let Err(e) = redis.command(&cmd).await {
+                worker::console_warn!("idempotency record not stored: {e}");
+            }
+        });
+    }
+    let (status, v) = result?;
+    respond(status, &v, false)
 }
 
 /// `GET /v1/notifications` (user): one page, one Data API call.

@@ -209,3 +209,28 @@ test("cron housekeeping trims an owner to the cap, newest kept", async () => {
     await w2.stop();
   }
 });
+
+test("Idempotency-Key: replay flagged, other body 422, bad key 400", async () => {
+  const ev = event({ owner: "ida", itemKey: "i1", sender: { id: "p", name: "Pia" } });
+  const headers = { ...SERVICE, "idempotency-key": "req-123" };
+  const first = await w.post("/v1/notifications/events", ev, headers);
+  assert.equal(first.status, 201);
+  assert.equal(first.headers.get("idempotent-replayed"), null);
+  // The result is stored right after the response (waitUntil); until then the key is in flight.
+  let again;
+  for (let i = 0; i < 100; i++) {
+    again = await w.post("/v1/notifications/events", ev, headers);
+    if (again.status !== 409) break;
+    assert.equal(again.body.error.code, "idempotency_in_flight");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.equal(again.status, 201);
+  assert.equal(again.headers.get("idempotent-replayed"), "true");
+  assert.deepEqual(again.body, first.body);
+  const other = await w.post("/v1/notifications/events", { ...ev, eventId: "different" }, headers);
+  assert.equal(other.status, 422);
+  assert.equal(other.body.error.code, "idempotency_key_reused");
+  const bad = await w.post("/v1/notifications/events", ev, { ...SERVICE, "idempotency-key": "has space" });
+  assert.equal(bad.body.error.code, "invalid_idempotency_key");
+  assert.equal((await list("ida")).body.items[0].originsCount, 1);
+});

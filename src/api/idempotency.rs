@@ -1,0 +1,157 @@
+//! `Idempotency-Key` for service POSTs, Stripe-style: the same key with the same body replays
+//! the first result (flagged), with a different body is refused (422), and while the first
+//! request is still running answers 409. Only completed 2xx/4xx results are kept; a 5xx frees
+//! the key so the retry runs. Records live in Redis; this module is the platform-free part.
+
+use super::error::ApiError;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Claims the key when absent (value = pending marker, short expiry) or returns what is there.
+pub const CLAIM_LUA: &str = r#"
+local v = redis.call('GET', KEYS[1])
+if v then return v end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return false
+"#;
+
+/// How long a finished result is replayable (24 h, as Stripe).
+pub const KEEP_MS: u64 = 24 * 3_600_000;
+/// How long a claim blocks others if its holder dies before finishing.
+pub const PENDING_MS: u64 = 30_000;
+
+/// What is stored under a key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// SHA-256 of the request body.
+    pub h: String,
+    /// Response status; absent while pending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s: Option<u16>,
+    /// Response body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub b: Option<Value>,
+}
+
+/// Outcome of a claim.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// First use: run the request, then store its result.
+    Fresh,
+    /// Finished before with the same body: answer this again.
+    Replay {
+        /// Original status.
+        status: u16,
+        /// Original body.
+        body: Value,
+    },
+}
+
+/// Checks a client's key: 1–255 visible ASCII characters.
+///
+/// # Errors
+/// `invalid_idempotency_key` (400).
+pub fn validate_key(key: &str) -> Result<(), ApiError> {
+    if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ApiError::bad_request(
+            "invalid_idempotency_key",
+            "Idempotency-Key must be 1-255 visible ASCII characters",
+        ));
+    }
+    Ok(())
+}
+
+/// The Redis key for a client key (namespaced by route so one key can't cross endpoints).
+pub fn redis_key(route: &str, key: &str) -> String {
+    format!("idem:{route}:{key}")
+}
+
+/// Interprets the claim script's reply (`null` = claimed, else the stored record).
+///
+/// # Errors
+/// `idempotency_key_reused` (422) for another body, `idempotency_in_flight` (409) while the
+/// first request runs.
+pub fn classify(existing: Option<&str>, body_hash: &str) -> Result<Claim, ApiError> {
+    let Some(text) = existing else {
+        return Ok(Claim::Fresh);
+    };
+    // An unreadable record is treated as foreign: refuse rather than run twice.
+    let r: Record = serde_json::from_str(text).map_err(|_| {
+        ApiError::new(
+            422,
+            "idempotency_key_reused",
+            "Idempotency-Key holds an unreadable record",
+        )
+    })?;
+    if r.h != body_hash {
+        return Err(ApiError::new(
+            422,
+            "idempotency_key_reused",
+            "Idempotency-Key was used with a different body",
+        ));
+    }
+    match (r.s, r.b) {
+        (Some(status), Some(body)) => Ok(Claim::Replay { status, body }),
+        _ => Err(ApiError {
+            retry_after: Some(1),
+            ..ApiError::new(
+                409,
+                "idempotency_in_flight",
+                "a request with this Idempotency-Key is in progress",
+            )
+        }),
+    }
+}
+
+/// The pending marker written by the claim.
+pub fn pending(body_hash: &str) -> String {
+    serde_json::to_string(&Record {
+        h: body_hash.into(),
+        s: None,
+        b: None,
+    })
+    .unwrap_or_default()
+}
+
+/// The finished record.
+pub fn finished(body_hash: &str, status: u16, body: &Value) -> String {
+    serde_json::to_string(&Record {
+        h: body_hash.into(),
+        s: Some(status),
+        b: Some(body.clone()),
+    })
+    .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn stripe_semantics() {
+        assert_eq!(classify(None, "h1").unwrap(), Claim::Fresh);
+        assert_eq!(
+            classify(Some(&pending("h1")), "h1").unwrap_err().status,
+            409
+        );
+        let done = finished("h1", 201, &json!({"status": "created"}));
+        assert_eq!(
+            classify(Some(&done), "h1").unwrap(),
+            Claim::Replay {
+                status: 201,
+                body: json!({"status": "created"})
+            }
+        );
+        assert_eq!(
+            classify(Some(&done), "h2").unwrap_err().code,
+            "idempotency_key_reused"
+        );
+        assert!(validate_key("abc-123").is_ok());
+        assert!(
+            validate_key("").is_err()
+                && validate_key("a b").is_err()
+                && validate_key(&"x".repeat(256)).is_err()
+        );
+    }
+}
