@@ -103,6 +103,13 @@ fn named_places() {
         ("Büsingen (DE enclave in CH)", 47.6970, 8.6910, Some("DE")),
         ("Vatican City", 41.9030, 12.4533, Some("VA")),
         ("Lesotho interior", -29.5, 28.5, Some("LS")),
+        (
+            "Baarle-Hertog enclave H1 (BE in NL)",
+            51.4362,
+            4.92188,
+            Some("BE"),
+        ),
+        ("Baarle-Nassau (NL around it)", 51.4452, 4.9070, Some("NL")),
         ("Monaco", 43.7384, 7.4246, Some("MC")),
         ("Strait of Gibraltar, Spanish side", 36.0, -5.6, Some("ES")),
         (

@@ -12,7 +12,7 @@
 //! A node is `tag << 30 | payload` with tag [`NODE_UNIFORM`], [`NODE_INTERNAL`] (payload = first of
 //! four children, ordered SW, SE, NW, NE) or [`NODE_LEAF`] (payload = byte offset of the leaf).
 //! A leaf is `default u16, n u16` then n candidates, smallest area first:
-//! `country u16, base u8, 0 u8, chains u16` and per chain `len u16` + len × (`x`, `y`) in
+//! `country u16, base u8, 0 u8, chains u16` and per chain `len u16`, len × `y`, len × `x` in
 //! cell-local grid units, each `4 - (n >> LEAF_WIDTH_SHIFT)` bytes wide (2, 3 or 4). A point is in a candidate when `base` XOR the crossing parity of a
 //! ray to +x over its chains is 1; the first such candidate wins, else `default`.
 
@@ -21,7 +21,7 @@ pub const INDEX_MAGIC: [u8; 8] = *b"CTRYIDX\0";
 /// Magic bytes of a tile file.
 pub const TILE_MAGIC: [u8; 8] = *b"CTRYTIL\0";
 /// Bumped on any layout change; readers refuse other versions.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 4;
 /// Size of `index.bin`'s header.
 pub const INDEX_HEADER: usize = 48;
 /// Size of a tile header.
@@ -54,6 +54,7 @@ pub const NODE_UNIFORM: u32 = 0;
 pub const NODE_INTERNAL: u32 = 1;
 /// Node tag: a mixed leaf starts at the payload byte offset.
 pub const NODE_LEAF: u32 = 2;
+
 /// Top bits of a leaf's candidate count: `4 - bytes per coordinate`.
 pub const LEAF_WIDTH_SHIFT: u16 = 14;
 /// Mask of the candidate count proper.

@@ -419,28 +419,35 @@ fn leaf_lookup(b: &[u8], mut off: usize, x: i64, y: i64) -> Option<u16> {
     country_or_sea(default)
 }
 
-/// Parity of crossings between the ray from (x, y) towards +x and a chain of edges whose
-/// vertices are two little-endian `B`-byte coordinates. A vertex exactly at height `y` counts as
-/// above, so shared vertices are counted once.
+/// Parity of crossings between the ray from (x, y) towards +x and a chain of `n` vertices stored
+/// as n `B`-byte little-endian y values then n x values. A vertex exactly at height `y` counts
+/// as above, so shared vertices are counted once.
 #[inline]
 fn chain_parity<const B: usize>(pts: &[u8], x: i64, y: i64) -> bool {
-    let coord = |c: &[u8]| -> i64 {
+    #[inline(always)]
+    fn at<const B: usize>(b: &[u8], i: usize) -> i64 {
         let mut v = [0u8; 8];
-        v[..B].copy_from_slice(&c[..B]);
+        v[..B].copy_from_slice(&b[i * B..i * B + B]);
         i64::from_le_bytes(v)
-    };
-    let mut it = pts.chunks_exact(2 * B).map(|c| (coord(c), coord(&c[B..])));
-    let Some(mut a) = it.next() else { return false };
+    }
+    let n = pts.len() / (2 * B);
+    let (ys, xs) = pts.split_at(n * B);
+    if n < 2 || xs.len() < n * B {
+        return false;
+    }
     let mut parity = false;
-    for b in it {
-        if (a.1 > y) != (b.1 > y) {
-            let dy = b.1 - a.1;
-            let cross = (b.0 - a.0) * (y - a.1) - (x - a.0) * dy;
+    let mut ay = at::<B>(ys, 0);
+    for i in 1..n {
+        let by = at::<B>(ys, i);
+        if (ay > y) != (by > y) {
+            let (ax, bx) = (at::<B>(xs, i - 1), at::<B>(xs, i));
+            let dy = by - ay;
+            let cross = (bx - ax) * (y - ay) - (x - ax) * dy;
             if cross != 0 && (cross > 0) == (dy > 0) {
                 parity = !parity;
             }
         }
-        a = b;
+        ay = by;
     }
     parity
 }

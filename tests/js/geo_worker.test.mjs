@@ -14,6 +14,7 @@ const places = [
   ["Büsingen enclave", 47.6970, 8.6910, "DE"],
   ["Vatican", 41.9030, 12.4533, "VA"],
   ["Lesotho", -29.5, 28.5, "LS"],
+  ["Baarle-Hertog enclave", 51.4362, 4.92188, "BE"],
   ["Monaco", 43.7384, 7.4246, "MC"],
   ["Strait of Gibraltar (ES side)", 36.0, -5.6, "ES"],
   ["Fiji west of 180", -16.85, 179.98, "FJ"],
