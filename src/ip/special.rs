@@ -10,8 +10,29 @@ pub fn special_range(ip: IpAddr) -> Option<&'static str> {
     }
 }
 
+/// First octets under which some special-purpose IPv4 range lies; every other address is
+/// global, which settles ~90% of lookups with one table read.
+const V4_MAYBE_SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let firsts = [0u8, 10, 100, 127, 169, 172, 192, 198, 203];
+    let mut i = 0;
+    while i < firsts.len() {
+        t[firsts[i] as usize] = true;
+        i += 1;
+    }
+    let mut o = 224;
+    while o < 256 {
+        t[o] = true;
+        o += 1;
+    }
+    t
+};
+
 fn special_v4(ip: Ipv4Addr) -> Option<&'static str> {
     let o = ip.octets();
+    if !V4_MAYBE_SPECIAL[o[0] as usize] {
+        return None;
+    }
     Some(match () {
         _ if ip.is_unspecified() || o[0] == 0 => "unspecified",
         _ if ip.is_loopback() => "loopback",
