@@ -109,6 +109,15 @@ fn query_pairs(query: &str) -> impl Iterator<Item = (&str, &str)> {
         .map(|p| p.split_once('=').unwrap_or((p, "")))
 }
 
+fn parse_limit(v: &str) -> Result<u32, ApiError> {
+    v.parse()
+        .ok()
+        .filter(|n| (1..=MAX_PAGE).contains(n))
+        .ok_or_else(|| {
+            ApiError::bad_request("invalid_parameter", format!("limit must be 1..={MAX_PAGE}"))
+        })
+}
+
 fn bool_param(name: &str, v: &str) -> Result<bool, ApiError> {
     match v {
         "true" | "1" => Ok(true),
@@ -131,18 +140,7 @@ pub fn parse_list(query: &str) -> Result<ListParams, ApiError> {
     };
     for (k, v) in query_pairs(query) {
         match k {
-            "limit" => {
-                p.limit = v
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=MAX_PAGE).contains(n))
-                    .ok_or_else(|| {
-                        ApiError::bad_request(
-                            "invalid_parameter",
-                            format!("limit must be 1..={MAX_PAGE}"),
-                        )
-                    })?;
-            }
+            "limit" => p.limit = parse_limit(v)?,
             "cursor" => p.cursor = Some(v.to_string()),
             "category" => p.category = Some(v.to_string()),
             "unread" => p.unread_only = bool_param(k, v)?,
@@ -167,18 +165,7 @@ pub fn parse_changes(query: &str) -> Result<(i64, u32), ApiError> {
                     ApiError::bad_request("invalid_parameter", "since must be a revision number")
                 })?)
             }
-            "limit" => {
-                limit = v
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=MAX_PAGE).contains(n))
-                    .ok_or_else(|| {
-                        ApiError::bad_request(
-                            "invalid_parameter",
-                            format!("limit must be 1..={MAX_PAGE}"),
-                        )
-                    })?
-            }
+            "limit" => limit = parse_limit(v)?,
             _ => {}
         }
     }
