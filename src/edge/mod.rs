@@ -167,11 +167,30 @@ async fn read_body(req: &mut Request) -> ApiResult<Vec<u8>> {
     Ok(body)
 }
 
+thread_local! {
+    // The manifest cannot change within a deployment, so an isolate reads it once.
+    static MANIFEST: std::cell::RefCell<Option<Value>> = const { std::cell::RefCell::new(None) };
+}
+
+async fn manifest(env: &Env) -> Value {
+    if let Some(m) = MANIFEST.with(|m| m.borrow().clone()) {
+        return m;
+    }
+    match assets::fetch_asset(env, "manifest.json")
+        .await
+        .map(|b| serde_json::from_slice::<Value>(&b))
+    {
+        Ok(Ok(m)) => {
+            MANIFEST.with(|c| *c.borrow_mut() = Some(m.clone()));
+            m
+        }
+        // Not cached: a later call retries.
+        _ => Value::Null,
+    }
+}
+
 async fn healthz(env: &Env) -> ApiResult<Response> {
-    let manifest: Value = match assets::fetch_asset(env, "manifest.json").await {
-        Ok(b) => serde_json::from_slice(&b).unwrap_or(Value::Null),
-        Err(_) => Value::Null,
-    };
+    let manifest = manifest(env).await;
     let (geo_status, ok) = geo::health(env).await;
     let body = json!({
         "status": if ok { "ok" } else { "degraded" },
