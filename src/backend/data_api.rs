@@ -270,14 +270,7 @@ impl<H: HttpClient> DataApiClient<H> {
     /// # Errors
     /// See [`Self::action`].
     pub async fn delete_one(&self, collection: &str, filter: &Value) -> Result<u64, BackendError> {
-        let resp = self
-            .action(
-                "deleteOne",
-                collection,
-                fields(&[("filter", Some(filter.clone()))]),
-            )
-            .await?;
-        count(&resp, "deletedCount")
+        self.delete("deleteOne", collection, filter).await
     }
 
     /// `deleteMany`: returns `deletedCount`.
@@ -285,13 +278,17 @@ impl<H: HttpClient> DataApiClient<H> {
     /// # Errors
     /// See [`Self::action`].
     pub async fn delete_many(&self, collection: &str, filter: &Value) -> Result<u64, BackendError> {
-        let resp = self
-            .action(
-                "deleteMany",
-                collection,
-                fields(&[("filter", Some(filter.clone()))]),
-            )
-            .await?;
+        self.delete("deleteMany", collection, filter).await
+    }
+
+    async fn delete(
+        &self,
+        action: &str,
+        collection: &str,
+        filter: &Value,
+    ) -> Result<u64, BackendError> {
+        let f = fields(&[("filter", Some(filter.clone()))]);
+        let resp = self.action(action, collection, f).await?;
         count(&resp, "deletedCount")
     }
 

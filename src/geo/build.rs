@@ -164,7 +164,7 @@ impl Builder {
     /// Builds the subtree of cell `r` and returns its node value.
     fn cell(&mut self, tile: usize, r: Rect, feats: Vec<FeatState>, depth: u32) -> u32 {
         self.stats.max_depth = self.stats.max_depth.max(depth);
-        let (default, cands) = resolve(r, feats);
+        let (default, cands) = resolve(feats);
         let default_value = default.map_or(SEA, |rank| self.order_to_feature[rank as usize]);
         if cands.is_empty() {
             return (NODE_UNIFORM << 30) | default_value as u32;
@@ -368,7 +368,7 @@ fn clip_feats(feats: &[FeatState], r: Rect) -> Vec<FeatState> {
 
 /// Splits a cell's features into the smallest covering one (by rank) and the candidates that
 /// can still beat it.
-fn resolve(_r: Rect, feats: Vec<FeatState>) -> (Option<u16>, Vec<FeatState>) {
+fn resolve(feats: Vec<FeatState>) -> (Option<u16>, Vec<FeatState>) {
     let default = feats
         .iter()
         .filter(|f| f.rings.is_empty() && f.base)
