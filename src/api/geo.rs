@@ -7,7 +7,8 @@ use serde_json::{json, Value};
 
 /// Most points one batch request may carry.
 pub const MAX_BATCH_POINTS: usize = 10_000;
-/// Largest accepted request body (10 000 points in JSON fit in well under this).
+/// Largest accepted request body, enforced once when the body is read (10 000 points in JSON
+/// fit well under this).
 pub const MAX_BODY_BYTES: usize = 1 << 20;
 
 /// Parses `lat` and `lon` from a query string (`lat=47.1&lon=8.2`).
@@ -15,17 +16,9 @@ pub const MAX_BODY_BYTES: usize = 1 << 20;
 /// # Errors
 /// `missing_parameter`, `invalid_number` or `invalid_coordinate` (all 400).
 pub fn parse_point_query(query: &str) -> Result<LatLon, ApiError> {
-    let mut lat = None;
-    let mut lon = None;
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        match k {
-            "lat" => lat = Some(v),
-            "lon" | "lng" => lon = Some(v),
-            _ => {}
-        }
-    }
-    let num = |name: &str, v: Option<&str>| -> Result<f64, ApiError> {
+    let lat = super::query::param(query, "lat");
+    let lon = super::query::param(query, "lon").or_else(|| super::query::param(query, "lng"));
+    let num = |name: &str, v: Option<String>| -> Result<f64, ApiError> {
         let v = v.ok_or_else(|| {
             ApiError::bad_request(
                 "missing_parameter",
@@ -50,37 +43,16 @@ struct Batch {
 /// Parses a batch body `{"points":[{"lat":…,"lon":…}, …]}` (or `[lat, lon]` pairs).
 ///
 /// # Errors
-/// `payload_too_large` (413), `invalid_json`, `empty_batch`, `batch_too_large`,
+/// `invalid_json`, `empty_batch`, `batch_too_large`,
 /// `invalid_point` (400) naming the first bad index.
 pub fn parse_batch(body: &[u8]) -> Result<Vec<LatLon>, ApiError> {
-    if body.len() > MAX_BODY_BYTES {
-        return Err(ApiError::new(
-            413,
-            "payload_too_large",
-            format!("body exceeds {MAX_BODY_BYTES} bytes"),
-        ));
-    }
     let batch: Batch = serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(
             "invalid_json",
             format!("expected {{\"points\": [...]}}: {e}"),
         )
     })?;
-    if batch.points.is_empty() {
-        return Err(ApiError::bad_request(
-            "empty_batch",
-            "points must not be empty",
-        ));
-    }
-    if batch.points.len() > MAX_BATCH_POINTS {
-        return Err(ApiError::bad_request(
-            "batch_too_large",
-            format!(
-                "{} points; at most {MAX_BATCH_POINTS} per request",
-                batch.points.len()
-            ),
-        ));
-    }
+    super::check_batch_len(batch.points.len(), MAX_BATCH_POINTS, "points")?;
     batch
         .points
         .iter()

@@ -22,43 +22,10 @@ fn ip_error(field: &str, e: &IpParseError) -> ApiError {
 /// # Errors
 /// `missing_parameter`, `invalid_ip` or `ip_zone_not_supported` (400).
 pub fn parse_ip_query(query: &str) -> Result<IpAddr, ApiError> {
-    let raw = query
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("ip="))
-        .ok_or_else(|| {
-            ApiError::bad_request("missing_parameter", "query parameter ip is required")
-        })?;
-    let decoded = percent_decode(raw);
-    parse_ip(&decoded).map_err(|e| ip_error("ip", &e))
-}
-
-/// Minimal %XX decoding for query values (IPv6 colons arrive encoded from some clients).
-pub fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        match (
-            b[i],
-            b.get(i + 1).copied().and_then(hex),
-            b.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(h), Some(l)) => {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-            }
-            (b'+', _, _) => {
-                out.push(b' ');
-                i += 1;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    let raw = super::query::param(query, "ip").ok_or_else(|| {
+        ApiError::bad_request("missing_parameter", "query parameter ip is required")
+    })?;
+    parse_ip(&raw).map_err(|e| ip_error("ip", &e))
 }
 
 #[derive(Deserialize)]
@@ -70,30 +37,12 @@ struct Batch {
 /// Parses `{"ips": ["1.2.3.4", …]}`.
 ///
 /// # Errors
-/// `payload_too_large` (413), `invalid_json`, `empty_batch`, `batch_too_large`, `invalid_ip`.
+/// `invalid_json`, `empty_batch`, `batch_too_large`, `invalid_ip`.
 pub fn parse_ip_batch(body: &[u8]) -> Result<Vec<IpAddr>, ApiError> {
-    if body.len() > super::geo::MAX_BODY_BYTES {
-        return Err(ApiError::new(
-            413,
-            "payload_too_large",
-            "request body too large",
-        ));
-    }
     let b: Batch = serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request("invalid_json", format!("expected {{\"ips\": [...]}}: {e}"))
     })?;
-    if b.ips.is_empty() {
-        return Err(ApiError::bad_request(
-            "empty_batch",
-            "ips must not be empty",
-        ));
-    }
-    if b.ips.len() > MAX_BATCH_IPS {
-        return Err(ApiError::bad_request(
-            "batch_too_large",
-            format!("{} ips; at most {MAX_BATCH_IPS} per request", b.ips.len()),
-        ));
-    }
+    super::check_batch_len(b.ips.len(), MAX_BATCH_IPS, "ips")?;
     b.ips
         .iter()
         .enumerate()

@@ -6,5 +6,23 @@ pub mod geo;
 pub mod idempotency;
 pub mod ip;
 pub mod notify;
+pub mod query;
 
 pub use error::ApiError;
+
+/// Rejects an empty batch (`empty_batch`) or one over `max` items (`batch_too_large`), both 400.
+fn check_batch_len(n: usize, max: usize, what: &str) -> Result<(), ApiError> {
+    if n == 0 {
+        return Err(ApiError::bad_request(
+            "empty_batch",
+            format!("{what} must not be empty"),
+        ));
+    }
+    if n > max {
+        return Err(ApiError::bad_request(
+            "batch_too_large",
+            format!("{n} {what}; at most {max} per request"),
+        ));
+    }
+    Ok(())
+}

@@ -102,13 +102,6 @@ pub fn parse_mark(body: &[u8]) -> Result<(MarkBody, Flag), ApiError> {
     Ok((m, flag))
 }
 
-fn query_pairs(query: &str) -> impl Iterator<Item = (&str, &str)> {
-    query
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|p| p.split_once('=').unwrap_or((p, "")))
-}
-
 fn parse_limit(v: &str) -> Result<u32, ApiError> {
     v.parse()
         .ok()
@@ -138,13 +131,13 @@ pub fn parse_list(query: &str) -> Result<ListParams, ApiError> {
         limit: 20,
         ..ListParams::default()
     };
-    for (k, v) in query_pairs(query) {
-        match k {
-            "limit" => p.limit = parse_limit(v)?,
-            "cursor" => p.cursor = Some(v.to_string()),
-            "category" => p.category = Some(v.to_string()),
-            "unread" => p.unread_only = bool_param(k, v)?,
-            "archived" => p.archived = bool_param(k, v)?,
+    for (k, v) in super::query::pairs(query) {
+        match k.as_ref() {
+            "limit" => p.limit = parse_limit(&v)?,
+            "cursor" => p.cursor = Some(v.into_owned()),
+            "category" => p.category = Some(v.into_owned()),
+            "unread" => p.unread_only = bool_param("unread", &v)?,
+            "archived" => p.archived = bool_param("archived", &v)?,
             _ => {}
         }
     }
@@ -158,14 +151,14 @@ pub fn parse_list(query: &str) -> Result<ListParams, ApiError> {
 pub fn parse_changes(query: &str) -> Result<(i64, u32), ApiError> {
     let mut since = None;
     let mut limit = MAX_PAGE;
-    for (k, v) in query_pairs(query) {
-        match k {
+    for (k, v) in super::query::pairs(query) {
+        match k.as_ref() {
             "since" => {
                 since = Some(v.parse::<i64>().map_err(|_| {
                     ApiError::bad_request("invalid_parameter", "since must be a revision number")
                 })?)
             }
-            "limit" => limit = parse_limit(v)?,
+            "limit" => limit = parse_limit(&v)?,
             _ => {}
         }
     }
@@ -176,9 +169,7 @@ pub fn parse_changes(query: &str) -> Result<(i64, u32), ApiError> {
 
 /// Optional `category` of the unread-count route.
 pub fn parse_category(query: &str) -> Option<String> {
-    query_pairs(query)
-        .find(|(k, _)| *k == "category")
-        .map(|(_, v)| v.to_string())
+    super::query::param(query, "category")
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use super::{internal, ok_json, ApiResult};
 use crate::api::{geo as geo_api, ApiError};
 use crate::geo::{format, CountryIndex, GridPoint, LatLon, Tile};
 use serde_json::{json, Value};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use worker::{Date, Env, Request, Response};
 
@@ -22,7 +22,7 @@ pub struct GeoState {
     /// Wall time (ms) spent fetching and opening `index.bin` in this isolate.
     open_ms: f64,
     index_bytes: usize,
-    tile_bytes: RefCell<usize>,
+    tile_bytes: Cell<usize>,
 }
 
 thread_local! {
@@ -45,7 +45,7 @@ pub async fn geo_state(env: &Env) -> ApiResult<Rc<GeoState>> {
         tiles: RefCell::new((0..format::N_TILES).map(|_| None).collect()),
         open_ms: (Date::now().as_millis() - started) as f64,
         index_bytes,
-        tile_bytes: RefCell::new(0),
+        tile_bytes: Cell::new(0),
     });
     // Two concurrent cold requests may both load; the first stored wins and both are valid.
     Ok(GEO.with(|g| g.borrow_mut().get_or_insert(state).clone()))
@@ -67,7 +67,7 @@ async fn tile(state: &GeoState, env: &Env, id: usize) -> ApiResult<Rc<Tile<Vec<u
     let mut tiles = state.tiles.borrow_mut();
     if tiles[id].is_none() {
         tiles[id] = Some(t.clone());
-        *state.tile_bytes.borrow_mut() += n;
+        state.tile_bytes.set(state.tile_bytes.get() + n);
     }
     Ok(t)
 }
@@ -133,7 +133,7 @@ pub async fn health(env: &Env) -> (Value, bool) {
                 "index_bytes": s.index_bytes,
                 "index_open_ms": s.open_ms,
                 "tiles_loaded": s.tiles.borrow().iter().filter(|t| t.is_some()).count(),
-                "tile_bytes_loaded": *s.tile_bytes.borrow(),
+                "tile_bytes_loaded": s.tile_bytes.get(),
             }),
             true,
         ),
@@ -147,9 +147,7 @@ pub async fn health(env: &Env) -> (Value, bool) {
 /// Bench: body is little-endian f64 (lat, lon) pairs; runs `repeat` passes of lookups so an
 /// external timer can subtract the `repeat=0` request (parse + transfer) from the total.
 pub async fn bench(req: &mut Request, env: &Env, query: &str) -> ApiResult<Response> {
-    let repeat: usize = query
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("repeat="))
+    let repeat: usize = crate::api::query::param(query, "repeat")
         .and_then(|v| v.parse().ok())
         .unwrap_or(1);
     let body = req.bytes().await.map_err(internal)?;

@@ -4,7 +4,7 @@
 //! any failure keeps the current database and is logged and shown in `/healthz`.
 
 use super::assets::{corrupt, fetch_asset};
-use super::{ok_json, var_or, ApiResult};
+use super::{ok_json, var_or, var_str, ApiResult};
 use crate::api::{geo as geo_api, ip as ip_api};
 use crate::ip::{IpDb, IpdbRecord};
 use serde_json::{json, Value};
@@ -67,7 +67,7 @@ pub async fn ip_state(env: &Env, ctx: &Context) -> ApiResult<Rc<IpState>> {
 }
 
 fn maybe_refresh(env: &Env, ctx: &Context) {
-    let interval_ms = var_or(env, "IPDB_CHECK_INTERVAL_SECONDS", 60.0) * 1000.0;
+    let interval_ms = var_or(env, "IPDB_CHECK_INTERVAL_SECONDS", 60.0_f64) * 1000.0;
     let due = WATCH.with(|w| {
         let mut w = w.borrow_mut();
         let due = !w.checking && Date::now().as_millis() as f64 - w.last_check_ms >= interval_ms;
@@ -153,12 +153,6 @@ async fn try_refresh(env: &Env) -> Result<String, String> {
     Ok(format!("swapped to {}", record.version))
 }
 
-fn var_str(env: &Env, name: &str, default: &str) -> String {
-    env.var(name)
-        .map(|v| v.to_string())
-        .unwrap_or_else(|_| default.to_string())
-}
-
 fn ipdb_json(s: &IpState) -> Value {
     json!({ "version": s.version, "source": s.source })
 }
@@ -195,9 +189,7 @@ pub async fn me(req: &Request, env: &Env, ctx: &Context, query: &str) -> ApiResu
         .and_then(|v| crate::ip::parse_ip(&v).ok());
     let s = ip_state(env, ctx).await?;
     let ip = caller.map(|ip| ip_api::ip_json(ip, s.db.lookup(ip)));
-    let has_coords = query
-        .split('&')
-        .any(|kv| kv.starts_with("lat=") || kv.starts_with("lon="));
+    let has_coords = crate::api::query::pairs(query).any(|(k, _)| k == "lat" || k == "lon");
     let coords = if has_coords {
         let p = geo_api::parse_point_query(query)?;
         let c = super::geo::country_of(env, p).await?;
@@ -303,9 +295,7 @@ pub async fn publish_from_source(env: &Env) -> Result<String, String> {
 /// Bench: `n` lookups of pseudo-random IPv4 addresses inside the isolate (timed from outside
 /// against `n=0`).
 pub async fn bench(env: &Env, ctx: &Context, query: &str) -> ApiResult<Response> {
-    let n: usize = query
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("n="))
+    let n: usize = crate::api::query::param(query, "n")
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     let s = ip_state(env, ctx).await?;

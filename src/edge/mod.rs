@@ -75,7 +75,8 @@ async fn route(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Response
         }
         (p, Method::Delete) if p.starts_with("/v1/notifications/items/") => {
             let key = p.trim_start_matches("/v1/notifications/items/").to_string();
-            notify::delete(&req, env, &crate::api::ip::percent_decode(&key)).await
+            let key = percent_encoding::percent_decode_str(&key).decode_utf8_lossy();
+            notify::delete(&req, env, &key).await
         }
         ("/__bench/noop", Method::Get) if bench_enabled(env) => ok_json(&json!({ "ok": true })),
         ("/__bench/geo", Method::Post) if bench_enabled(env) => {
@@ -103,13 +104,18 @@ async fn route(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Response
 }
 
 fn bench_enabled(env: &Env) -> bool {
-    env.var(ENABLE_BENCH)
-        .map(|v| v.to_string() == "true")
-        .unwrap_or(false)
+    var_or(env, ENABLE_BENCH, false)
 }
 
-/// A numeric var, or `default` when unset or unparsable.
-pub fn var_or(env: &Env, name: &str, default: f64) -> f64 {
+/// A var as text, or `default` when unset.
+pub fn var_str(env: &Env, name: &str, default: &str) -> String {
+    env.var(name)
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| default.to_string())
+}
+
+/// A var parsed as `T`, or `default` when unset or unparsable.
+pub fn var_or<T: std::str::FromStr>(env: &Env, name: &str, default: T) -> T {
     env.var(name)
         .ok()
         .and_then(|v| v.to_string().trim().parse().ok())

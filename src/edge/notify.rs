@@ -7,7 +7,7 @@
 //! reservation only saves Data API writes for redeliveries; correctness never depends on it.
 
 use super::http_client::WorkerHttp;
-use super::{internal, ok_json, ApiResult};
+use super::{internal, ok_json, var_or, var_str, ApiResult};
 use crate::api::{notify as api, ApiError};
 use crate::backend::{DataApiAuth, DataApiClient, DataApiConfig, RedisRestClient, RedisRestConfig};
 use crate::dedup::{self, DedupConfig, Reservation};
@@ -22,9 +22,7 @@ use worker::{Context, Date, Env, Request, Response};
 const BACKEND_TIMEOUT_MS: u32 = 5_000;
 
 fn timeout_ms(env: &Env) -> u32 {
-    var(env, "BACKEND_TIMEOUT_MS", "")
-        .parse()
-        .unwrap_or(BACKEND_TIMEOUT_MS)
+    var_or(env, "BACKEND_TIMEOUT_MS", BACKEND_TIMEOUT_MS)
 }
 
 fn secret(env: &Env, name: &str) -> Option<String> {
@@ -35,12 +33,6 @@ fn secret(env: &Env, name: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-fn var(env: &Env, name: &str, default: &str) -> String {
-    env.var(name)
-        .map(|v| v.to_string())
-        .unwrap_or_else(|_| default.to_string())
-}
-
 fn not_configured(what: &str) -> ApiError {
     ApiError::unavailable("not_configured", format!("{what} is not configured"))
 }
@@ -48,28 +40,26 @@ fn not_configured(what: &str) -> ApiError {
 fn store(env: &Env) -> ApiResult<NotificationStore<WorkerHttp>> {
     let base_url = secret(env, "DATA_API_URL").ok_or_else(|| not_configured("DATA_API_URL"))?;
     let api_key = secret(env, "DATA_API_KEY").ok_or_else(|| not_configured("DATA_API_KEY"))?;
-    let auth = match var(env, "DATA_API_AUTH", "apiKey").as_str() {
+    let auth = match var_str(env, "DATA_API_AUTH", "apiKey").as_str() {
         "bearer" => DataApiAuth::Bearer,
         "basic" => DataApiAuth::Basic {
-            username: var(env, "DATA_API_USER", "api"),
+            username: var_str(env, "DATA_API_USER", "api"),
         },
         _ => DataApiAuth::ApiKey,
     };
     let cfg = DataApiConfig {
         base_url,
         api_key,
-        data_source: var(env, "DATA_SOURCE", "local"),
-        database: var(env, "DATABASE", "app"),
+        data_source: var_str(env, "DATA_SOURCE", "local"),
+        database: var_str(env, "DATABASE", "app"),
         auth,
         timeout_ms: timeout_ms(env),
     };
     let mut ncfg = NotifyConfig {
-        collection: var(env, "NOTIFY_COLLECTION", "notifications"),
+        collection: var_str(env, "NOTIFY_COLLECTION", "notifications"),
         ..NotifyConfig::default()
     };
-    if let Ok(cap) = var(env, "NOTIFY_ORIGINS_CAP", "100").parse() {
-        ncfg.origins_cap = cap;
-    }
+    ncfg.origins_cap = var_or(env, "NOTIFY_ORIGINS_CAP", ncfg.origins_cap);
     Ok(NotificationStore::new(
         DataApiClient::new(WorkerHttp, cfg),
         ncfg,
@@ -91,16 +81,10 @@ fn redis(env: &Env) -> ApiResult<RedisRestClient<WorkerHttp>> {
 }
 
 fn dedup_config(env: &Env) -> DedupConfig {
-    let window_ms = var(env, "DEDUP_WINDOW_MS", "600000")
-        .parse()
-        .unwrap_or(600_000);
-    let per_window = var(env, "DEDUP_EXPECTED_PER_WINDOW", "3600000")
-        .parse()
-        .unwrap_or(3_600_000);
+    let window_ms = var_or(env, "DEDUP_WINDOW_MS", 600_000);
+    let per_window = var_or(env, "DEDUP_EXPECTED_PER_WINDOW", 3_600_000);
     let mut cfg = DedupConfig::for_rate(per_window, window_ms);
-    cfg.lease_ms = var(env, "DEDUP_LEASE_MS", "10000")
-        .parse()
-        .unwrap_or(10_000);
+    cfg.lease_ms = var_or(env, "DEDUP_LEASE_MS", 10_000);
     cfg
 }
 
@@ -138,7 +122,7 @@ fn require_service(req: &Request, env: &Env) -> ApiResult<()> {
 /// The user a request acts for. Until real auth lands this is the `X-Dev-User` header, honoured
 /// only when `DEV_AUTH = "true"` — never enable that in production.
 fn owner(req: &Request, env: &Env) -> ApiResult<String> {
-    if var(env, "DEV_AUTH", "false") != "true" {
+    if !var_or(env, "DEV_AUTH", false) {
         return Err(ApiError::new(
             401,
             "unauthorized",
@@ -406,12 +390,8 @@ pub async fn delete(req: &Request, env: &Env, item_key: &str) -> ApiResult<Respo
 /// real time) and removes expired items in batches (the TTL index is the primary expiry).
 pub async fn housekeeping(env: &Env) -> Result<String, String> {
     let store = store(env).map_err(|e| e.message)?;
-    let batches: u32 = var(env, "HOUSEKEEPING_MAX_BATCHES", "10")
-        .parse()
-        .unwrap_or(10);
-    let keep: u32 = var(env, "NOTIFY_MAX_PER_OWNER", "100")
-        .parse()
-        .unwrap_or(100);
+    let batches: u32 = var_or(env, "HOUSEKEEPING_MAX_BATCHES", 10);
+    let keep: u32 = var_or(env, "NOTIFY_MAX_PER_OWNER", 100);
     let coll = store.config().collection.clone();
     let over = store
         .api()
