@@ -143,11 +143,14 @@ class Handler(BaseHTTPRequestHandler):
         req = Request(self.command, url.path, parse_qs(url.query), self.headers, body)
         resp = app.admin(req) if url.path.startswith("/__") else None
         if resp is None:
+            app.stats.begin()
             try:
                 label, resp = app.handle(req)
             except Exception as e:  # noqa: BLE001 - last-resort 500
                 label, resp = "<error>", app.error(500, f"internal error: {type(e).__name__}: {e}", "InternalServerError")
-            app.stats.record(label, resp.status)
+            finally:
+                app.stats.end()
+            app.stats.record(label, resp.status, body)
         self._send(resp)
 
     def _send(self, resp):

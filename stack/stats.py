@@ -1,4 +1,5 @@
 """Per-endpoint request counters (dev-only observability)."""
+import json
 import threading
 from collections import Counter
 
@@ -8,21 +9,47 @@ class Stats:
         self._lock = threading.Lock()
         self._requests = Counter()
         self._status = Counter()
+        self._last = {}
+        self._in_flight = 0
 
-    def record(self, label, status):
+    def begin(self):
+        """A request started (before any fault delay), so tests can wait for a drained server."""
+        with self._lock:
+            self._in_flight += 1
+
+    def end(self):
+        with self._lock:
+            self._in_flight -= 1
+
+    def record(self, label, status, body=b""):
+        """Counts a finished request and keeps its body as the label's last (tests read e.g. a
+        find's `limit` from it)."""
         with self._lock:
             self._requests[label] += 1
             self._status[str(status)] += 1
+            self._last[label] = body
 
     def snapshot(self):
         with self._lock:
-            return {
+            last = dict(self._last)
+            snap = {
                 "requests": dict(self._requests),
                 "status": dict(self._status),
                 "total": sum(self._requests.values()),
+                "in_flight": self._in_flight,
             }
+        snap["last"] = {k: _decode(v) for k, v in last.items()}
+        return snap
 
     def reset(self):
         with self._lock:
             self._requests.clear()
             self._status.clear()
+            self._last.clear()
+
+
+def _decode(body):
+    try:
+        return json.loads(body)
+    except ValueError:
+        return body.decode("utf-8", "replace")
