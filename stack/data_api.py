@@ -1,9 +1,15 @@
-"""MongoDB Atlas Data API (v1) emulator over mongomock (default) or a real MongoDB.
+"""MongoDB Atlas Data API (v1): the engine-independent core and the dev server around it.
+
+`DataApi` is routing, auth, (E)JSON and the actions over any pymongo-compatible client (mongomock or
+a real `pymongo.MongoClient`). Two front ends call it: `DataApiApp` (the dev stack's threading server,
+with /__stats, /__faults, /__ttl) and `stack.gateway` (the production ASGI gateway, none of those).
 
 Routes: POST /action/<name> and POST /app/<appid>/endpoint/data/v1/action/<name>.
 """
 import base64
 import contextlib
+import hashlib
+import hmac
 import re
 import threading
 
@@ -11,7 +17,7 @@ import mongomock
 import pymongo
 from bson import json_util
 from bson.errors import BSONError
-from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure, PyMongoError
+from pymongo.errors import BulkWriteError, ConnectionFailure, DuplicateKeyError, OperationFailure, PyMongoError
 
 from .httpbase import App, Response, json_response
 from .ttl import run_ttl_once
@@ -22,6 +28,7 @@ UPDATE_OPS = {"$set", "$unset", "$inc", "$mul", "$rename", "$setOnInsert", "$min
               "$push", "$pull", "$pullAll", "$addToSet", "$pop", "$bit"}
 ACTIONS = ("find", "findOne", "insertOne", "insertMany", "updateOne", "updateMany", "replaceOne",
            "deleteOne", "deleteMany", "aggregate", "createIndexes", "listIndexes")
+SYSTEM_DATABASES = ("admin", "local", "config")
 
 
 class ApiError(Exception):
@@ -34,47 +41,75 @@ def _bad(message):
     return ApiError(400, message, "InvalidParameter")
 
 
-class DataApiApp(App):
-    name = "data-api"
+def error_response(status, message, code=None):
+    return json_response(status, {"error": message, "error_code": code or "InternalServerError"})
 
-    def __init__(self, api_key, max_body, mongodb_uri=None, verbose=False):
-        super().__init__(max_body, verbose)
-        self.api_key = api_key
-        if mongodb_uri:
-            self.client = pymongo.MongoClient(mongodb_uri)
-            self.lock = contextlib.nullcontext()  # pymongo is thread-safe
-            self.mode = "mongodb"
-        else:
-            self.client = mongomock.MongoClient()
-            self.lock = threading.RLock()  # mongomock is not thread-safe
-            self.mode = "mongomock"
+
+def presented_key(req):
+    """The API key a request carries: `apiKey`/`api-key` header, Bearer token, or Basic password."""
+    key = req.header("apiKey") or req.header("api-key")
+    auth = req.header("Authorization") or ""
+    if not key and auth[:7].lower() == "bearer ":
+        key = auth[7:].strip()
+    elif not key and auth[:6].lower() == "basic ":
+        try:
+            key = base64.b64decode(auth[6:].strip()).decode().partition(":")[2]
+        except (ValueError, UnicodeDecodeError):
+            key = None
+    return key or None
+
+
+class KeyRing:
+    """Several API keys at once (rotation), each with a name that is safe to log.
+
+    A presented key is hashed and compared with *every* configured key's hash using
+    `hmac.compare_digest`, with no early exit: the time taken reveals neither the key's length nor
+    which (or whether any) key matched.
+    """
+
+    def __init__(self, keys):
+        self._keys = [(name, hashlib.sha256(value.encode()).digest()) for name, value in keys]
+        if not self._keys:
+            raise ValueError("at least one API key is required")
+        self.names = [name for name, _ in self._keys]
+
+    def match(self, presented):
+        digest = hashlib.sha256(presented.encode()).digest()
+        found = None
+        for name, expected in self._keys:
+            if hmac.compare_digest(digest, expected) and found is None:
+                found = name
+        return found
+
+
+class DataApi:
+    """Routing, auth, EJSON and the actions; no server, no dev endpoints.
+
+    `lock`: mongomock is not thread-safe, so its callers pass one lock; pymongo needs none.
+    `rollback_partial_inserts`: mongomock dev semantics (a duplicate in insertMany applies nothing);
+    a real MongoDB keeps the inserted prefix, and so does the gateway.
+    `databases`: allowlist of database names (None = any); `deny_system`: refuse admin/local/config
+    and `system.*` collections.
+    """
+
+    def __init__(self, client, keys, lock=None, rollback_partial_inserts=False, databases=None,
+                 deny_system=False):
+        self.client = client
+        self.keys = keys if isinstance(keys, KeyRing) else KeyRing(keys)
+        self.lock = lock or contextlib.nullcontext()
+        self.rollback_partial_inserts = rollback_partial_inserts
+        self.databases = set(databases) if databases else None
+        self.deny_system = deny_system
 
     # -- plumbing ------------------------------------------------------------
-    def error(self, status, message, code=None):
-        return json_response(status, {"error": message, "error_code": code or "InternalServerError"})
-
-    def admin(self, req):
-        if req.path == "/__ttl/run" and req.method == "POST":
-            return json_response(200, {"deleted": self.run_ttl()})
-        return super().admin(req)
-
-    def run_ttl(self):
-        return run_ttl_once(self.client, self.lock)
-
     def _authorized(self, req):
-        key = req.header("apiKey") or req.header("api-key")
-        auth = req.header("Authorization", "")
-        if not key and auth[:7].lower() == "bearer ":
-            key = auth[7:].strip()
-        elif not key and auth[:6].lower() == "basic ":
-            try:
-                key = base64.b64decode(auth[6:].strip()).decode().partition(":")[2]
-            except (ValueError, UnicodeDecodeError):
-                key = None
+        key = presented_key(req)
         if not key:
             raise ApiError(401, "no authentication methods were specified", "InvalidSession")
-        if key != self.api_key:
+        name = self.keys.match(key)
+        if name is None:
             raise ApiError(401, "invalid session: failed to authenticate with the given API key", "InvalidSession")
+        return name
 
     def _formats(self, req):
         ctype = (req.header("Content-Type") or "application/json").split(";")[0].strip().lower()
@@ -93,16 +128,20 @@ class DataApiApp(App):
         return Response(status, json_util.dumps(obj, json_options=opts).encode(), out_type)
 
     # -- dispatch ------------------------------------------------------------
-    def handle(self, req):
+    def handle(self, req, around=None):
+        """-> (label, Response, key name or None).
+
+        `around(action, run)` (dev server: fault injection) wraps the database call; `run()` returns
+        the success Response, and `around` may return another Response instead.
+        """
         m = ROUTE.match(req.path)
         if not m:
-            return "<unknown-route>", self.error(404, f"no route for {req.path}", "NotFound")
-        action = m.group(1)
-        out_type = "application/json"
+            return "<unknown-route>", error_response(404, f"no route for {req.path}", "NotFound"), None
+        action, key_name = m.group(1), None
         try:
             if req.method != "POST":
                 raise ApiError(405, "only POST is supported", "MethodNotAllowed")
-            self._authorized(req)
+            key_name = self._authorized(req)
             if action not in ACTIONS:
                 raise ApiError(404, f"unknown action {action!r}", "ActionNotFound")
             out_type = self._formats(req)
@@ -114,29 +153,40 @@ class DataApiApp(App):
                 raise _bad("request body must be a JSON object")
             coll = self._collection(body)
             op = getattr(self, "_" + action)
-            plan = self.faults.plan({action.lower()})
-            self.apply_delay(plan)
-            if plan.fail == "fail_before":
-                return action, self.fault_response(plan)
-            with self.lock:
-                result = op(coll, body)
-            if plan.fail == "fail_after":
-                return action, self.fault_response(plan)
-            return action, self._reply(201 if action.startswith("insert") else 200, result, out_type)
+
+            def run():
+                with self.lock:
+                    result = op(coll, body)
+                return self._reply(201 if action.startswith("insert") else 200, result, out_type)
+
+            return action, (around(action, run) if around else run()), key_name
         except ApiError as e:
-            return action, self.error(e.status, str(e), e.code)
+            return action, error_response(e.status, str(e), e.code), key_name
         except DuplicateKeyError as e:
-            return action, self.error(409, f"Duplicate key error: {e}", "DuplicateKey")
-        except (OperationFailure, ValueError, TypeError, KeyError, NotImplementedError) as e:
-            return action, self.error(400, f"{type(e).__name__}: {e}", "InvalidParameter")
+            return action, error_response(409, f"Duplicate key error: {e}", "DuplicateKey"), key_name
+        except ConnectionFailure as e:  # incl. server selection timeout: the database is unreachable
+            return action, error_response(503, f"database unavailable: {type(e).__name__}", "ServiceUnavailable"), \
+                key_name
         except PyMongoError as e:
-            return action, self.error(500, f"{type(e).__name__}: {e}", "InternalServerError")
+            if e.timeout:  # pymongo's client-side timeout or the server's maxTimeMS
+                return action, error_response(504, f"database operation timed out: {type(e).__name__}", "Timeout"), \
+                    key_name
+            if isinstance(e, OperationFailure):
+                return action, error_response(400, f"{type(e).__name__}: {e}", "InvalidParameter"), key_name
+            return action, error_response(500, f"{type(e).__name__}: {e}", "InternalServerError"), key_name
+        except (ValueError, TypeError, KeyError, NotImplementedError) as e:
+            return action, error_response(400, f"{type(e).__name__}: {e}", "InvalidParameter"), key_name
 
     def _collection(self, body):
         for field in ("dataSource", "database", "collection"):
             if not isinstance(body.get(field), str) or not body[field]:
                 raise _bad(f"invalid parameter: {field!r} must be a non-empty string")
-        return self.client[body["database"]][body["collection"]]
+        db, coll = body["database"], body["collection"]
+        if self.databases is not None and db not in self.databases:
+            raise ApiError(403, f"database {db!r} is not served by this gateway", "Forbidden")
+        if self.deny_system and (db in SYSTEM_DATABASES or coll.startswith("system.")):
+            raise ApiError(403, f"system database/collection {db}.{coll} is not served", "Forbidden")
+        return self.client[db][coll]
 
     # -- actions -------------------------------------------------------------
     @staticmethod
@@ -187,7 +237,7 @@ class DataApiApp(App):
         except BulkWriteError as e:
             errors = e.details.get("writeErrors") or []
             if any(w.get("code") == 11000 for w in errors):
-                if self.mode == "mongomock":  # keep "nothing applied" semantics locally
+                if self.rollback_partial_inserts:  # mongomock dev mode: "nothing applied"
                     ids = [d["_id"] for d in docs[: errors[0].get("index", 0)] if "_id" in d]
                     coll.delete_many({"_id": {"$in": ids}})
                 raise DuplicateKeyError(errors[0].get("errmsg", "E11000 duplicate key error"), 11000) from None
@@ -257,3 +307,47 @@ class DataApiApp(App):
             entry.update({k: v for k, v in info.items() if k not in ("key", "ns")})
             out.append(entry)
         return {"indexes": out}
+
+
+class DataApiApp(App):
+    """The dev stack's Data API server: `DataApi` + /__stats, /__faults, /__ttl (no auth on those)."""
+
+    name = "data-api"
+
+    def __init__(self, api_key, max_body, mongodb_uri=None, verbose=False):
+        super().__init__(max_body, verbose)
+        if mongodb_uri:
+            self.client = pymongo.MongoClient(mongodb_uri)
+            self.lock = contextlib.nullcontext()  # pymongo is thread-safe
+            self.mode = "mongodb"
+        else:
+            self.client = mongomock.MongoClient()
+            self.lock = threading.RLock()  # mongomock is not thread-safe
+            self.mode = "mongomock"
+        self.api = DataApi(self.client, [("dev", api_key)], lock=self.lock,
+                           rollback_partial_inserts=self.mode == "mongomock")
+
+    def error(self, status, message, code=None):
+        return error_response(status, message, code)
+
+    def admin(self, req):
+        if req.path == "/__ttl/run" and req.method == "POST":
+            return json_response(200, {"deleted": self.run_ttl()})
+        return super().admin(req)
+
+    def run_ttl(self):
+        return run_ttl_once(self.client, self.lock)
+
+    def _with_faults(self, action, run):
+        plan = self.faults.plan({action.lower()})
+        self.apply_delay(plan)
+        if plan.fail == "fail_before":
+            return self.fault_response(plan)
+        resp = run()
+        if plan.fail == "fail_after":
+            return self.fault_response(plan)
+        return resp
+
+    def handle(self, req):
+        label, resp, _ = self.api.handle(req, self._with_faults)
+        return label, resp

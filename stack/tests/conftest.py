@@ -26,6 +26,27 @@ def start_stack(*extra, env=None):
     return proc, json.loads(line)
 
 
+GATEWAY_KEYS = ("gw-test-key-primary-0123456789", "gw-test-key-rotated-9876543210")
+
+
+def start_gateway(*extra, env=None, log_path=None, keys=GATEWAY_KEYS):
+    """Start `python -m stack.gateway` (production mode) with the test engine (pymongo.MongoClient
+    patched by mongomock) on a free port; stderr (JSON logs) goes to `log_path`."""
+    full_env = {**os.environ, "GATEWAY_ENGINE": "mongomock-patch", "GATEWAY_API_KEYS": ",".join(keys)}
+    full_env.pop("MONGODB_URI", None)
+    full_env.update(env or {})
+    err = open(log_path, "w") if log_path else subprocess.DEVNULL
+    proc = subprocess.Popen([sys.executable, "-m", "stack.gateway", "--port", "0", "--exit-with-parent", *extra],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True, env=full_env)
+    if log_path:
+        err.close()
+    line = proc.stdout.readline()
+    if not line:
+        proc.wait(10)
+        raise RuntimeError("gateway failed to start" + (": " + open(log_path).read() if log_path else ""))
+    return proc, json.loads(line)
+
+
 def stop_stack(proc, sig=signal.SIGTERM):
     if proc.poll() is None:
         proc.send_signal(sig)
@@ -35,7 +56,8 @@ def stop_stack(proc, sig=signal.SIGTERM):
             proc.kill()
             proc.wait()
     for f in (proc.stdout, proc.stderr):
-        f.close()
+        if f:
+            f.close()
     return proc.returncode
 
 
@@ -79,6 +101,43 @@ def stack():
     stop_stack(proc)
 
 
+@pytest.fixture(scope="session")
+def gateway(tmp_path_factory):
+    """The production gateway with the test engine; `log` is the path of its JSON log."""
+    log = tmp_path_factory.mktemp("gateway") / "gateway.log"
+    proc, info = start_gateway(log_path=log)
+    yield {**info, "data_api_key": GATEWAY_KEYS[0], "keys": GATEWAY_KEYS, "data_source": "mongodb-atlas",
+           "database": "app", "log": log, "proc": proc}
+    stop_stack(proc)
+
+
+def _dev_data_api(stack):
+    return {"kind": "dev", "data_api_url": stack["data_api_url"], "data_api_key": stack["data_api_key"],
+            "data_source": stack["data_source"], "database": stack["database"], "dev_endpoints": True,
+            "rollback_partial_inserts": True}
+
+
+def _gateway_data_api(gateway):
+    return {"kind": "gateway", "data_api_url": gateway["data_api_url"], "data_api_key": gateway["data_api_key"],
+            "data_source": gateway["data_source"], "database": gateway["database"], "dev_endpoints": False,
+            "rollback_partial_inserts": False}  # pymongo semantics: an insertMany keeps the prefix
+
+
+@pytest.fixture
+def data_api(stack):
+    """The Data API server under test: the dev emulator, unless a module overrides this fixture."""
+    return _dev_data_api(stack)
+
+
+@pytest.fixture(params=["dev", "gateway"])
+def any_data_api(request):
+    """Both servers: the dev emulator (mongomock) and the production gateway (pymongo.MongoClient,
+    patched by mongomock). Modules opt in by overriding `data_api` with this."""
+    if request.param == "dev":
+        return _dev_data_api(request.getfixturevalue("stack"))
+    return _gateway_data_api(request.getfixturevalue("gateway"))
+
+
 @pytest.fixture
 def redis(stack):
     return Client(stack["redis_rest_url"], {"Authorization": "Bearer " + stack["redis_token"]})
@@ -90,14 +149,14 @@ def redis_ro(stack):
 
 
 @pytest.fixture
-def api(stack):
-    return Client(stack["data_api_url"], {"apiKey": stack["data_api_key"]})
+def api(data_api):
+    return Client(data_api["data_api_url"], {"apiKey": data_api["data_api_key"]})
 
 
 @pytest.fixture
-def coll(stack):
+def coll(data_api):
     """Per-test body prefix: dataSource/database + a fresh collection."""
-    return {"dataSource": stack["data_source"], "database": stack["database"],
+    return {"dataSource": data_api["data_source"], "database": data_api["database"],
             "collection": "t_" + uuid.uuid4().hex[:10]}
 
 
