@@ -103,7 +103,7 @@ class Config:
                 raise ConfigError(f"{name} must be >= {minimum}")
             return val
 
-        self.engine = args.engine or env.get("GATEWAY_ENGINE", "pymongo")
+        self.engine = args.engine or env.get("GATEWAY_ENGINE") or "pymongo"
         if self.engine not in ("pymongo", "mongomock-patch"):
             raise ConfigError(f"GATEWAY_ENGINE must be pymongo or mongomock-patch, got {self.engine!r}")
         self.uri = env.get("MONGODB_URI", "")
@@ -112,14 +112,14 @@ class Config:
                 raise ConfigError("MONGODB_URI is required (e.g. mongodb+srv://user:pass@cluster.example.net/)")
             self.uri = DEFAULT_TEST_URI
         self.keys = load_keys(env)
-        self.host = args.host or env.get("GATEWAY_HOST", "127.0.0.1")
+        self.host = args.host or env.get("GATEWAY_HOST") or "127.0.0.1"
         self.port = args.port if args.port is not None else num("GATEWAY_PORT", 8080, minimum=0)
         self.max_body = num("GATEWAY_MAX_BODY", 1024 * 1024)
         self.timeout = num("GATEWAY_REQUEST_TIMEOUT_S", 10.0, float, minimum=0.001)
         self.pool_size = num("GATEWAY_POOL_SIZE", 32)
         self.limit_concurrency = num("GATEWAY_LIMIT_CONCURRENCY", 1024)
         self.graceful_timeout = num("GATEWAY_GRACEFUL_TIMEOUT_S", 20.0, float, minimum=0)
-        self.http = env.get("GATEWAY_HTTP", "httptools")
+        self.http = env.get("GATEWAY_HTTP") or "httptools"
         if self.http not in ("httptools", "h11"):
             raise ConfigError("GATEWAY_HTTP must be httptools or h11")
         self.databases = [d.strip() for d in env.get("GATEWAY_DATABASES", "").split(",") if d.strip()] or None
