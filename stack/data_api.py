@@ -13,7 +13,6 @@ import hmac
 import re
 import threading
 
-import mongomock
 import pymongo
 from bson import json_util
 from bson.errors import BSONError
@@ -321,6 +320,7 @@ class DataApiApp(App):
             self.lock = contextlib.nullcontext()  # pymongo is thread-safe
             self.mode = "mongodb"
         else:
+            import mongomock  # dev/test only: the production gateway does not need it installed
             self.client = mongomock.MongoClient()
             self.lock = threading.RLock()  # mongomock is not thread-safe
             self.mode = "mongomock"

@@ -40,7 +40,7 @@ import time
 import pymongo
 import uvicorn
 
-from .data_api import DataApi, KeyRing, error_response
+from .data_api import ROUTE, DataApi, KeyRing, error_response
 from .httpbase import Request, json_response
 
 DEFAULT_TEST_URI = "mongodb://gateway-test.invalid:27017"
@@ -275,6 +275,8 @@ class GatewayApp:
                     status, obj = await self._in_pool(self._health, t0 + min(self.timeout, 5.0))
                     resp = json_response(status, obj)
             else:
+                route = ROUTE.match(path)
+                label = route.group(1) if route else None  # for the log if the call never returns
                 body = await asyncio.wait_for(self._read_body(headers, receive), self.timeout)
                 bytes_in = len(body)
                 req = Request(method, path, scope.get("query_string", b""), headers, body)

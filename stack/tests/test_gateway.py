@@ -301,3 +301,13 @@ def test_in_flight_request_finishes_on_sigterm(tmp_path):
     assert reply.startswith(b"HTTP/1.1 201")
     assert proc.wait(15) == 0
     proc.stdout.close()
+
+
+def test_deploy_requirements_match_the_pins():
+    """stack/deploy/requirements.txt (the gateway alone) pins exactly what stack/requirements.txt pins."""
+    def pins(path):
+        with open(os.path.join(ROOT, path)) as f:
+            return {line.strip() for line in f if line.strip() and not line.startswith("#")}
+    deploy = pins("stack/deploy/requirements.txt")
+    assert deploy and deploy <= pins("stack/requirements.txt")
+    assert not any(p.startswith("mongomock") for p in deploy)
