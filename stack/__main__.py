@@ -111,6 +111,13 @@ def main(argv=None):
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())
+    if args.host not in ("127.0.0.1", "::1", "localhost"):
+        sys.stderr.write(f"stack: WARNING: binding {args.host}: /__faults, /__stats and /__ttl answer anyone "
+                         "without authentication. This is a development tool; serve MongoDB with "
+                         "`python -m stack.gateway` instead.\n")
+    if os.environ.get("MONGODB_URI"):
+        sys.stderr.write("stack: MONGODB_URI set: the dev emulator will use it (development only; the "
+                         "production gateway is `python -m stack.gateway`).\n")
     tmpdir = tempfile.mkdtemp(prefix="stack-redis-")
     redis_proc, servers, monitor = None, [], None
     try:
