@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod backend;
+pub mod config;
 pub mod dedup;
 #[cfg(target_arch = "wasm32")]
 mod edge;

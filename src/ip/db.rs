@@ -1,5 +1,6 @@
 //! The database wrapper: open once from bytes, answer lookups without allocating.
 
+use super::agreement::ANCHORS;
 use super::special::special_range;
 use maxminddb::{MaxMindDbError, PathElement, Reader};
 use std::fmt;
@@ -66,20 +67,12 @@ impl<S: AsRef<[u8]>> IpDb<S> {
     pub fn from_bytes(buf: S) -> Result<Self, IpDbError> {
         let mut reader = Reader::from_source(buf).map_err(|e| IpDbError::Invalid(e.to_string()))?;
         let db_type = reader.metadata().database_type.clone();
-        // Public resolvers and large allocations present in every real country database.
-        let probes = [
-            "8.8.8.8",
-            "1.1.1.1",
-            "81.2.69.160",
-            "2001:4860:4860::8888",
-            "2a00:1450::1",
-        ];
         for layout in [Layout::Flat, Layout::GeoIp2] {
             let db = IpDb { reader, layout };
-            let hit = probes
+            // Public resolvers and large allocations present in every real country database.
+            let hit = ANCHORS
                 .iter()
-                .filter_map(|p| p.parse::<IpAddr>().ok())
-                .any(|ip| matches!(db.lookup_raw(ip), Ok(Some(code)) if code.len() == 2));
+                .any(|&ip| matches!(db.lookup_raw(ip), Ok(Some(code)) if code.len() == 2));
             if hit {
                 return Ok(db);
             }

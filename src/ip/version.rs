@@ -41,6 +41,18 @@ impl fmt::Display for RecordError {
 impl std::error::Error for RecordError {}
 
 impl IpdbRecord {
+    /// The record a publisher writes for a database (the cron job and `scripts/publish-ipdb.sh`
+    /// through `ipdb-check` alike): version `{build_epoch}-{first 12 hex of sha256}`, object key
+    /// `ipdb/{sha256}.mmdb` (content-addressed, so an object is never overwritten in place).
+    pub fn for_database(sha256: String, build_epoch: u64, updated_at: String) -> Self {
+        IpdbRecord {
+            version: format!("{build_epoch}-{}", &sha256[..12.min(sha256.len())]),
+            object_key: format!("ipdb/{sha256}.mmdb"),
+            sha256,
+            updated_at,
+        }
+    }
+
     /// Parses and validates a record.
     ///
     /// # Errors
@@ -95,5 +107,15 @@ mod tests {
         assert!(matches!(IpdbRecord::parse("{"), Err(RecordError::Json(_))));
         let bad = ok.replace(&sha256_hex(b"abc"), "xyz");
         assert_eq!(IpdbRecord::parse(&bad), Err(RecordError::Field("sha256")));
+    }
+
+    #[test]
+    fn record_for_a_database_round_trips() {
+        let sha = sha256_hex(b"db");
+        let r = IpdbRecord::for_database(sha.clone(), 1_700_000_000, "2026-12-01T00:00:00Z".into());
+        assert_eq!(r.version, format!("1700000000-{}", &sha[..12]));
+        assert_eq!(r.object_key, format!("ipdb/{sha}.mmdb"));
+        let text = serde_json::to_string(&r).unwrap();
+        assert_eq!(IpdbRecord::parse(&text).unwrap(), r);
     }
 }
