@@ -7,8 +7,8 @@
 //! answers at least N distinct countries on the fixed probe set, and that it disagrees with the
 //! baseline on at most SHARE of the probes either database answers. Prints one JSON object:
 //! `{ok, file, sha256, size, database_type, build_epoch, layout, agreement{…}, errors[],
-//! record}` where `record` is the KV version record to publish (`updated_at` from the flag, or
-//! omitted without it). Exit 0 when every check passes, 1 when one fails, 2 on bad usage.
+//! record}` where `record` is the KV version record to publish (only when every check passed and
+//! `--updated-at` was given). Exit 0 when every check passes, 1 when one fails, 2 on bad usage.
 
 use edge_geo_notify::ip::{compare, probe_set, sha256_hex, IpDb, IpdbRecord, PROBE_SEED};
 use serde_json::{json, Value};
@@ -141,10 +141,10 @@ fn check(args: &Args) -> (Value, bool) {
     agreement["disagreement"] = json!((share * 1e4).round() / 1e4);
     agreement["max_disagreement"] = json!(args.max_disagreement);
     report["agreement"] = agreement;
-    if let Some(at) = &args.updated_at {
+    let ok = errors.is_empty();
+    if let (true, Some(at)) = (ok, &args.updated_at) {
         report["record"] = json!(IpdbRecord::for_database(sha256, epoch, at.clone()));
     }
-    let ok = errors.is_empty();
     report["ok"] = json!(ok);
     report["errors"] = json!(errors);
     (report, ok)

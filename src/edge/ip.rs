@@ -267,21 +267,19 @@ pub async fn publish_from_source(env: &Env) -> Result<String, String> {
             return Ok("unchanged".into());
         }
     }
-    let object_key = format!("ipdb/{sha256}.mmdb");
+    let record = IpdbRecord::for_database(
+        sha256,
+        epoch,
+        String::from(js_sys::Date::new_0().to_iso_string()),
+    );
     let bucket = env
         .bucket(IPDB_BUCKET)
         .map_err(|e| format!("R2 binding: {e}"))?;
     bucket
-        .put(&object_key, bytes)
+        .put(&record.object_key, bytes)
         .execute()
         .await
         .map_err(|e| format!("R2 write: {e}"))?;
-    let record = IpdbRecord {
-        version: format!("{epoch}-{}", &sha256[..12]),
-        sha256,
-        object_key,
-        updated_at: String::from(js_sys::Date::new_0().to_iso_string()),
-    };
     let text = serde_json::to_string(&record).map_err(|e| e.to_string())?;
     // The object is written before the record, so a reader never sees a record without its file.
     kv.put(&key, text)

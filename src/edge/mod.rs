@@ -198,10 +198,13 @@ async fn manifest(env: &Env) -> Value {
 async fn healthz(env: &Env) -> ApiResult<Response> {
     let manifest = manifest(env).await;
     let (geo_status, ok) = geo::health(env).await;
+    // Names only: a missing secret shows here instead of as a 503 on the first real request.
+    let missing = crate::config::missing_secrets(|n| notify::secret(env, n).is_some());
     let body = json!({
         "status": if ok { "ok" } else { "degraded" },
         "geo": geo_status,
         "ipdb": ip::health(),
+        "secrets": { "missing": missing },
         "assets": {
             "geo_source": manifest["geo"]["source"],
             "ip_source": manifest["ip"]["source"],

@@ -25,7 +25,8 @@ fn timeout_ms(env: &Env) -> u32 {
     var_or(env, "BACKEND_TIMEOUT_MS", BACKEND_TIMEOUT_MS)
 }
 
-fn secret(env: &Env, name: &str) -> Option<String> {
+/// A secret (or, for local runs, a var of the same name); empty counts as unset.
+pub(super) fn secret(env: &Env, name: &str) -> Option<String> {
     env.secret(name)
         .map(|s| s.to_string())
         .or_else(|_| env.var(name).map(|v| v.to_string()))
