@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Smoke test for any deployment of the worker (local `wrangler dev`, staging, production):
+#
+#   bash scripts/smoke.sh URL [--service-key KEY] [--token JWT | --dev-user NAME] [--owner NAME]
+#                             [--timeout SECONDS]
+#
+# Public routes always; with --service-key, one notification create + retract (Bearer
+# SERVICE_TOKEN); with --token (Authorization: Bearer, user tokens once "Mobile-ready access"
+# lands) or --dev-user (X-Dev-User, local only: DEV_AUTH=true), one authenticated list. Prints
+# one PASS/FAIL/SKIP line per check and exits non-zero if any check failed. Secrets given as
+# flags are sent, never printed. Needs curl and jq.
+set -uo pipefail
+
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+URL="${1%/}"; shift
+case "$URL" in http://*|https://*) ;; *) echo "smoke: URL must start with http:// or https://" >&2; usage ;; esac
+SERVICE_KEY=""; TOKEN=""; DEV_USER=""; OWNER=""; TIMEOUT=20
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --service-key) SERVICE_KEY="${2:?--service-key needs a value}"; shift 2 ;;
+    --token) TOKEN="${2:?--token needs a value}"; shift 2 ;;
+    --dev-user) DEV_USER="${2:?--dev-user needs a value}"; shift 2 ;;
+    --owner) OWNER="${2:?--owner needs a value}"; shift 2 ;;
+    --timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
+    -h|--help) usage ;;
+    *) echo "smoke: unknown argument $1" >&2; usage ;;
+  esac
+done
+for tool in curl jq; do
+  command -v "$tool" >/dev/null || { echo "smoke: $tool is required (bash scripts/setup.sh installs it)" >&2; exit 2; }
+done
+# The created notification's owner: the dev user (so the list can see it) or a dedicated one.
+OWNER="${OWNER:-${DEV_USER:-smoke-check}}"
+
+PASSED=0; FAILED=0
+pass() { PASSED=$((PASSED + 1)); echo "PASS $1"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL $1: $2"; }
+skip() { echo "SKIP $1: $2"; }
+
+BODY="$(mktemp)"; trap 'rm -f "$BODY"' EXIT
+STATUS=""
+# req METHOD PATH [curl args…]: sets STATUS, the body is in $BODY.
+req() {
+  local method="$1" path="$2"; shift 2
+  STATUS="$(curl -sS -o "$BODY" -w '%{http_code}' --max-time "$TIMEOUT" -X "$method" "$@" "$URL$path" 2>/dev/null)" || STATUS="${STATUS:-000}"
+}
+# holds JQ_FILTER: the body is JSON and the filter yields true (an empty body never holds).
+holds() { [ -s "$BODY" ] && [ "$(jq -r "($1) == true" "$BODY" 2>/dev/null)" = true ]; }
+# check NAME WANT_STATUS JQ_FILTER: passes when the status matches and the filter holds.
+check() {
+  local name="$1" want="$2" filter="$3"
+  if [ "$STATUS" != "$want" ]; then
+    fail "$name" "HTTP $STATUS (want $want): $(head -c 300 "$BODY")"
+  elif ! holds "$filter"; then
+    fail "$name" "unexpected body: $(head -c 300 "$BODY")"
+  else
+    pass "$name"
+  fi
+}
+json=(-H 'content-type: application/json')
+
+echo "smoke: $URL"
+
+# --- public routes ---
+req GET /healthz
+check "healthz: 200, status ok" 200 '.status == "ok" and (.geo | type == "object")'
+if [ "$STATUS" = 200 ] && holds '.secrets.missing == []'; then
+  pass "healthz: no missing secrets"
+else
+  fail "healthz: no missing secrets" "missing $(jq -c '.secrets.missing' "$BODY" 2>/dev/null)"
+fi
+req GET '/v1/geo/country?lat=48.8566&lon=2.3522'
+check "GET /v1/geo/country (Paris → FR)" 200 '.country.alpha2 == "FR"'
+req POST /v1/geo/country "${json[@]}" --data '{"points":[[41.9029,12.4534],{"lat":0,"lon":-30}]}'
+check "POST /v1/geo/country (Vatican → VA, open sea → null)" 200 '.results[0].alpha2 == "VA" and .results[1] == null'
+req GET '/v1/geo/country?lat=91&lon=0'
+check "GET /v1/geo/country bad input → 400 JSON error" 400 '.error.code == "invalid_coordinate"'
+req GET '/v1/geo/ip?ip=8.8.8.8'
+check "GET /v1/geo/ip (public address, IPDB version)" 200 '.ip == "8.8.8.8" and (.ipdb.version | type == "string" and length > 0)'
+req POST /v1/geo/ip "${json[@]}" --data '{"ips":["10.1.2.3","::1"]}'
+check "POST /v1/geo/ip (reserved ranges)" 200 '[.results[].reason] == ["private","loopback"]'
+req GET /v1/geo/me
+check "GET /v1/geo/me" 200 'has("ipdb") and has("agree")'
+req GET /no-such-route
+check "unknown route → 404 JSON error" 404 '.error.code == "not_found"'
+if STATUS="$(curl -sS -o "$BODY" -w '%{http_code}' --max-time "$TIMEOUT" "$URL/" 2>/dev/null)" && [ "$STATUS" = 200 ] && grep -qi '<html' "$BODY"; then
+  pass "GET / (console)"
+else
+  fail "GET / (console)" "HTTP ${STATUS:-000}"
+fi
+
+# --- authenticated list ---
+auth=()
+if [ -n "$TOKEN" ]; then auth=(-H "authorization: Bearer $TOKEN")
+elif [ -n "$DEV_USER" ]; then auth=(-H "x-dev-user: $DEV_USER")
+fi
+if [ ${#auth[@]} -gt 0 ]; then
+  req GET '/v1/notifications?limit=1'
+  check "GET /v1/notifications without credentials → 401" 401 '.error.code == "unauthorized"'
+  req GET '/v1/notifications?limit=5' "${auth[@]}"
+  check "GET /v1/notifications (authenticated list)" 200 '(.items | type == "array") and has("nextCursor")'
+else
+  skip "authenticated list" "no --token or --dev-user"
+fi
+
+# --- service create / retract ---
+if [ -n "$SERVICE_KEY" ]; then
+  svc=(-H "authorization: Bearer $SERVICE_KEY" "${json[@]}")
+  run="smoke-$(date +%s)-$$-$RANDOM"
+  item="smoke:$run"
+  event="$(jq -nc --arg o "$OWNER" --arg k "$item" --arg e "$run" --argjson t "$(($(date +%s) * 1000))" \
+    '{owner:$o, itemKey:$k, serviceType:"smoke", categoryType:"system", notificationType:"smoke",
+      templateType:"default", eventId:$e, sender:{id:"smoke", name:"Smoke test"}, createdTimeMsec:$t}')"
+  req POST /v1/notifications/events -H 'content-type: application/json' --data "$event"
+  check "POST /v1/notifications/events without the service key → 401" 401 '.error.code == "unauthorized"'
+  req POST /v1/notifications/events "${svc[@]}" --data "$event"
+  check "POST /v1/notifications/events (service create)" 201 '.status == "created"'
+  if [ -n "$DEV_USER" ] && [ "$OWNER" = "$DEV_USER" ]; then
+    req GET '/v1/notifications?limit=100' "${auth[@]}"
+    check "created item is listed for its owner" 200 "[.items[].itemKey] | index(\"$item\") != null"
+  fi
+  retraction="$(jq -nc --arg o "$OWNER" --arg k "$item" '{owner:$o, itemKey:$k, senderId:"smoke"}')"
+  req POST /v1/notifications/retractions "${svc[@]}" --data "$retraction"
+  check "POST /v1/notifications/retractions (service retract)" 200 '.status == "deleted"'
+else
+  skip "service create/retract" "no --service-key"
+fi
+
+echo "smoke: $PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]

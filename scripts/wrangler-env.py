@@ -1,0 +1,35 @@
+"""Prints one setting of a wrangler.toml environment, for the operating scripts.
+
+    python3 scripts/wrangler-env.py ENV FIELD      FIELD: bucket | kv_id | kv_key | name
+
+ENV is staging or production ([env.ENV]) or "" for the top level (local development). Bindings
+and vars are read from the environment itself, as wrangler does (they are not inherited).
+"""
+import sys
+import tomllib
+from pathlib import Path
+
+env, field = sys.argv[1], sys.argv[2]
+config = tomllib.loads((Path(__file__).resolve().parent.parent / "wrangler.toml").read_text())
+section = config if env == "" else config.get("env", {}).get(env)
+if section is None:
+    sys.exit(f"wrangler.toml has no [env.{env}]")
+
+
+def binding(kind, name):
+    for b in section.get(kind, []):
+        if b.get("binding") == name:
+            return b
+    sys.exit(f"[env.{env}] has no {kind} binding {name}")
+
+
+if field == "bucket":
+    print(binding("r2_buckets", "IPDB_BUCKET")["bucket_name"])
+elif field == "kv_id":
+    print(binding("kv_namespaces", "IPDB_CONFIG")["id"])
+elif field == "kv_key":
+    print(section.get("vars", {}).get("IPDB_KV_KEY", "ipdb/current"))
+elif field == "name":
+    print(section.get("name") or (config["name"] + (f"-{env}" if env else "")))
+else:
+    sys.exit(f"unknown field {field}")
