@@ -1,25 +1,144 @@
-// `wrangler deploy --dry-run` validates the bundle, the assets directory and every binding
-// without an account (the build step is a no-op when the bundle is up to date).
+// Deploying without an account: `wrangler deploy --dry-run` for every environment validates the
+// bundle, the assets directory and each environment's bindings; the operating scripts' --dry-run
+// plans are checked, and so is the README's Deploy section against them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { ROOT } from "./harness.mjs";
 
-test("wrangler deploy --dry-run succeeds with all bindings", () => {
-  const out = fs.mkdtempSync(path.join(os.tmpdir(), "dry-"));
-  const stdout = execFileSync(
-    process.execPath,
-    [path.join(ROOT, "node_modules/wrangler/bin/wrangler.js"), "deploy", "--dry-run", "--outdir", out],
-    { cwd: ROOT, env: { ...process.env, WRANGLER_SEND_METRICS: "false" }, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] },
-  );
-  for (const binding of ["env.ASSETS", "env.IPDB_CONFIG", "env.IPDB_BUCKET"]) {
-    assert.match(stdout, new RegExp(binding.replace(".", "\\.")), binding);
+const ENV = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" };
+const BUNDLED = path.join(ROOT, "assets/ip/default.mmdb");
+
+function bash(script, { cwd = ROOT, env = {} } = {}) {
+  const r = spawnSync("bash", ["-c", script], { cwd, env: { ...ENV, ...env }, encoding: "utf8" });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+const ENVIRONMENTS = [
+  { env: null, bucket: "edge-geo-notify-ipdb", kv: "00000000000000000000000000000000" },
+  { env: "staging", bucket: "edge-geo-notify-ipdb-staging", kv: "REPLACE-staging-IPDB_CONFIG-namespace-id" },
+  { env: "production", bucket: "edge-geo-notify-ipdb-production", kv: "REPLACE-production-IPDB_CONFIG-namespace-id" },
+];
+
+for (const { env, bucket, kv } of ENVIRONMENTS) {
+  test(`wrangler deploy --dry-run ${env ? `--env ${env}` : "(top level)"} succeeds with its own bindings`, () => {
+    const out = fs.mkdtempSync(path.join(os.tmpdir(), "dry-"));
+    const args = ["deploy", "--dry-run", "--outdir", out, ...(env ? ["--env", env] : [])];
+    const stdout = execFileSync(process.execPath, [path.join(ROOT, "node_modules/wrangler/bin/wrangler.js"), ...args], {
+      cwd: ROOT, env: ENV, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"],
+    });
+    for (const binding of ["env.ASSETS", "env.IPDB_CONFIG", "env.IPDB_BUCKET", "env.IPDB_KV_KEY"]) {
+      assert.match(stdout, new RegExp(binding.replace(".", "\\.")), binding);
+    }
+    // The environment's own namespace and bucket, not the top level's.
+    assert.ok(stdout.includes(`env.IPDB_BUCKET (${bucket})`), stdout);
+    assert.ok(stdout.includes(`env.IPDB_CONFIG (${kv})`), stdout);
+    assert.match(stdout, /--dry-run: exiting now/);
+    const bundle = fs.readdirSync(out);
+    assert.ok(bundle.some((f) => f.endsWith(".wasm")), `bundle has the wasm module: ${bundle}`);
+    fs.rmSync(out, { recursive: true, force: true });
+  });
+}
+
+test("each environment declares its own vars, cron and bindings (nothing relies on inheritance)", () => {
+  const r = bash(`python3 - <<'EOF'
+import json, tomllib
+c = tomllib.load(open("wrangler.toml", "rb"))
+print(json.dumps({k: c["env"][k] for k in ("staging", "production")}))
+EOF`);
+  assert.equal(r.code, 0, r.stderr);
+  const envs = JSON.parse(r.stdout);
+  for (const [name, e] of Object.entries(envs)) {
+    assert.equal(e.vars.DEV_AUTH, "false", `${name}: DEV_AUTH off`);
+    assert.equal(e.vars.ENABLE_BENCH, "false", `${name}: bench off`);
+    assert.ok(e.vars.IPDB_KV_KEY && e.vars.IPDB_CHECK_INTERVAL_SECONDS, name);
+    assert.equal(e.triggers.crons.length, 1, name);
+    assert.deepEqual(e.kv_namespaces.map((b) => b.binding), ["IPDB_CONFIG"], name);
+    assert.deepEqual(e.r2_buckets.map((b) => b.binding), ["IPDB_BUCKET"], name);
+    // No secret is ever configured as a var.
+    const secrets = Object.keys(JSON.parse(fs.readFileSync(path.join(ROOT, "secrets.example.json"), "utf8")));
+    for (const s of secrets) assert.ok(!(s in e.vars), `${name}: ${s} must be a secret`);
   }
-  assert.match(stdout, /--dry-run: exiting now/);
-  const bundle = fs.readdirSync(out);
-  assert.ok(bundle.some((f) => f.endsWith(".wasm")), `bundle has the wasm module: ${bundle}`);
-  fs.rmSync(out, { recursive: true, force: true });
+  assert.notEqual(envs.staging.r2_buckets[0].bucket_name, envs.production.r2_buckets[0].bucket_name);
+  assert.notEqual(envs.staging.kv_namespaces[0].id, envs.production.kv_namespaces[0].id);
+});
+
+test("publish-ipdb.sh --dry-run: the object upload, then the record, both --remote", () => {
+  const r = bash(`bash scripts/publish-ipdb.sh ${BUNDLED} --env production --dry-run`);
+  assert.equal(r.code, 0, r.stderr);
+  const lines = r.stdout.trim().split("\n");
+  assert.equal(lines.length, 2, r.stdout);
+  const sha = crypto.createHash("sha256").update(fs.readFileSync(BUNDLED)).digest("hex");
+  assert.equal(lines[0],
+    `wrangler r2 object put edge-geo-notify-ipdb-production/ipdb/${sha}.mmdb --file ${BUNDLED} --content-type application/octet-stream --remote --env production`);
+  const m = lines[1].match(/^wrangler kv key put --binding IPDB_CONFIG ipdb\/current '(.*)' --remote --env production$/);
+  assert.ok(m, lines[1]);
+  const record = JSON.parse(m[1]);
+  assert.equal(record.sha256, sha);
+  assert.equal(record.object_key, `ipdb/${sha}.mmdb`);
+  assert.match(record.version, new RegExp(`^\\d+-${sha.slice(0, 12)}$`));
+});
+
+test("publish-ipdb.sh validates before anything is uploaded; remote runs refuse placeholder ids", () => {
+  const bad = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "bad-")), "bad.mmdb");
+  fs.writeFileSync(bad, "not a database");
+  let r = bash(`bash scripts/publish-ipdb.sh ${bad} --env staging --dry-run`);
+  assert.equal(r.code, 1);
+  assert.match(r.stdout, /not a valid MaxMind DB/);
+  assert.doesNotMatch(r.stdout, /wrangler /, "no command printed after a failed validation");
+  assert.match(r.stderr, /nothing was published/);
+  // Without --dry-run or --local it would go to Cloudflare: not while the KV id is a placeholder.
+  r = bash(`bash scripts/publish-ipdb.sh ${BUNDLED} --env staging`);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /placeholder/);
+  r = bash("bash scripts/deploy.sh --env production");
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /placeholder/);
+  r = bash(`bash scripts/publish-ipdb.sh ${BUNDLED} --env qa --dry-run`);
+  assert.equal(r.code, 2, "unknown environment is a usage error");
+});
+
+// The README's Deploy section, read as a runbook: each `bash scripts/deploy.sh|publish-ipdb.sh`
+// line must run with --dry-run, and each Cloudflare-facing command (wrangler, curl, smoke) must be
+// one the scripts print.
+test("README Deploy commands are the commands the scripts run", () => {
+  const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
+  const section = readme.split(/^## Deploy$/m)[1].split(/^## /m)[0];
+  const lines = [...section.matchAll(/```sh\n([\s\S]*?)```/g)]
+    .flatMap((m) => m[1].split("\n"))
+    .map((l) => l.replace(/\s+#.*$/, "").trim())
+    .filter(Boolean);
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "readme-"));
+  fs.copyFileSync(BUNDLED, path.join(tmp, "new.mmdb")); // "new.mmdb" in the README; agrees with the default
+  const urls = { STAGING_URL: "https://staging.test.invalid", PRODUCTION_URL: "https://production.test.invalid" };
+  const normalize = (s) => {
+    let t = s.replace(/^npx /, "").replaceAll(`${tmp}/`, "").replaceAll(`${ROOT}/`, "");
+    for (const [k, v] of Object.entries(urls)) t = t.replaceAll(v, `$${k}`);
+    return t
+      .replace(/'\{"version".*?\}'/g, "'<record>'")
+      .replace(/\b[0-9a-f]{64}\b/g, "<sha256>")
+      .replace(/["']/g, "")
+      .replace(/\s+/g, " ")
+      .trim();
+  };
+  const printed = new Set();
+  const scripted = lines.filter((l) => /^bash scripts\/(deploy|publish-ipdb)\.sh /.test(l));
+  assert.ok(scripted.length >= 3, `README runs the scripts: ${scripted}`);
+  // Production repeats the staging steps; its plan must be printable too.
+  const runs = [...scripted, ...scripted.map((l) => l.replaceAll("staging", "production").replaceAll("STAGING", "PRODUCTION"))];
+  for (const line of runs) {
+    const r = bash(`${line.replace(/^bash scripts\//, `bash ${ROOT}/scripts/`)} --dry-run`, { cwd: tmp, env: urls });
+    assert.equal(r.code, 0, `${line}\n${r.stdout}\n${r.stderr}`);
+    for (const p of r.stdout.split("\n").filter((x) => x && !x.startsWith("#"))) printed.add(normalize(p));
+  }
+  const cloudflare = lines.filter((l) => /^(npx wrangler|wrangler|curl|bash scripts\/smoke\.sh) /.test(l));
+  assert.ok(cloudflare.length >= 8, `README lists the commands: ${cloudflare}`);
+  for (const l of cloudflare) {
+    assert.ok(printed.has(normalize(l)), `README command not printed by any script:\n  ${normalize(l)}\nprinted:\n  ${[...printed].join("\n  ")}`);
+  }
+  fs.rmSync(tmp, { recursive: true, force: true });
 });
