@@ -1,11 +1,13 @@
 """Data API throughput under concurrency: dev emulator vs the production gateway, same run (bounded).
 
-    .venv/bin/python -m stack.bench_gateway [--clients 32] [--requests 4000] [--max-seconds 30]
-                                           [--gateway-http httptools,h11]
+    .venv/bin/python -m stack.bench_gateway [--clients 32] [--requests 3000] [--max-seconds 30]
+                                           [--gateway-http httptools,h11] [--rounds 3]
 
 Loopback only. Each server gets a 1000-document collection, then `--clients` keep-alive connections
 (one thread each) send `find` (filter on a 50-value field, limit 10) and `updateOne` (`$inc` by _id)
-until `--requests` are done or `--max-seconds` pass. Behind both servers is mongomock (the gateway
+until `--requests` are done or `--max-seconds` pass; then the same with a wrong key (401 before
+any database work: what the HTTP layer itself costs). Servers take turns, `--rounds` times (so
+load from elsewhere on the machine hits them alike), and the median per server and action is printed. Behind both servers is mongomock (the gateway
 uses its test engine, pymongo.MongoClient patched by mongomock): the figures measure the HTTP layers
 and the shared Data API code, not MongoDB.
 """
@@ -14,6 +16,7 @@ import http.client
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -38,7 +41,7 @@ def _stop(proc):
         proc.wait()
 
 
-def run_load(url, key, make_body, path, total, clients, max_seconds):
+def run_load(url, key, make_body, path, total, clients, max_seconds, expect=None):
     host, port = url.split("//")[1].split(":")
     lats = [[] for _ in range(clients)]
     errors = []
@@ -60,7 +63,7 @@ def run_load(url, key, make_body, path, total, clients, max_seconds):
             resp = conn.getresponse()
             resp.read()
             out.append((time.perf_counter() - t0) * 1000)
-            if resp.status >= 300:
+            if (resp.status != expect) if expect else resp.status >= 300:
                 errors.append(resp.status)
         conn.close()
 
@@ -90,10 +93,12 @@ def bench_server(name, url, key, args):
     upd = lambda i, n: json.dumps({**base, "filter": {"_id": (i * 7919 + n) % 1000},  # noqa: E731
                                    "update": {"$inc": {"n": 1}}}).encode()
     out = {}
-    for action, fn in (("find", find), ("updateOne", upd)):
-        rps, lats = run_load(url, key, fn, "/action/" + action, args.requests, args.clients, args.max_seconds)
+    # "401": a request with a wrong key, answered before any database work: the HTTP layer's own cost.
+    for action, fn in (("find", find), ("updateOne", upd), ("401", find)):
+        path, k, expect = ("/action/find", "wrong-key-0123456789", 401) if action == "401" else ("/action/" + action, key, None)
+        rps, lats = run_load(url, k, fn, path, args.requests, args.clients, args.max_seconds, expect)
         out[action] = rps
-        print(f"{name:22} {action:9} clients={args.clients}: {rps:6.0f} ops/s  p50={pct(lats, 50):6.1f} ms  "
+        print(f"{name:30} {action:9} clients={args.clients}: {rps:6.0f} ops/s  p50={pct(lats, 50):6.1f} ms  "
               f"p99={pct(lats, 99):6.1f} ms  (n={len(lats)})", flush=True)
     return out
 
@@ -101,27 +106,34 @@ def bench_server(name, url, key, args):
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--clients", type=int, default=32)
-    ap.add_argument("--requests", type=int, default=4000, help="per action and server")
+    ap.add_argument("--requests", type=int, default=3000, help="per action, server and round")
     ap.add_argument("--max-seconds", type=float, default=30, help="per action and server")
     ap.add_argument("--gateway-http", default="httptools", help="comma-separated: httptools,h11")
     ap.add_argument("--pool-size", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
-    print(f"# loopback, cpus: {os.cpu_count()}, mongomock behind both servers (not MongoDB)", flush=True)
-    proc, info = _start(["stack", "--redis-rest-port", "0", "--data-api-port", "0", "--ttl-interval", "0",
-                         "--exit-with-parent"])
-    try:
-        bench_server("dev (http.server)", info["data_api_url"], info["data_api_key"], args)
-    finally:
-        _stop(proc)
+    print(f"# loopback, cpus: {os.cpu_count()}, load avg: {os.getloadavg()[0]:.1f}, "
+          f"mongomock behind both servers (not MongoDB)", flush=True)
+    servers = [("dev (http.server)", ["stack", "--redis-rest-port", "0", "--data-api-port", "0", "--ttl-interval", "0",
+                                      "--exit-with-parent"], None)]
     for http_impl in args.gateway_http.split(","):
-        proc, info = _start(["stack.gateway", "--port", "0", "--exit-with-parent"], env={
+        servers.append((f"gateway (uvicorn+{http_impl})", ["stack.gateway", "--port", "0", "--exit-with-parent"], {
             "GATEWAY_ENGINE": "mongomock-patch", "GATEWAY_API_KEYS": KEY, "GATEWAY_HTTP": http_impl,
-            "GATEWAY_POOL_SIZE": str(args.pool_size)})
-        try:
-            bench_server(f"gateway (uvicorn+{http_impl})", info["data_api_url"], KEY, args)
-        finally:
-            _stop(proc)
-
+            "GATEWAY_POOL_SIZE": str(args.pool_size)}))
+    results = {}
+    for _ in range(args.rounds):
+        for name, cmd, env in servers:
+            proc, info = _start(cmd, env)
+            try:
+                key = info.get("data_api_key", KEY)
+                for action, rps in bench_server(name, info["data_api_url"], key, args).items():
+                    results.setdefault((name, action), []).append(rps)
+            finally:
+                _stop(proc)
+    print(f"# median of {args.rounds} rounds, {args.clients} clients, load avg now {os.getloadavg()[0]:.1f}")
+    for (name, action), vals in results.items():
+        print(f"{name:30} {action:9} {statistics.median(vals):6.0f} ops/s   rounds: "
+              + " ".join(f"{v:.0f}" for v in vals))
 
 if __name__ == "__main__":
     main()

@@ -293,7 +293,7 @@ class GatewayApp:
             _event("request", method=method, path=path, status=499, duration_ms=_ms(t0), key=key_name)
             return
         except Exception as e:  # noqa: BLE001 - last-resort 500, details only in the log
-            extra["error"] = type(e).__name__
+            extra["error"], extra["detail"] = type(e).__name__, str(e)[:300]
             resp = error_response(500, "internal error", "InternalServerError")
         hdrs = [(b"content-type", resp.content_type.encode()), (b"content-length", str(len(resp.body)).encode())]
         if close:
