@@ -8,7 +8,11 @@ export WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$HOME/.cargo/bin/wasm-bindgen}"
 export ESBUILD_BIN="${ESBUILD_BIN:-$PWD/node_modules/@esbuild/linux-x64/bin/esbuild}"
 export WASM_OPT_BIN="${WASM_OPT_BIN:-$PWD/node_modules/binaryen/bin/wasm-opt}"
 bash scripts/build-assets.sh
-stamp="$( (cat Cargo.toml Cargo.lock; find src -type f | sort | xargs cat) | sha256sum | cut -d' ' -f1)"
+# The stamp covers every input of build/ (the wasm + JS shim): the crate's sources and lockfile,
+# this script, the npm lockfile (esbuild, binaryen) and the tool versions. assets/ and www/ are
+# not inputs of build/: build-assets.sh above rebuilds and checks them on every run.
+stamp="$( (cat Cargo.toml Cargo.lock package-lock.json "$0"; find src -type f | sort | xargs cat;
+  "$WASM_BINDGEN_BIN" --version; worker-build --version) | sha256sum | cut -d' ' -f1)"
 if [ -f build/index_bg.wasm ] && [ "$(cat build/.stamp 2>/dev/null)" = "$stamp" ]; then
   echo "[build-worker] up to date"
   exit 0

@@ -217,8 +217,10 @@ mod tests {
     }
 
     #[test]
-    fn ids_are_deterministic_and_separate_owner_from_key() {
-        assert_eq!(notification_id("u1", "k"), notification_id("u1", "k"));
+    fn ids_are_stable_and_separate_owner_from_key() {
+        // Stored as `_id`, so it must never change between releases. Expected value computed
+        // outside Rust: base64url(sha256(b"u1\0k")[:12]) with Python's hashlib.
+        assert_eq!(notification_id("u1", "k"), "nZZ4mjQP_bZX6TWl");
         assert_ne!(notification_id("u1", "k"), notification_id("u", "1k"));
         assert_eq!(notification_id("u1", "k").len(), 16);
     }

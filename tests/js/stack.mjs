@@ -36,7 +36,31 @@ export async function startStack() {
     },
     async stats() {
       const [d, r] = await Promise.all([call(info.data_api_url, "/__stats"), call(info.redis_rest_url, "/__stats")]);
-      return { data: d.requests, dataTotal: d.total, redis: r.requests, redisTotal: r.total };
+      for (const s of [d, r]) if (typeof s?.total !== "number") throw new Error(`broken /__stats: ${JSON.stringify(s)}`);
+      return {
+        data: d.requests, dataTotal: d.total, dataLast: d.last,
+        redis: r.requests, redisTotal: r.total, redisLast: r.last,
+        inFlight: d.in_flight + r.in_flight, dataInFlight: d.in_flight,
+      };
+    },
+    // Polls the counters until `pred(stats)` holds and nothing is in flight; fails after `ms`.
+    // Tests wait on this observable state, never on a fixed sleep.
+    async until(pred, what, ms = 20_000) {
+      return this.poll((s) => s.inFlight === 0 && pred(s), what, ms);
+    },
+    // Like `until`, without requiring an idle stack (e.g. to see a request being held).
+    async poll(pred, what, ms = 20_000) {
+      const deadline = Date.now() + ms;
+      for (;;) {
+        const s = await this.stats();
+        if (pred(s)) return s;
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(s)}`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    },
+    async faultsFired(which) {
+      const base = which === "data" ? info.data_api_url : info.redis_rest_url;
+      return (await call(base, "/__faults")).rules.map((r) => r.fired);
     },
     async reset() {
       await Promise.all([call(info.data_api_url, "/__stats/reset", "POST"), call(info.redis_rest_url, "/__stats/reset", "POST")]);

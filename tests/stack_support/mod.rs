@@ -141,14 +141,17 @@ impl Stack {
 
     /// Redis bridge request counters by command since the last reset.
     pub fn redis_calls(&self) -> Value {
-        self.dev("redis_rest_url", "GET", "/__stats", "")["requests"].clone()
+        let calls = self.dev("redis_rest_url", "GET", "/__stats", "")["requests"].clone();
+        // A broken stats endpoint must fail the test, not read as "no calls".
+        assert!(calls.is_object(), "redis /__stats has no requests object");
+        calls
     }
 
     /// Total requests to the Data API since the last reset.
     pub fn data_api_total(&self) -> u64 {
         self.dev("data_api_url", "GET", "/__stats", "")["total"]
             .as_u64()
-            .unwrap_or(0)
+            .expect("Data API /__stats reports a total")
     }
 
     /// Resets both servers' counters.
