@@ -119,9 +119,30 @@ def main(argv=None):
                 rps, lats = run_load(info["data_api_url"], ah, fn, "/action/" + name, args.api_requests, t)
                 print(f"data-api {name:9} threads={t}: {rps:7.0f} ops/s  p50={pct(lats, 50):.3f} ms  "
                       f"p99={pct(lats, 99):.3f} ms  (n={len(lats)}, 1000-doc collection, mongomock)")
+        delay_fault(info, ah, base)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(15)
+
+
+def delay_fault(info, headers, base, delay_ms=1500, timeout_s=0.3):
+    """How soon a client's own timeout fires while a `delay` fault holds its request (a timing,
+    so measured here rather than asserted in stack/tests)."""
+    u = urlsplit(info["data_api_url"])
+    rule = json.dumps({"rules": [{"match": "find", "mode": "delay", "delay_ms": delay_ms, "count": 1}]})
+    admin = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    admin.request("POST", "/__faults", rule, {"Content-Type": "application/json"})
+    admin.getresponse().read()
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout_s)
+    t0 = time.monotonic()
+    try:
+        conn.request("POST", "/action/find", json.dumps({**base, "filter": {}}), headers)
+        conn.getresponse().read()
+        outcome = "answered (no timeout!)"
+    except (TimeoutError, OSError, http.client.HTTPException):
+        outcome = "timed out"
+    print(f"delay fault {delay_ms} ms, client timeout {timeout_s} s: {outcome} after "
+          f"{(time.monotonic() - t0) * 1000:.0f} ms")
 
 
 if __name__ == "__main__":
