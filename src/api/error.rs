@@ -12,8 +12,10 @@ pub struct ApiError {
     pub code: &'static str,
     /// Human-readable detail; never contains secrets.
     pub message: String,
-    /// Seconds a client should wait before retrying (503s).
+    /// Seconds a client should wait before retrying (429, 503).
     pub retry_after: Option<u32>,
+    /// The `Allow` header of a 405.
+    pub allow: Option<String>,
 }
 
 impl ApiError {
@@ -25,6 +27,7 @@ impl ApiError {
             code,
             message: message.into(),
             retry_after: None,
+            allow: None,
         }
     }
 
@@ -40,14 +43,17 @@ impl ApiError {
         Self::new(404, "not_found", format!("no route for {path}"))
     }
 
-    /// 405; the adapter adds the `Allow` header from `allowed`.
+    /// 405 with the `Allow` header's value.
     #[must_use]
     pub fn method_not_allowed(method: &str, allowed: &str) -> Self {
-        Self::new(
-            405,
-            "method_not_allowed",
-            format!("{method} not allowed; use {allowed}"),
-        )
+        ApiError {
+            allow: Some(allowed.to_owned()),
+            ..Self::new(
+                405,
+                "method_not_allowed",
+                format!("{method} not allowed; use {allowed}"),
+            )
+        }
     }
 
     /// 503 for a missing or invalid asset; the worker keeps running and retries on the next call.

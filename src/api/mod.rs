@@ -7,6 +7,7 @@ pub mod idempotency;
 pub mod ip;
 pub mod notify;
 pub mod query;
+pub mod routes;
 
 pub use error::ApiError;
 

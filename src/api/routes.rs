@@ -1,0 +1,580 @@
+//! The route table: every route's method, path, who may call it, its body limit and its
+//! operation. 404, 405 with `Allow`, authentication before the body is read, CORS preflights and
+//! the OpenAPI document all come from this one table, so they cannot disagree.
+
+use super::error::ApiError;
+use std::borrow::Cow;
+
+/// HTTP methods the API uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// GET
+    Get,
+    /// POST
+    Post,
+    /// DELETE
+    Delete,
+}
+
+impl Method {
+    /// Upper-case name, as on the wire.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Delete => "DELETE",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "GET" => Some(Method::Get),
+            "POST" => Some(Method::Post),
+            "DELETE" => Some(Method::Delete),
+            _ => None,
+        }
+    }
+}
+
+/// A permission of a service key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Create and retract notifications.
+    NotifyWrite,
+    /// Operate the deployment (indexes).
+    Admin,
+}
+
+impl Scope {
+    /// Every scope (what the legacy `SERVICE_TOKEN` holds).
+    pub const ALL: [Scope; 2] = [Scope::NotifyWrite, Scope::Admin];
+
+    /// Name as configured and documented (`notify:write`, `admin`).
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Scope::NotifyWrite => "notify:write",
+            Scope::Admin => "admin",
+        }
+    }
+
+    /// Parses a configured scope name.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+}
+
+/// Who may call a route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone.
+    Public,
+    /// A user with a verified token; the owner is its `sub`.
+    User,
+    /// A service key holding the scope.
+    Service(Scope),
+}
+
+/// Which rate limiter a route counts against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateLimit {
+    /// Not limited (health, documents, the console).
+    None,
+    /// Per client IP (public geo routes).
+    PerIp,
+    /// Per authenticated user.
+    PerUser,
+}
+
+/// What a route does; the adapter maps each to its handler with an exhaustive `match`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `GET /healthz`
+    Healthz,
+    /// `GET /openapi.json`
+    OpenApi,
+    /// `GET /` — the web console.
+    Console,
+    /// Coordinates → country, one point.
+    CountryOne,
+    /// Coordinates → country, a batch.
+    CountryBatch,
+    /// IP → country, one address.
+    IpOne,
+    /// IP → country, a batch.
+    IpBatch,
+    /// Where the caller is.
+    Me,
+    /// One page of the caller's inbox.
+    List,
+    /// Unread count.
+    UnreadCount,
+    /// Items changed after a revision.
+    Changes,
+    /// Mark read/seen/archived.
+    Mark,
+    /// Delete one item.
+    DeleteItem,
+    /// A service creates a notification event.
+    CreateEvent,
+    /// A service retracts a sender.
+    Retract,
+    /// Create the collection's indexes.
+    AdminIndexes,
+    /// Benchmark: a trivial endpoint.
+    BenchNoop,
+    /// Benchmark: geo lookups inside the isolate.
+    BenchGeo,
+    /// Benchmark: IP lookups inside the isolate.
+    BenchIp,
+    /// Benchmark: token verification inside the isolate.
+    BenchAuth,
+}
+
+/// One route.
+#[derive(Clone, Copy, Debug)]
+pub struct Route {
+    /// Method.
+    pub method: Method,
+    /// Path; one `{name}` segment at most, which matches exactly one path segment.
+    pub path: &'static str,
+    /// Operation.
+    pub op: Op,
+    /// Who may call it.
+    pub access: Access,
+    /// Largest accepted body in bytes (0 = the route takes no body).
+    pub body_limit: usize,
+    /// Rate limiter.
+    pub rate_limit: RateLimit,
+    /// Only served when `ENABLE_BENCH` is on; never in the OpenAPI document.
+    pub bench: bool,
+    /// OpenAPI `operationId`.
+    pub operation_id: &'static str,
+    /// One-line summary (OpenAPI).
+    pub summary: &'static str,
+    /// OpenAPI tag.
+    pub tag: &'static str,
+}
+
+const KIB: usize = 1024;
+/// Largest batch body (10 000 points or addresses).
+pub const MAX_BATCH_BODY: usize = 1 << 20;
+
+const fn route(
+    method: Method,
+    path: &'static str,
+    op: Op,
+    access: Access,
+    operation_id: &'static str,
+    summary: &'static str,
+    tag: &'static str,
+) -> Route {
+    Route {
+        method,
+        path,
+        op,
+        access,
+        body_limit: 0,
+        rate_limit: match access {
+            Access::User => RateLimit::PerUser,
+            _ => RateLimit::None,
+        },
+        bench: false,
+        operation_id,
+        summary,
+        tag,
+    }
+}
+
+const fn body(mut r: Route, limit: usize) -> Route {
+    r.body_limit = limit;
+    r
+}
+
+const fn per_ip(mut r: Route) -> Route {
+    r.rate_limit = RateLimit::PerIp;
+    r
+}
+
+const fn bench(mut r: Route) -> Route {
+    r.bench = true;
+    r
+}
+
+use Access::{Public, Service, User};
+use Method::{Delete, Get, Post};
+
+/// Every route of the worker.
+pub const ROUTES: &[Route] = &[
+    route(
+        Get,
+        "/healthz",
+        Op::Healthz,
+        Public,
+        "healthz",
+        "Asset versions, IPDB state, missing secrets",
+        "ops",
+    ),
+    route(
+        Get,
+        "/openapi.json",
+        Op::OpenApi,
+        Public,
+        "openapi",
+        "This document",
+        "ops",
+    ),
+    route(
+        Get,
+        "/",
+        Op::Console,
+        Public,
+        "console",
+        "The web console",
+        "ops",
+    ),
+    per_ip(route(
+        Get,
+        "/v1/geo/country",
+        Op::CountryOne,
+        Public,
+        "countryForPoint",
+        "Country at a coordinate",
+        "geo",
+    )),
+    per_ip(body(
+        route(
+            Post,
+            "/v1/geo/country",
+            Op::CountryBatch,
+            Public,
+            "countryForPoints",
+            "Countries of up to 10 000 coordinates",
+            "geo",
+        ),
+        MAX_BATCH_BODY,
+    )),
+    per_ip(route(
+        Get,
+        "/v1/geo/ip",
+        Op::IpOne,
+        Public,
+        "countryForIp",
+        "Country of an IP address",
+        "geo",
+    )),
+    per_ip(body(
+        route(
+            Post,
+            "/v1/geo/ip",
+            Op::IpBatch,
+            Public,
+            "countryForIps",
+            "Countries of up to 10 000 IP addresses",
+            "geo",
+        ),
+        MAX_BATCH_BODY,
+    )),
+    per_ip(route(
+        Get,
+        "/v1/geo/me",
+        Op::Me,
+        Public,
+        "whereAmI",
+        "The caller's country by edge, IPDB and optional coordinates",
+        "geo",
+    )),
+    route(
+        Get,
+        "/v1/notifications",
+        Op::List,
+        User,
+        "listNotifications",
+        "One page of the caller's inbox, newest first",
+        "inbox",
+    ),
+    route(
+        Get,
+        "/v1/notifications/unread-count",
+        Op::UnreadCount,
+        User,
+        "unreadCount",
+        "The caller's unread count",
+        "inbox",
+    ),
+    route(
+        Get,
+        "/v1/notifications/changes",
+        Op::Changes,
+        User,
+        "changes",
+        "Items changed after a revision",
+        "inbox",
+    ),
+    body(
+        route(
+            Post,
+            "/v1/notifications/mark",
+            Op::Mark,
+            User,
+            "mark",
+            "Mark one item or all read, seen or archived",
+            "inbox",
+        ),
+        4 * KIB,
+    ),
+    route(
+        Delete,
+        "/v1/notifications/items/{itemKey}",
+        Op::DeleteItem,
+        User,
+        "deleteItem",
+        "Delete one item",
+        "inbox",
+    ),
+    body(
+        route(
+            Post,
+            "/v1/notifications/events",
+            Op::CreateEvent,
+            Service(Scope::NotifyWrite),
+            "createEvent",
+            "Create or merge a notification",
+            "service",
+        ),
+        64 * KIB,
+    ),
+    body(
+        route(
+            Post,
+            "/v1/notifications/retractions",
+            Op::Retract,
+            Service(Scope::NotifyWrite),
+            "retract",
+            "Remove a sender from an item",
+            "service",
+        ),
+        4 * KIB,
+    ),
+    route(
+        Post,
+        "/v1/admin/indexes",
+        Op::AdminIndexes,
+        Service(Scope::Admin),
+        "ensureIndexes",
+        "Create the collection's indexes (idempotent)",
+        "service",
+    ),
+    bench(route(
+        Get,
+        "/__bench/noop",
+        Op::BenchNoop,
+        Public,
+        "benchNoop",
+        "Trivial endpoint",
+        "bench",
+    )),
+    bench(body(
+        route(
+            Post,
+            "/__bench/geo",
+            Op::BenchGeo,
+            Public,
+            "benchGeo",
+            "Geo lookups in the isolate",
+            "bench",
+        ),
+        MAX_BATCH_BODY,
+    )),
+    bench(route(
+        Get,
+        "/__bench/ip",
+        Op::BenchIp,
+        Public,
+        "benchIp",
+        "IP lookups in the isolate",
+        "bench",
+    )),
+    bench(route(
+        Get,
+        "/__bench/auth",
+        Op::BenchAuth,
+        Public,
+        "benchAuth",
+        "Token verification in the isolate",
+        "bench",
+    )),
+];
+
+/// A matched route and its path parameter, if the pattern has one.
+#[derive(Debug)]
+pub struct Matched {
+    /// The route.
+    pub route: &'static Route,
+    /// The decoded `{…}` segment.
+    pub param: Option<String>,
+}
+
+/// Matches a raw (still percent-encoded) path against a pattern: `None` if it does not fit,
+/// `Some(Err)` if it fits but its parameter segment is not valid UTF-8 once decoded.
+fn match_path(pattern: &str, path: &str) -> Option<Result<Option<String>, ApiError>> {
+    let (mut pat, mut got) = (pattern.split('/'), path.split('/'));
+    let mut param = None;
+    loop {
+        match (pat.next(), got.next()) {
+            (None, None) => return Some(Ok(param)),
+            (Some(p), Some(g)) if p.starts_with('{') => {
+                if g.is_empty() {
+                    return None;
+                }
+                match percent_encoding::percent_decode_str(g).decode_utf8() {
+                    Ok(s) => param = Some(s.into_owned()),
+                    Err(_) => {
+                        return Some(Err(ApiError::bad_request(
+                            "invalid_path",
+                            format!("path segment of {pattern} is not UTF-8 once decoded"),
+                        )))
+                    }
+                }
+            }
+            (Some(p), Some(g)) if p == g => {}
+            _ => return None,
+        }
+    }
+}
+
+/// Methods allowed on a path (empty when no route has it), in table order.
+#[must_use]
+pub fn allowed(path: &str, bench_enabled: bool) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = ROUTES
+        .iter()
+        .filter(|r| bench_enabled || !r.bench)
+        .filter(|r| match_path(r.path, path).is_some())
+        .map(|r| r.method.as_str())
+        .collect();
+    out.dedup();
+    out
+}
+
+/// Finds the route for a request.
+///
+/// # Errors
+/// 404 `not_found` when no route has the path; 405 `method_not_allowed` (its `allow` lists the
+/// methods) when the path exists under other methods; 400 `invalid_path` for a parameter that
+/// is not UTF-8.
+pub fn resolve(method: &str, path: &str, bench_enabled: bool) -> Result<Matched, ApiError> {
+    let m = Method::parse(method);
+    let mut path_known = false;
+    for r in ROUTES.iter().filter(|r| bench_enabled || !r.bench) {
+        let Some(hit) = match_path(r.path, path) else {
+            continue;
+        };
+        path_known = true;
+        if Some(r.method) == m {
+            return Ok(Matched {
+                route: r,
+                param: hit?,
+            });
+        }
+    }
+    if path_known {
+        return Err(ApiError::method_not_allowed(
+            method,
+            &allowed(path, bench_enabled).join(", "),
+        ));
+    }
+    let shown: Cow<'_, str> = if path.len() > 200 {
+        Cow::Owned(format!("{}…", &path[..path.floor_char_boundary(200)]))
+    } else {
+        Cow::Borrowed(path)
+    };
+    Err(ApiError::not_found(&shown))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_is_reachable_and_unique() {
+        for r in ROUTES {
+            let path = r.path.replace("{itemKey}", "k");
+            let m = resolve(r.method.as_str(), &path, true).expect(r.path);
+            assert_eq!(m.route.op, r.op);
+        }
+        for (i, a) in ROUTES.iter().enumerate() {
+            for b in &ROUTES[i + 1..] {
+                assert!(
+                    !(a.method == b.method && a.path == b.path),
+                    "{} {} twice",
+                    a.method.as_str(),
+                    a.path
+                );
+                assert_ne!(a.operation_id, b.operation_id);
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_paths_are_404_and_wrong_methods_405_with_allow() {
+        assert_eq!(resolve("GET", "/nope", false).unwrap_err().status, 404);
+        let e = resolve("PUT", "/v1/geo/country", false).unwrap_err();
+        assert_eq!((e.status, e.allow.as_deref()), (405, Some("GET, POST")));
+        let e = resolve("GET", "/v1/admin/indexes", false).unwrap_err();
+        assert_eq!((e.status, e.allow.as_deref()), (405, Some("POST")));
+        let e = resolve("GET", "/v1/notifications/items/abc", false).unwrap_err();
+        assert_eq!((e.status, e.allow.as_deref()), (405, Some("DELETE")));
+        assert_eq!(
+            resolve("GET", "/v1/admin/other", false).unwrap_err().status,
+            404
+        );
+    }
+
+    #[test]
+    fn bench_routes_exist_only_when_enabled() {
+        assert_eq!(
+            resolve("GET", "/__bench/noop", false).unwrap_err().status,
+            404
+        );
+        assert_eq!(
+            resolve("GET", "/__bench/noop", true).unwrap().route.op,
+            Op::BenchNoop
+        );
+    }
+
+    #[test]
+    fn item_key_is_exactly_one_decoded_segment() {
+        let m = resolve("DELETE", "/v1/notifications/items/post%3A1%2Fa", false).unwrap();
+        assert_eq!(m.param.as_deref(), Some("post:1/a"));
+        // A raw slash is a second segment: no such route.
+        assert_eq!(
+            resolve("DELETE", "/v1/notifications/items/a/b", false)
+                .unwrap_err()
+                .status,
+            404
+        );
+        assert_eq!(
+            resolve("DELETE", "/v1/notifications/items/", false)
+                .unwrap_err()
+                .status,
+            404
+        );
+        let e = resolve("DELETE", "/v1/notifications/items/%FF%FE", false).unwrap_err();
+        assert_eq!((e.status, e.code), (400, "invalid_path"));
+    }
+
+    #[test]
+    fn bodies_only_where_declared_and_users_are_rate_limited() {
+        for r in ROUTES {
+            assert_eq!(
+                r.body_limit > 0,
+                r.method == Method::Post && r.op != Op::AdminIndexes
+            );
+            if r.access == Access::User {
+                assert_eq!(r.rate_limit, RateLimit::PerUser);
+            }
+        }
+    }
+}
