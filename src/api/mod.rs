@@ -6,6 +6,7 @@ pub mod geo;
 pub mod idempotency;
 pub mod ip;
 pub mod notify;
+pub mod openapi;
 pub mod query;
 pub mod routes;
 

@@ -1,0 +1,1013 @@
+//! The OpenAPI 3.1 document, served at `GET /openapi.json`.
+//!
+//! Paths, methods, `operationId`, summary, tag, security, request-body presence and body limits
+//! all come from [`routes::ROUTES`] (bench routes excluded), so the document cannot drift from
+//! the router. What the table cannot say — parameters, body and response schemas, the error
+//! codes an operation can answer — is written per [`Op`] in one exhaustive `match`: adding an
+//! operation does not compile until it is documented here.
+//!
+//! Errors: every 4xx/5xx body is the `Error` schema. Per status, the `code` is narrowed to the
+//! stable codes that status can carry where the set is known from the parsers; statuses whose
+//! codes belong to layers that may grow (authentication, rate limiting, 5xx) only require a
+//! snake_case code. 405 carries `Allow`, 429 and 503 carry `Retry-After`.
+
+use super::routes::{self, Access, Method, Op, RateLimit, Route};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// Codes of one error status: `Some` = exactly these, `None` = any snake_case code.
+type Codes = Option<Vec<&'static str>>;
+
+/// What the route table does not know about an operation.
+struct Detail {
+    /// Longer text for the operation (Markdown).
+    description: &'static str,
+    /// Query, path and header parameters.
+    params: Vec<Value>,
+    /// Request body schema (only for routes with a body limit).
+    request: Option<Value>,
+    /// Success and non-error responses: status → response object.
+    responses: Vec<(u16, Value)>,
+    /// Error statuses and their codes, beyond the ones every route of its kind shares.
+    errors: Vec<(u16, Codes)>,
+}
+
+fn schema_ref(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+fn json_response(description: &str, schema: Value) -> Value {
+    json!({ "description": description, "content": { "application/json": { "schema": schema } } })
+}
+
+fn query(name: &str, required: bool, description: &str, schema: Value) -> Value {
+    json!({ "name": name, "in": "query", "required": required, "description": description, "schema": schema })
+}
+
+fn codes(list: &[&'static str]) -> Codes {
+    Some(list.to_vec())
+}
+
+/// 503 codes of operations that only read the bundled assets.
+const ASSET_503: &[&str] = &["asset_unavailable", "asset_corrupt"];
+/// 503 codes of operations on the notification backends.
+const BACKEND_503: &[&str] = &["backend_unavailable", "duplicate_key", "not_configured"];
+/// Text fields: no control characters (C0, DEL, C1).
+const NO_CONTROLS: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$";
+/// 502: the backend refused a request the worker built (a bug or a misconfiguration).
+const BACKEND_502: &[&str] = &["backend_rejected", "backend_decode"];
+
+fn lat_lon_params(required: bool) -> Vec<Value> {
+    vec![
+        query(
+            "lat",
+            required,
+            "Latitude in degrees (WGS 84).",
+            json!({ "type": "number", "minimum": -90, "maximum": 90 }),
+        ),
+        query(
+            "lon",
+            required,
+            "Longitude in degrees (WGS 84); `lng` is accepted as an alias.",
+            json!({ "type": "number", "minimum": -180, "maximum": 180 }),
+        ),
+    ]
+}
+
+fn idempotency_key_param() -> Value {
+    json!({
+        "name": "Idempotency-Key",
+        "in": "header",
+        "required": false,
+        "description": "Replays the first answer for the same key and body (24 h); another body → 422 `idempotency_key_reused`; while the first runs → 409 `idempotency_in_flight`.",
+        "schema": { "type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$" },
+    })
+}
+
+fn replayed_header() -> Value {
+    json!({
+        "Idempotent-Replayed": {
+            "description": "`true` when this answer is a replay of an earlier request with the same Idempotency-Key.",
+            "schema": { "type": "string", "enum": ["true"] },
+        }
+    })
+}
+
+fn list_limit(default: u32) -> Value {
+    json!({ "type": "integer", "minimum": 1, "maximum": crate::notify::MAX_PAGE, "default": default })
+}
+
+fn boolean_param() -> Value {
+    json!({ "type": "string", "enum": ["true", "false", "1", "0"] })
+}
+
+#[allow(clippy::too_many_lines)]
+fn detail(op: Op) -> Detail {
+    let none = || Detail {
+        description: "",
+        params: vec![],
+        request: None,
+        responses: vec![],
+        errors: vec![],
+    };
+    match op {
+        Op::Healthz => Detail {
+            description: "200 when the geo index opens, else 503 with the same body (`status: degraded`) so load balancers and humans read one shape.",
+            responses: vec![
+                (200, json_response("Healthy", schema_ref("Health"))),
+                (503, json_response("Degraded: the same health body, not an Error", schema_ref("Health"))),
+            ],
+            ..none()
+        },
+        Op::OpenApi => Detail {
+            description: "The OpenAPI 3.1 document, built from the worker's route table.",
+            responses: vec![(
+                200,
+                json_response(
+                    "This document",
+                    json!({ "type": "object", "required": ["openapi", "info", "paths"] }),
+                ),
+            )],
+            ..none()
+        },
+        Op::Console => Detail {
+            description: "A small static web console.",
+            responses: vec![(
+                200,
+                json!({ "description": "HTML", "content": { "text/html": { "schema": { "type": "string" } } } }),
+            )],
+            errors: vec![(503, codes(ASSET_503))],
+            ..none()
+        },
+        Op::CountryOne => Detail {
+            description: "Maritime boundaries: `country` is null on the open sea.",
+            params: lat_lon_params(true),
+            responses: vec![(200, json_response("The point and its country", schema_ref("PointResult")))],
+            errors: vec![
+                (400, codes(&["missing_parameter", "invalid_number", "invalid_coordinate"])),
+                (503, codes(ASSET_503)),
+            ],
+            ..none()
+        },
+        Op::CountryBatch => Detail {
+            description: "Points as `{lat, lon}` objects or `[lat, lon]` pairs; answers in request order.",
+            request: Some(json!({
+                "type": "object",
+                "required": ["points"],
+                "additionalProperties": false,
+                "properties": {
+                    "points": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": super::geo::MAX_BATCH_POINTS,
+                        "items": {
+                            "oneOf": [
+                                {
+                                    "type": "object",
+                                    "required": ["lat", "lon"],
+                                    "properties": {
+                                        "lat": { "type": "number", "minimum": -90, "maximum": 90 },
+                                        "lon": { "type": "number", "minimum": -180, "maximum": 180 },
+                                    },
+                                },
+                                {
+                                    "type": "array",
+                                    "prefixItems": [
+                                        { "type": "number", "minimum": -90, "maximum": 90 },
+                                        { "type": "number", "minimum": -180, "maximum": 180 },
+                                    ],
+                                    "minItems": 2,
+                                    "maxItems": 2,
+                                },
+                            ],
+                        },
+                    },
+                },
+            })),
+            responses: vec![(
+                200,
+                json_response(
+                    "One country (or null) per point, in order",
+                    json!({
+                        "type": "object",
+                        "required": ["results"],
+                        "properties": {
+                            "results": { "type": "array", "items": { "oneOf": [schema_ref("Country"), { "type": "null" }] } },
+                        },
+                    }),
+                ),
+            )],
+            errors: vec![
+                (400, codes(&["invalid_json", "empty_batch", "batch_too_large", "invalid_point"])),
+                (503, codes(ASSET_503)),
+            ],
+            ..none()
+        },
+        Op::IpOne => Detail {
+            description: "`reason` says why `country` is null: `not_found`, or the reserved range (`private`, `loopback`, …).",
+            params: vec![query(
+                "ip",
+                true,
+                "IPv4 or IPv6 address (no zone id).",
+                json!({ "type": "string" }),
+            )],
+            responses: vec![(200, json_response("The address's country", schema_ref("IpLookup")))],
+            errors: vec![
+                (400, codes(&["missing_parameter", "invalid_ip", "ip_zone_not_supported"])),
+                (503, codes(ASSET_503)),
+            ],
+            ..none()
+        },
+        Op::IpBatch => Detail {
+            description: "Answers in request order, with the database version once.",
+            request: Some(json!({
+                "type": "object",
+                "required": ["ips"],
+                "additionalProperties": false,
+                "properties": {
+                    "ips": {
+                        "type": "array",
+                        "minItems": 1,
+                        "maxItems": super::ip::MAX_BATCH_IPS,
+                        "items": { "type": "string" },
+                    },
+                },
+            })),
+            responses: vec![(
+                200,
+                json_response(
+                    "One answer per address, in order",
+                    json!({
+                        "type": "object",
+                        "required": ["results", "ipdb"],
+                        "properties": {
+                            "results": { "type": "array", "items": schema_ref("IpResult") },
+                            "ipdb": schema_ref("Ipdb"),
+                        },
+                    }),
+                ),
+            )],
+            errors: vec![
+                (400, codes(&["invalid_json", "empty_batch", "batch_too_large", "invalid_ip", "ip_zone_not_supported"])),
+                (503, codes(ASSET_503)),
+            ],
+            ..none()
+        },
+        Op::Me => Detail {
+            description: "`request.cf.country`, the IPDB answer for `CF-Connecting-IP`, optionally the coordinates' country, and whether the sources that answered agree (null with fewer than two).",
+            params: lat_lon_params(false),
+            responses: vec![(200, json_response("What each source says", schema_ref("Me")))],
+            errors: vec![
+                (400, codes(&["missing_parameter", "invalid_number", "invalid_coordinate"])),
+                (503, codes(ASSET_503)),
+            ],
+            ..none()
+        },
+        Op::List => Detail {
+            description: "Newest first; pass `nextCursor` back as `cursor` for the next page (null on the last).",
+            params: vec![
+                query("limit", false, "Page size.", list_limit(20)),
+                query("cursor", false, "`nextCursor` of the previous page.", json!({ "type": "string" })),
+                query("category", false, "Only this `categoryType`.", json!({ "type": "string" })),
+                query("unread", false, "Only unread items.", boolean_param()),
+                query("archived", false, "Archived items instead of the inbox.", boolean_param()),
+            ],
+            responses: vec![(200, json_response("One page", schema_ref("Page")))],
+            errors: vec![
+                (400, codes(&["invalid_parameter", "invalid_cursor"])),
+                (502, codes(BACKEND_502)),
+                (503, codes(BACKEND_503)),
+            ],
+            ..none()
+        },
+        Op::UnreadCount => Detail {
+            params: vec![query("category", false, "Only this `categoryType`.", json!({ "type": "string" }))],
+            responses: vec![(
+                200,
+                json_response(
+                    "Unread items",
+                    json!({ "type": "object", "required": ["unread"], "properties": { "unread": { "type": "integer", "minimum": 0 } } }),
+                ),
+            )],
+            errors: vec![(502, codes(BACKEND_502)), (503, codes(BACKEND_503))],
+            ..none()
+        },
+        Op::Changes => Detail {
+            description: "Items whose revision is greater than `since`, for clients that cache; `revision` is the highest returned (or `since`).",
+            params: vec![
+                query("since", true, "A revision from an earlier answer (0 for everything).", json!({ "type": "integer" })),
+                query("limit", false, "Most items returned.", list_limit(crate::notify::MAX_PAGE)),
+            ],
+            responses: vec![(
+                200,
+                json_response(
+                    "Changed items",
+                    json!({
+                        "type": "object",
+                        "required": ["items", "revision"],
+                        "properties": {
+                            "items": { "type": "array", "items": schema_ref("Notification") },
+                            "revision": { "type": "integer" },
+                        },
+                    }),
+                ),
+            )],
+            errors: vec![
+                (400, codes(&["missing_parameter", "invalid_parameter"])),
+                (502, codes(BACKEND_502)),
+                (503, codes(BACKEND_503)),
+            ],
+            ..none()
+        },
+        Op::Mark => Detail {
+            description: "Exactly one of `itemKey` or `all: true`.",
+            request: Some(json!({
+                "type": "object",
+                "required": ["flag"],
+                "additionalProperties": false,
+                "properties": {
+                    "itemKey": { "type": "string" },
+                    "all": { "type": "boolean" },
+                    "flag": { "type": "string", "enum": ["read", "seen", "archived"] },
+                    "value": { "type": "boolean", "default": true },
+                },
+            })),
+            responses: vec![(
+                200,
+                json_response(
+                    "Items changed",
+                    json!({ "type": "object", "required": ["updated"], "properties": { "updated": { "type": "integer", "minimum": 0 } } }),
+                ),
+            )],
+            errors: vec![
+                (400, codes(&["invalid_json", "invalid_flag", "invalid_target"])),
+                (502, codes(BACKEND_502)),
+                (503, codes(BACKEND_503)),
+            ],
+            ..none()
+        },
+        Op::DeleteItem => Detail {
+            params: vec![json!({
+                "name": "itemKey",
+                "in": "path",
+                "required": true,
+                "description": "The item's key, percent-encoded as one path segment.",
+                "schema": { "type": "string", "minLength": 1 },
+            })],
+            responses: vec![(
+                200,
+                json_response(
+                    "Deleted",
+                    json!({ "type": "object", "required": ["deleted"], "properties": { "deleted": { "const": true } } }),
+                ),
+            )],
+            errors: vec![
+                (400, codes(&["invalid_path"])),
+                (404, codes(&["not_found"])),
+                (502, codes(BACKEND_502)),
+                (503, codes(BACKEND_503)),
+            ],
+            ..none()
+        },
+        Op::CreateEvent => Detail {
+            description: "Events with the same (owner, itemKey) merge into one item; `eventId` de-duplicates redeliveries.",
+            params: vec![idempotency_key_param()],
+            request: Some(schema_ref("NewEvent")),
+            responses: vec![
+                (
+                    201,
+                    json!({
+                        "description": "A new item",
+                        "headers": replayed_header(),
+                        "content": { "application/json": { "schema": {
+                            "type": "object",
+                            "required": ["status", "notificationId"],
+                            "properties": {
+                                "status": { "const": "created" },
+                                "notificationId": { "type": "string" },
+                            },
+                        } } },
+                    }),
+                ),
+                (
+                    200,
+                    json!({
+                        "description": "Merged into an existing item, already applied, or a duplicate event id",
+                        "headers": replayed_header(),
+                        "content": { "application/json": { "schema": {
+                            "type": "object",
+                            "required": ["status"],
+                            "properties": {
+                                "status": { "enum": ["merged", "already_applied", "duplicate"] },
+                                "notificationId": { "type": "string" },
+                            },
+                        } } },
+                    }),
+                ),
+            ],
+            errors: vec![
+                (400, codes(&["invalid_json", "invalid_idempotency_key"])),
+                (409, codes(&["idempotency_in_flight"])),
+                (
+                    422,
+                    codes(&[
+                        "missing_field",
+                        "field_too_long",
+                        "invalid_characters",
+                        "unknown_category",
+                        "time_out_of_range",
+                        "idempotency_key_reused",
+                    ]),
+                ),
+                (502, codes(BACKEND_502)),
+                (503, codes(BACKEND_503)),
+            ],
+            ..none()
+        },
+        Op::Retract => Detail {
+            params: vec![idempotency_key_param()],
+            request: Some(json!({
+                "type": "object",
+                "required": ["owner", "itemKey", "senderId"],
+                "additionalProperties": false,
+                "properties": {
+                    "owner": { "type": "string" },
+                    "itemKey": { "type": "string" },
+                    "senderId": { "type": "string" },
+                },
+            })),
+            responses: vec![(
+                200,
+                json!({
+                    "description": "`updated` (other senders remain), `deleted` (it was the last), or `not_found`",
+                    "headers": replayed_header(),
+                    "content": { "application/json": { "schema": {
+                        "type": "object",
+                        "required": ["status"],
+                        "properties": { "status": { "enum": ["updated", "deleted", "not_found"] } },
+                    } } },
+                }),
+            )],
+            errors: vec![
+                (400, codes(&["invalid_json", "invalid_idempotency_key"])),
+                (409, codes(&["idempotency_in_flight"])),
+                (
+                    422,
+                    codes(&[
+                        "missing_field",
+                        "field_too_long",
+                        "invalid_characters",
+                        "idempotency_key_reused",
+                    ]),
+                ),
+                (502, codes(BACKEND_502)),
+                (503, codes(BACKEND_503)),
+            ],
+            ..none()
+        },
+        Op::AdminIndexes => Detail {
+            description: "Idempotent; run once per deploy.",
+            responses: vec![(
+                200,
+                json_response(
+                    "Index names",
+                    json!({ "type": "object", "required": ["indexes"], "properties": { "indexes": { "type": "array", "items": { "type": "string" } } } }),
+                ),
+            )],
+            errors: vec![(502, codes(BACKEND_502)), (503, codes(BACKEND_503))],
+            ..none()
+        },
+        Op::BenchNoop | Op::BenchGeo | Op::BenchIp | Op::BenchAuth => none(),
+    }
+}
+
+/// Merges `add` into the codes of `status` (`None` absorbs everything).
+fn add_codes(errors: &mut BTreeMap<u16, Codes>, status: u16, add: Codes) {
+    match (errors.get_mut(&status), add) {
+        (None, add) => {
+            errors.insert(status, add);
+        }
+        (Some(slot), None) => *slot = None,
+        (Some(None), Some(_)) => {}
+        (Some(Some(have)), Some(more)) => {
+            for c in more {
+                if !have.contains(&c) {
+                    have.push(c);
+                }
+            }
+        }
+    }
+}
+
+fn error_description(status: u16) -> &'static str {
+    match status {
+        400 => "Bad request",
+        401 => "Missing or invalid credentials",
+        403 => "The service key lacks the operation's scope",
+        404 => "Not found",
+        405 => "Method not allowed",
+        409 => "Conflict",
+        413 => "Body larger than the operation's limit",
+        422 => "Well-formed but invalid",
+        429 => "Rate limited",
+        500 => "Internal error",
+        502 => "The backend refused a request",
+        503 => "Unavailable; retry after `Retry-After` seconds",
+        _ => "Error",
+    }
+}
+
+fn retry_after_header() -> Value {
+    json!({
+        "Retry-After": {
+            "description": "Seconds to wait before retrying.",
+            "required": true,
+            "schema": { "type": "string", "pattern": "^[0-9]+$" },
+        }
+    })
+}
+
+fn error_response(status: u16, codes: &Codes) -> Value {
+    let schema = match codes {
+        None => schema_ref("Error"),
+        Some(c) => json!({
+            "allOf": [
+                schema_ref("Error"),
+                { "properties": { "error": { "properties": { "code": { "enum": c } } } } },
+            ],
+        }),
+    };
+    let mut r = json!({
+        "description": error_description(status),
+        "content": { "application/json": { "schema": schema } },
+    });
+    if matches!(status, 429 | 503) {
+        r["headers"] = retry_after_header();
+    }
+    r
+}
+
+/// Errors every route of its kind can answer, from the route table.
+fn shared_errors(r: &Route) -> BTreeMap<u16, Codes> {
+    let mut e = BTreeMap::new();
+    if r.body_limit > 0 {
+        add_codes(&mut e, 400, codes(&["unreadable_body"]));
+        add_codes(&mut e, 413, codes(&["payload_too_large"]));
+    }
+    match r.access {
+        Access::Public => {}
+        // Codes of the authentication layer are not pinned: it may say why (expired, audience…).
+        Access::User => add_codes(&mut e, 401, None),
+        Access::Service(_) => {
+            add_codes(&mut e, 401, None);
+            add_codes(&mut e, 403, None);
+        }
+    }
+    if r.access != Access::Public {
+        // Authentication itself can be unconfigured (no key, no JWKS).
+        add_codes(&mut e, 503, codes(&["not_configured"]));
+    }
+    if r.rate_limit != RateLimit::None {
+        add_codes(&mut e, 429, None);
+    }
+    add_codes(&mut e, 500, None);
+    e
+}
+
+fn security(access: Access) -> Value {
+    match access {
+        Access::Public => json!([]),
+        Access::User => json!([{ "userToken": [] }]),
+        Access::Service(scope) => json!([{ "serviceKey": [scope.as_str()] }]),
+    }
+}
+
+fn operation(r: &Route) -> Value {
+    let d = detail(r.op);
+    let mut op = Map::new();
+    op.insert("operationId".into(), r.operation_id.into());
+    op.insert("summary".into(), r.summary.into());
+    if !d.description.is_empty() {
+        op.insert("description".into(), d.description.into());
+    }
+    op.insert("tags".into(), json!([r.tag]));
+    op.insert("security".into(), security(r.access));
+    if let Access::Service(scope) = r.access {
+        op.insert("x-scope".into(), scope.as_str().into());
+    }
+    if r.rate_limit != RateLimit::None {
+        let by = match r.rate_limit {
+            RateLimit::PerIp => "ip",
+            _ => "user",
+        };
+        op.insert("x-rate-limit".into(), by.into());
+    }
+    if !d.params.is_empty() {
+        op.insert("parameters".into(), Value::Array(d.params));
+    }
+    if r.body_limit > 0 {
+        let schema = d.request.unwrap_or_else(|| json!({ "type": "object" }));
+        op.insert(
+            "requestBody".into(),
+            json!({
+                "required": true,
+                "description": format!("JSON, at most {} bytes (larger → 413 `payload_too_large`).", r.body_limit),
+                "content": { "application/json": { "schema": schema } },
+            }),
+        );
+        op.insert("x-max-body-bytes".into(), r.body_limit.into());
+    }
+    let mut responses = Map::new();
+    for (status, resp) in d.responses {
+        responses.insert(status.to_string(), resp);
+    }
+    let mut errors = shared_errors(r);
+    for (status, c) in d.errors {
+        add_codes(&mut errors, status, c);
+    }
+    for (status, c) in &errors {
+        // A documented non-error answer of the same status (healthz's 503) wins.
+        responses
+            .entry(status.to_string())
+            .or_insert_with(|| error_response(*status, c));
+    }
+    op.insert("responses".into(), Value::Object(responses));
+    Value::Object(op)
+}
+
+fn method_key(m: Method) -> &'static str {
+    match m {
+        Method::Get => "get",
+        Method::Post => "post",
+        Method::Delete => "delete",
+    }
+}
+
+#[allow(clippy::too_many_lines)]
+fn components() -> Value {
+    let nullable_string = json!({ "type": ["string", "null"] });
+    let text = |max: usize| json!({ "type": "string", "minLength": 1, "maxLength": max, "pattern": NO_CONTROLS });
+    let ident = |max: usize| json!({ "type": "string", "minLength": 1, "maxLength": max, "pattern": "^[A-Za-z0-9_.-]+$" });
+    let url = json!({ "type": ["string", "null"], "minLength": 1, "maxLength": 512, "pattern": "^[^\\s\\u0000-\\u001F\\u007F-\\u009F]+$" });
+    let categories = crate::notify::NotifyConfig::default().categories;
+    json!({
+        "securitySchemes": {
+            "userToken": {
+                "type": "http",
+                "scheme": "bearer",
+                "bearerFormat": "JWT",
+                "description": "A user's token; the notification owner is its `sub`.",
+            },
+            "serviceKey": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "A service key; each operation names the scope it needs (`notify:write`, `admin`).",
+            },
+        },
+        "responses": {
+            "NotFound": error_response(404, &codes(&["not_found"])),
+            "MethodNotAllowed": {
+                "description": "The path exists under other methods, listed in `Allow`",
+                "headers": {
+                    "Allow": {
+                        "description": "Comma-separated methods of this path.",
+                        "required": true,
+                        "schema": { "type": "string", "pattern": "^[A-Z]+(, [A-Z]+)*$" },
+                    },
+                },
+                "content": { "application/json": { "schema": {
+                    "allOf": [
+                        schema_ref("Error"),
+                        { "properties": { "error": { "properties": { "code": { "const": "method_not_allowed" } } } } },
+                    ],
+                } } },
+            },
+        },
+        "schemas": {
+            "Error": {
+                "type": "object",
+                "required": ["error"],
+                "properties": {
+                    "error": {
+                        "type": "object",
+                        "required": ["code", "message"],
+                        "properties": {
+                            "code": { "type": "string", "pattern": "^[a-z][a-z0-9_]*$", "description": "Stable; clients switch on it." },
+                            "message": { "type": "string", "description": "Human-readable; may change." },
+                        },
+                    },
+                },
+            },
+            "Country": {
+                "type": "object",
+                "required": ["alpha2", "alpha3"],
+                "properties": {
+                    "alpha2": { "type": "string", "pattern": "^[A-Z]{2}$" },
+                    "alpha3": { "type": "string", "pattern": "^[A-Z]{3}$" },
+                },
+            },
+            "PointResult": {
+                "type": "object",
+                "required": ["lat", "lon", "country"],
+                "properties": {
+                    "lat": { "type": "number", "minimum": -90, "maximum": 90 },
+                    "lon": { "type": "number", "minimum": -180, "maximum": 180 },
+                    "country": { "description": "null on the open sea", "oneOf": [schema_ref("Country"), { "type": "null" }] },
+                },
+            },
+            "Ipdb": {
+                "type": "object",
+                "required": ["version", "source"],
+                "properties": {
+                    "version": { "type": "string" },
+                    "source": { "type": "string", "description": "`bundled`, or where a hot-swapped database came from" },
+                },
+            },
+            "IpResult": {
+                "type": "object",
+                "required": ["ip", "country", "reason"],
+                "properties": {
+                    "ip": { "type": "string" },
+                    "country": { "type": ["string", "null"], "pattern": "^[A-Z0-9]{2}$" },
+                    "reason": {
+                        "type": ["string", "null"],
+                        "description": "Why `country` is null: `not_found` or a reserved range (`private`, `loopback`, …); null when it is not",
+                    },
+                },
+            },
+            "IpLookup": {
+                "allOf": [
+                    schema_ref("IpResult"),
+                    { "type": "object", "required": ["ipdb"], "properties": { "ipdb": schema_ref("Ipdb") } },
+                ],
+            },
+            "Me": {
+                "type": "object",
+                "required": ["cf_country", "ip", "coordinates", "agree", "sources", "ipdb"],
+                "properties": {
+                    "cf_country": { "type": ["string", "null"], "description": "`request.cf.country` (`T1` = Tor)" },
+                    "ip": { "oneOf": [schema_ref("IpResult"), { "type": "null" }], "description": "The IPDB answer for `CF-Connecting-IP`" },
+                    "coordinates": { "oneOf": [schema_ref("PointResult"), { "type": "null" }] },
+                    "agree": { "type": ["boolean", "null"] },
+                    "sources": { "type": "integer", "minimum": 0, "maximum": 3 },
+                    "ipdb": schema_ref("Ipdb"),
+                },
+            },
+            "Health": {
+                "type": "object",
+                "required": ["status", "geo", "ipdb", "secrets", "assets"],
+                "properties": {
+                    "status": { "enum": ["ok", "degraded"] },
+                    "geo": {
+                        "type": "object",
+                        "required": ["status"],
+                        "properties": { "status": { "enum": ["ok", "unavailable"] } },
+                    },
+                    "ipdb": {
+                        "type": "object",
+                        "required": ["loaded", "version", "source"],
+                        "properties": {
+                            "loaded": { "type": "boolean" },
+                            "version": nullable_string,
+                            "source": nullable_string,
+                        },
+                    },
+                    "secrets": {
+                        "type": "object",
+                        "required": ["missing"],
+                        "properties": { "missing": { "type": "array", "items": { "type": "string" } } },
+                    },
+                    "assets": { "type": "object" },
+                },
+            },
+            "NewEvent": {
+                "type": "object",
+                "required": ["owner", "itemKey", "serviceType", "categoryType", "notificationType", "templateType", "eventId", "sender", "createdTimeMsec"],
+                "description": "Lengths are limits in UTF-8 bytes; a violated rule answers 422 with the field's name.",
+                "properties": {
+                    "owner": text(128),
+                    "itemKey": text(256),
+                    "serviceType": ident(64),
+                    "categoryType": { "enum": categories },
+                    "notificationType": ident(64),
+                    "templateType": ident(64),
+                    "eventId": text(128),
+                    "sender": {
+                        "type": "object",
+                        "required": ["id", "name"],
+                        "properties": {
+                            "id": text(128),
+                            "name": text(100),
+                            "avatar": url,
+                        },
+                    },
+                    "landing": url,
+                    "messageArguments": {
+                        "type": "object",
+                        "maxProperties": 16,
+                        "propertyNames": { "pattern": "^[A-Za-z0-9_.-]{1,32}$" },
+                        "additionalProperties": { "type": "string", "maxLength": 256, "pattern": NO_CONTROLS },
+                    },
+                    "createdTimeMsec": { "type": "integer", "minimum": 1, "description": "Event time, ms since the epoch (at most 5 minutes ahead)" },
+                },
+            },
+            "Origin": {
+                "type": "object",
+                "required": ["senderId", "name", "createdTimeMsec"],
+                "properties": {
+                    "senderId": { "type": "string" },
+                    "name": { "type": "string" },
+                    "avatar": { "type": "string" },
+                    "landing": { "type": "string" },
+                    "createdTimeMsec": { "type": "integer" },
+                },
+            },
+            "Notification": {
+                "type": "object",
+                "required": [
+                    "notificationId", "itemKey", "serviceType", "categoryType", "notificationType", "templateType",
+                    "createdTimeMsec", "expireAtMsec", "revision", "originsCount", "origins",
+                    "read", "seen", "archived", "landing", "messageArguments", "summary",
+                ],
+                "properties": {
+                    "notificationId": { "type": "string" },
+                    "itemKey": { "type": "string" },
+                    "serviceType": { "type": "string" },
+                    "categoryType": { "type": "string" },
+                    "notificationType": { "type": "string" },
+                    "templateType": { "type": "string" },
+                    "createdTimeMsec": { "type": "integer" },
+                    "expireAtMsec": { "type": "integer" },
+                    "revision": { "type": "integer" },
+                    "originsCount": { "type": "integer", "minimum": 0 },
+                    "origins": { "type": "array", "items": schema_ref("Origin"), "description": "Newest first; the first few" },
+                    "read": { "type": "boolean" },
+                    "seen": { "type": "boolean" },
+                    "archived": { "type": "boolean" },
+                    "landing": { "type": ["string", "null"] },
+                    "messageArguments": { "type": "object", "additionalProperties": { "type": "string" } },
+                    "summary": { "type": ["string", "null"], "description": "\"Ana and 3 others liked your post\"" },
+                },
+            },
+            "Page": {
+                "type": "object",
+                "required": ["items", "nextCursor"],
+                "properties": {
+                    "items": { "type": "array", "items": schema_ref("Notification") },
+                    "nextCursor": { "type": ["string", "null"] },
+                },
+            },
+        },
+    })
+}
+
+/// The OpenAPI 3.1 document of every non-bench route.
+#[must_use]
+pub fn document() -> Value {
+    let mut paths = Map::new();
+    for r in routes::ROUTES.iter().filter(|r| !r.bench) {
+        let item = paths.entry(r.path.to_owned()).or_insert_with(|| json!({}));
+        item[method_key(r.method)] = operation(r);
+    }
+    let mut tags: Vec<&str> = Vec::new();
+    for r in routes::ROUTES.iter().filter(|r| !r.bench) {
+        if !tags.contains(&r.tag) {
+            tags.push(r.tag);
+        }
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "edge-geo-notify",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Geo lookups at the edge and a notification center. Every 4xx/5xx body is `{\"error\":{\"code\",\"message\"}}` with a stable `code` (except `/healthz`'s 503, which is the health body). An unknown path answers 404 (`#/components/responses/NotFound`); a known path under another method 405 with `Allow` (`#/components/responses/MethodNotAllowed`).",
+            "license": { "name": "Apache-2.0", "identifier": "Apache-2.0" },
+        },
+        "tags": tags.iter().map(|t| json!({ "name": t })).collect::<Vec<_>>(),
+        "paths": paths,
+        "components": components(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn operations(doc: &Value) -> Vec<(String, String, &Value)> {
+        let mut out = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                out.push((path.clone(), method.clone(), op));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_non_bench_route_once_and_no_bench_route() {
+        let doc = document();
+        assert_eq!(doc["openapi"], "3.1.0");
+        let ops = operations(&doc);
+        for r in routes::ROUTES {
+            let hits: Vec<_> = ops
+                .iter()
+                .filter(|(_, _, op)| op["operationId"] == r.operation_id)
+                .collect();
+            if r.bench {
+                assert!(hits.is_empty(), "bench route {} documented", r.path);
+                assert!(doc["paths"].get(r.path).is_none());
+                continue;
+            }
+            assert_eq!(
+                hits.len(),
+                1,
+                "{} documented {} times",
+                r.operation_id,
+                hits.len()
+            );
+            let (path, method, op) = hits[0];
+            assert_eq!(
+                (path.as_str(), method.as_str()),
+                (r.path, method_key(r.method))
+            );
+            assert_eq!(op["summary"], r.summary);
+            assert_eq!(op["tags"], json!([r.tag]));
+            assert_eq!(
+                op.get("requestBody").is_some(),
+                r.body_limit > 0,
+                "{}",
+                r.path
+            );
+        }
+        assert_eq!(
+            ops.len(),
+            routes::ROUTES.iter().filter(|r| !r.bench).count()
+        );
+        // Valid JSON text that reads back as the same document.
+        let text = serde_json::to_string(&doc).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), doc);
+    }
+
+    #[test]
+    fn security_follows_access() {
+        let doc = document();
+        for r in routes::ROUTES.iter().filter(|r| !r.bench) {
+            let op = &doc["paths"][r.path][method_key(r.method)];
+            let want = match r.access {
+                Access::Public => json!([]),
+                Access::User => json!([{ "userToken": [] }]),
+                Access::Service(s) => json!([{ "serviceKey": [s.as_str()] }]),
+            };
+            assert_eq!(op["security"], want, "{}", r.path);
+            assert_eq!(
+                op["responses"].get("401").is_some(),
+                r.access != Access::Public
+            );
+        }
+        let schemes = &doc["components"]["securitySchemes"];
+        assert_eq!(schemes["userToken"]["bearerFormat"], "JWT");
+        assert_eq!(schemes["serviceKey"]["scheme"], "bearer");
+    }
+
+    #[test]
+    fn errors_are_error_bodies_with_their_headers() {
+        let doc = document();
+        for (path, _, op) in operations(&doc) {
+            for (status, resp) in op["responses"].as_object().unwrap() {
+                let s: u16 = status.parse().unwrap();
+                if s < 400 || path == "/healthz" {
+                    continue;
+                }
+                let schema = &resp["content"]["application/json"]["schema"];
+                let text = schema.to_string();
+                assert!(text.contains("#/components/schemas/Error"), "{path} {s}");
+                let has_retry = resp["headers"].get("Retry-After").is_some();
+                assert_eq!(has_retry, s == 429 || s == 503, "{path} {s}");
+            }
+        }
+        assert!(
+            doc["components"]["responses"]["MethodNotAllowed"]["headers"]
+                .get("Allow")
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn every_reference_resolves() {
+        fn walk(v: &Value, doc: &Value) {
+            match v {
+                Value::Object(m) => {
+                    if let Some(Value::String(r)) = m.get("$ref") {
+                        let ptr = r.strip_prefix('#').expect("local ref");
+                        assert!(doc.pointer(ptr).is_some(), "dangling {r}");
+                    }
+                    m.values().for_each(|x| walk(x, doc));
+                }
+                Value::Array(a) => a.iter().for_each(|x| walk(x, doc)),
+                _ => {}
+            }
+        }
+        let doc = document();
+        walk(&doc, &doc);
+    }
+}
