@@ -1010,4 +1010,14 @@ mod tests {
         let doc = document();
         walk(&doc, &doc);
     }
+
+    /// `OPENAPI_OUT=path cargo test --lib write_document` writes the document for tools that
+    /// cannot ask a running worker (the worker serves the same value at `/openapi.json`).
+    #[test]
+    fn write_document() {
+        if let Ok(path) = std::env::var("OPENAPI_OUT") {
+            let text = serde_json::to_string_pretty(&document()).unwrap();
+            std::fs::write(&path, text + "\n").unwrap();
+        }
+    }
 }
