@@ -556,16 +556,21 @@ fn shared_errors(r: &Route) -> BTreeMap<u16, Codes> {
     }
     match r.access {
         Access::Public => {}
-        // Codes of the authentication layer are not pinned: it may say why (expired, audience…).
+        // 401 codes are not pinned: the authentication layer says why (`unauthorized`,
+        // `invalid_token`, `token_expired`, `invalid_signature`, `invalid_service_key`, …).
         Access::User => add_codes(&mut e, 401, None),
         Access::Service(_) => {
             add_codes(&mut e, 401, None);
-            add_codes(&mut e, 403, None);
+            add_codes(&mut e, 403, codes(&["insufficient_scope"]));
         }
     }
     if r.access != Access::Public {
-        // Authentication itself can be unconfigured (no key, no JWKS).
-        add_codes(&mut e, 503, codes(&["not_configured"]));
+        // Authentication can be unconfigured, or its signing keys unreachable.
+        add_codes(&mut e, 503, codes(&["not_configured", "auth_unavailable"]));
+    }
+    if r.op != Op::Healthz {
+        // A configuration value the worker cannot use (named in /healthz).
+        add_codes(&mut e, 503, codes(&["config_invalid"]));
     }
     if r.rate_limit != RateLimit::None {
         add_codes(&mut e, 429, None);
