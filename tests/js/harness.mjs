@@ -3,8 +3,56 @@
 import { Miniflare } from "miniflare";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
+import { readFileSync } from "node:fs";
+import { compileText } from "./openapi.mjs";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+// Every answer a test receives from a started worker is validated against the worker's own
+// OpenAPI document (tests/js/openapi.mjs): `fetch` is wrapped once, and a request whose URL is
+// under a running worker's base has its response checked before the test sees it; a violation
+// rejects that fetch, so the test that caused it fails. `/__bench/*` and `/openapi.json` itself
+// are not checked. OPENAPI_VALIDATE=0 turns this off.
+const realFetch = globalThis.fetch;
+const validators = new Map(); // base URL → compiled document
+
+function validatorFor(url) {
+  for (const [base, v] of validators) {
+    if (url === base || url.startsWith(`${base}/`) || url.startsWith(`${base}?`)) return v;
+  }
+  return null;
+}
+
+async function validatingFetch(input, init) {
+  const res = await realFetch(input, init);
+  const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+  const v = validatorFor(url);
+  if (!v) return res;
+  const { pathname } = new URL(url);
+  if (pathname.startsWith("/__bench/") || pathname === "/openapi.json") return res;
+  const method = init?.method ?? (input instanceof Request ? input.method : "GET");
+  const text = await res.clone().text();
+  v.validateResponse(method, url, res.status, res.headers, text);
+  return res;
+}
+
+async function validateAnswers(base) {
+  if (process.env.OPENAPI_VALIDATE === "0") return;
+  let v;
+  const r = await realFetch(`${base}/openapi.json`);
+  const text = await r.text();
+  if (r.status === 200) {
+    v = compileText(text);
+  } else if (process.env.OPENAPI_DOC) {
+    // Until the worker serves the document: OPENAPI_OUT=… cargo test --lib write_document.
+    v = compileText(readFileSync(process.env.OPENAPI_DOC, "utf8"));
+  } else {
+    console.warn(`# OpenAPI validation OFF: ${base}/openapi.json answered ${r.status} and OPENAPI_DOC is unset`);
+    return;
+  }
+  validators.set(base, v);
+  globalThis.fetch = validatingFetch;
+}
 
 export async function startWorker({ assetsDir = path.join(ROOT, "assets"), bindings = {} } = {}) {
   // Node 22's fetch pools connections; workerd closes idle ones, so tests use fresh ones.
@@ -29,6 +77,7 @@ export async function startWorker({ assetsDir = path.join(ROOT, "assets"), bindi
   });
   const url = await mf.ready;
   const base = url.href.replace(/\/$/, "");
+  await validateAnswers(base);
   return {
     mf,
     base,
@@ -47,6 +96,6 @@ export async function startWorker({ assetsDir = path.join(ROOT, "assets"), bindi
       try { json = JSON.parse(text); } catch { json = text; }
       return { status: r.status, headers: r.headers, body: json };
     },
-    async stop() { await mf.dispose(); },
+    async stop() { validators.delete(base); await mf.dispose(); },
   };
 }

@@ -171,11 +171,16 @@ export function compileDocument(doc) {
 
 const compiled = new Map();
 
-/** Fetches `${base}/openapi.json` with `fetchImpl` and compiles it (cached by document text). */
+/** Compiles a document given as JSON text (cached by text: several workers share one). */
+export function compileText(text) {
+  if (!compiled.has(text)) compiled.set(text, compileDocument(JSON.parse(text)));
+  return compiled.get(text);
+}
+
+/** Fetches `${base}/openapi.json` with `fetchImpl` and compiles it. */
 export async function loadValidator(base, fetchImpl = fetch) {
   const r = await fetchImpl(`${base}/openapi.json`);
   const text = await r.text();
   if (r.status !== 200) throw new OpenApiViolation(`GET /openapi.json → ${r.status}: ${short(text)}`);
-  if (!compiled.has(text)) compiled.set(text, compileDocument(JSON.parse(text)));
-  return compiled.get(text);
+  return compileText(text);
 }
