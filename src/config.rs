@@ -12,6 +12,8 @@ pub struct Secret {
     pub name: &'static str,
     /// What it is for (shown in docs and in `secrets.example.json`).
     pub purpose: &'static str,
+    /// Optional secrets are not reported missing (another setting can replace them).
+    pub optional: bool,
 }
 
 /// Every secret the worker reads.
@@ -19,22 +21,32 @@ pub const SECRETS: &[Secret] = &[
     Secret {
         name: "DATA_API_URL",
         purpose: "Data API base URL, up to /action/…",
+        optional: false,
     },
     Secret {
         name: "DATA_API_KEY",
         purpose: "Data API key (apiKey header, bearer token or Basic password)",
+        optional: false,
     },
     Secret {
         name: "REDIS_REST_URL",
         purpose: "Upstash-style Redis REST endpoint",
+        optional: false,
     },
     Secret {
         name: "REDIS_REST_TOKEN",
         purpose: "bearer token of the Redis REST endpoint",
+        optional: false,
     },
     Secret {
         name: "SERVICE_TOKEN",
-        purpose: "bearer token of producing services (create, retract, admin)",
+        purpose: "legacy service key with every scope (create, retract, admin)",
+        optional: false,
+    },
+    Secret {
+        name: "AUTH_HS256_SECRET",
+        purpose: "HS256 secret of self-minted user tokens (with AUTH_ISSUER, AUTH_AUDIENCE)",
+        optional: true,
     },
 ];
 
@@ -43,9 +55,299 @@ pub const SECRETS: &[Secret] = &[
 pub fn missing_secrets(is_set: impl Fn(&str) -> bool) -> Vec<&'static str> {
     SECRETS
         .iter()
+        .filter(|s| !s.optional)
         .map(|s| s.name)
         .filter(|n| !is_set(n))
         .collect()
+}
+
+/// A variable with a value the worker cannot use. Configuration is parsed once per isolate; a bad
+/// value is reported by name (in `/healthz` and as `503 config_invalid`), never replaced by a
+/// default behind the operator's back.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{var}: {reason}")]
+pub struct ConfigError {
+    /// The variable.
+    pub var: String,
+    /// What is wrong (never the value of a secret).
+    pub reason: String,
+}
+
+fn bad(var: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError {
+        var: var.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+/// Reads variables and secrets by name; empty counts as unset.
+pub struct Vars<'a> {
+    get: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl<'a> Vars<'a> {
+    /// Wraps a lookup (the worker's `Env`, a map in tests).
+    pub fn new(get: &'a dyn Fn(&str) -> Option<String>) -> Self {
+        Vars { get }
+    }
+
+    /// The value, trimmed; `None` when unset or empty.
+    pub fn get(&self, name: &str) -> Option<String> {
+        (self.get)(name)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    }
+
+    fn text(&self, name: &str, default: &str) -> String {
+        self.get(name).unwrap_or_else(|| default.to_owned())
+    }
+
+    fn num<T: std::str::FromStr>(&self, name: &str, default: T) -> Result<T, ConfigError> {
+        match self.get(name) {
+            None => Ok(default),
+            Some(v) => v
+                .parse()
+                .map_err(|_| bad(name, format!("expected a non-negative number, got {v:?}"))),
+        }
+    }
+
+    fn flag(&self, name: &str) -> Result<bool, ConfigError> {
+        match self.get(name).as_deref() {
+            None | Some("false" | "0") => Ok(false),
+            Some("true" | "1") => Ok(true),
+            Some(v) => Err(bad(name, format!("expected true or false, got {v:?}"))),
+        }
+    }
+
+    fn list(&self, name: &str) -> Vec<String> {
+        self.get(name)
+            .map(|v| {
+                v.split(',')
+                    .map(|s| s.trim().to_owned())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// IP database settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IpdbSettings {
+    /// KV key of the version record.
+    pub kv_key: String,
+    /// Seconds between an isolate's checks of the record.
+    pub check_interval_s: u32,
+    /// Where the daily cron downloads a new database from (empty = off).
+    pub source_url: Option<String>,
+    /// Largest download the cron accepts (bytes).
+    pub max_download_bytes: u64,
+    /// Deadline of that download (ms).
+    pub download_timeout_ms: u32,
+}
+
+/// Everything the worker reads from its environment, parsed once per isolate.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Data API connection; `None` when its secrets are unset (notification routes answer 503).
+    pub data_api: Option<crate::backend::DataApiConfig>,
+    /// Redis REST connection; `None` when unset (dedup and Idempotency-Key run unguarded).
+    pub redis: Option<crate::backend::RedisRestConfig>,
+    /// Notification rules.
+    pub notify: crate::notify::NotifyConfig,
+    /// Items kept per owner by the cron trim.
+    pub max_per_owner: u32,
+    /// Dedup windows and lease.
+    pub dedup: crate::dedup::DedupConfig,
+    /// User authentication; `None` when no issuer is configured (user routes answer 503).
+    pub auth: Option<crate::auth::AuthConfig>,
+    /// Declared service keys (active or not).
+    pub declared_keys: Vec<crate::auth::service_keys::Declared>,
+    /// Active service keys.
+    pub service_keys: crate::auth::ServiceKeys,
+    /// Origins allowed by CORS (`*` = any).
+    pub cors_origins: Vec<String>,
+    /// `/__bench/*` served.
+    pub bench: bool,
+    /// Subrequests one cron invocation may spend on housekeeping (the free plan allows 50 in all).
+    pub housekeeping_subrequests: u32,
+    /// IPDB settings.
+    pub ipdb: IpdbSettings,
+}
+
+/// The simple HS256 setup: exactly these three variables.
+pub const HS256_VARS: [&str; 3] = ["AUTH_HS256_SECRET", "AUTH_ISSUER", "AUTH_AUDIENCE"];
+
+fn auth_config(
+    v: &Vars<'_>,
+    timeout_ms: u32,
+) -> Result<Option<crate::auth::AuthConfig>, ConfigError> {
+    use crate::auth::{Alg, AuthConfig, Issuer, KeySource};
+    let mut issuers = Vec::new();
+    let audiences = |name: &str| -> Result<Vec<String>, ConfigError> {
+        let a = v.list(name);
+        if a.is_empty() {
+            return Err(bad(
+                name,
+                "required: the token audience(s), comma-separated",
+            ));
+        }
+        Ok(a)
+    };
+    if let Some(secret) = v.get("AUTH_HS256_SECRET") {
+        if secret.len() < 32 {
+            return Err(bad("AUTH_HS256_SECRET", "at least 32 characters"));
+        }
+        issuers.push(Issuer {
+            issuer: v
+                .get("AUTH_ISSUER")
+                .ok_or_else(|| bad("AUTH_ISSUER", "required with AUTH_HS256_SECRET"))?,
+            audiences: audiences("AUTH_AUDIENCE")?,
+            algs: vec![Alg::HS256],
+            keys: KeySource::Secret(secret.into_bytes()),
+        });
+    }
+    if let Some(url) = v.get("AUTH_JWKS_URL") {
+        if !url.starts_with("https://") && !url.starts_with("http://") {
+            return Err(bad("AUTH_JWKS_URL", "expected an http(s) URL"));
+        }
+        let algs = match v.get("AUTH_JWKS_ALGS") {
+            None => vec![Alg::RS256],
+            Some(list) => list
+                .split(',')
+                .map(|a| {
+                    Alg::parse(a.trim())
+                        .filter(|a| *a != Alg::HS256)
+                        .ok_or_else(|| {
+                            bad("AUTH_JWKS_ALGS", format!("{a:?} is not RS256 or ES256"))
+                        })
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let iss_var = if v.get("AUTH_JWKS_ISSUER").is_some() {
+            "AUTH_JWKS_ISSUER"
+        } else {
+            "AUTH_ISSUER"
+        };
+        let aud_var = if v.get("AUTH_JWKS_AUDIENCE").is_some() {
+            "AUTH_JWKS_AUDIENCE"
+        } else {
+            "AUTH_AUDIENCE"
+        };
+        issuers.push(Issuer {
+            issuer: v.get(iss_var).ok_or_else(|| {
+                bad(
+                    "AUTH_JWKS_ISSUER",
+                    "required with AUTH_JWKS_URL (or AUTH_ISSUER)",
+                )
+            })?,
+            audiences: audiences(aud_var)?,
+            algs,
+            keys: KeySource::Jwks(url),
+        });
+    }
+    if issuers.is_empty() {
+        return Ok(None);
+    }
+    let mut policy = crate::auth::jwks::CachePolicy::default();
+    policy.unknown_kid_cooldown_s =
+        v.num("AUTH_JWKS_COOLDOWN_SECONDS", policy.unknown_kid_cooldown_s)?;
+    Ok(Some(AuthConfig {
+        issuers,
+        leeway_s: v.num("AUTH_LEEWAY_SECONDS", 60)?,
+        policy,
+        fetch_timeout_ms: timeout_ms,
+    }))
+}
+
+impl Config {
+    /// Parses every setting.
+    ///
+    /// # Errors
+    /// The first variable with an unusable value, by name.
+    pub fn from_vars(v: &Vars<'_>) -> Result<Config, ConfigError> {
+        use crate::backend::{DataApiAuth, DataApiConfig, RedisRestConfig};
+        let timeout_ms = v.num("BACKEND_TIMEOUT_MS", 5_000u32)?;
+        if timeout_ms == 0 {
+            return Err(bad("BACKEND_TIMEOUT_MS", "must be above 0"));
+        }
+        let auth = match v.text("DATA_API_AUTH", "apiKey").as_str() {
+            "apiKey" => DataApiAuth::ApiKey,
+            "bearer" => DataApiAuth::Bearer,
+            "basic" => DataApiAuth::Basic {
+                username: v.text("DATA_API_USER", "api"),
+            },
+            other => {
+                return Err(bad(
+                    "DATA_API_AUTH",
+                    format!("expected apiKey, bearer or basic, got {other:?}"),
+                ))
+            }
+        };
+        let data_api = match (v.get("DATA_API_URL"), v.get("DATA_API_KEY")) {
+            (Some(base_url), Some(api_key)) => Some(DataApiConfig {
+                base_url,
+                api_key,
+                data_source: v.text("DATA_SOURCE", "local"),
+                database: v.text("DATABASE", "app"),
+                auth,
+                timeout_ms,
+            }),
+            _ => None,
+        };
+        let redis = match (v.get("REDIS_REST_URL"), v.get("REDIS_REST_TOKEN")) {
+            (Some(base_url), Some(token)) => Some(RedisRestConfig {
+                base_url,
+                token,
+                timeout_ms,
+            }),
+            _ => None,
+        };
+        let mut notify = crate::notify::NotifyConfig {
+            collection: v.text("NOTIFY_COLLECTION", "notifications"),
+            ..Default::default()
+        };
+        notify.origins_cap = v.num("NOTIFY_ORIGINS_CAP", notify.origins_cap)?;
+        if notify.origins_cap == 0 {
+            return Err(bad("NOTIFY_ORIGINS_CAP", "must be at least 1"));
+        }
+        let mut dedup = crate::dedup::DedupConfig::for_rate(
+            v.num("DEDUP_EXPECTED_PER_WINDOW", 3_600_000)?,
+            v.num("DEDUP_WINDOW_MS", 600_000)?,
+        );
+        dedup.lease_ms = v.num("DEDUP_LEASE_MS", 10_000)?;
+        let declared_keys =
+            crate::auth::service_keys::parse_declarations(&v.text("SERVICE_KEYS", ""))
+                .map_err(|e| bad("SERVICE_KEYS", e))?;
+        let service_keys =
+            crate::auth::ServiceKeys::new(&declared_keys, |n| v.get(n), v.get("SERVICE_TOKEN"));
+        Ok(Config {
+            data_api,
+            redis,
+            notify,
+            max_per_owner: v.num("NOTIFY_MAX_PER_OWNER", 100)?,
+            dedup,
+            auth: auth_config(v, timeout_ms)?,
+            declared_keys,
+            service_keys,
+            cors_origins: v.list("CORS_ALLOWED_ORIGINS"),
+            bench: v.flag("ENABLE_BENCH")?,
+            housekeeping_subrequests: v.num("HOUSEKEEPING_SUBREQUESTS", 40)?,
+            ipdb: IpdbSettings {
+                kv_key: v.text("IPDB_KV_KEY", "ipdb/current"),
+                check_interval_s: v.num("IPDB_CHECK_INTERVAL_SECONDS", 60)?,
+                source_url: v.get("IPDB_SOURCE_URL"),
+                max_download_bytes: v.num("IPDB_MAX_DOWNLOAD_BYTES", 64 * 1024 * 1024)?,
+                download_timeout_ms: v.num("IPDB_DOWNLOAD_TIMEOUT_MS", 60_000)?,
+            },
+        })
+    }
+
+    /// Whether the CORS allowlist admits `origin`.
+    #[must_use]
+    pub fn cors_allows(&self, origin: &str) -> bool {
+        self.cors_origins.iter().any(|o| o == "*" || o == origin)
+    }
 }
 
 #[cfg(test)]
@@ -60,7 +362,10 @@ mod tests {
             missing_secrets(|n| n.starts_with("DATA_")),
             ["REDIS_REST_URL", "REDIS_REST_TOKEN", "SERVICE_TOKEN"]
         );
-        assert_eq!(missing_secrets(|_| false).len(), SECRETS.len());
+        assert_eq!(
+            missing_secrets(|_| false).len(),
+            SECRETS.iter().filter(|s| !s.optional).count()
+        );
     }
 
     #[test]
@@ -88,5 +393,95 @@ mod tests {
             .filter_map(|l| l.split_once('=').map(|(k, _)| k.trim()))
             .collect();
         assert!(missing_secrets(|n| set.contains(n)).is_empty(), "{set:?}");
+    }
+
+    fn parse(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: std::collections::HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let get = move |n: &str| map.get(n).cloned();
+        Config::from_vars(&Vars::new(&get))
+    }
+
+    #[test]
+    fn defaults_need_nothing() {
+        let c = parse(&[]).unwrap();
+        assert!(c.data_api.is_none() && c.redis.is_none() && c.auth.is_none());
+        assert!(c.service_keys.is_empty() && !c.bench);
+        assert_eq!(c.notify.origins_cap, 100);
+    }
+
+    #[test]
+    fn a_bad_value_names_its_variable() {
+        for (pairs, var) in [
+            (vec![("DATA_API_AUTH", "bearr")], "DATA_API_AUTH"),
+            (vec![("BACKEND_TIMEOUT_MS", "5s")], "BACKEND_TIMEOUT_MS"),
+            (vec![("NOTIFY_ORIGINS_CAP", "-1")], "NOTIFY_ORIGINS_CAP"),
+            (vec![("ENABLE_BENCH", "yes")], "ENABLE_BENCH"),
+            (vec![("SERVICE_KEYS", "ingest:write")], "SERVICE_KEYS"),
+            (vec![("AUTH_HS256_SECRET", "short")], "AUTH_HS256_SECRET"),
+            (
+                vec![
+                    ("AUTH_HS256_SECRET", &"s".repeat(32)),
+                    ("AUTH_AUDIENCE", "app"),
+                ],
+                "AUTH_ISSUER",
+            ),
+            (
+                vec![
+                    ("AUTH_HS256_SECRET", &"s".repeat(32)),
+                    ("AUTH_ISSUER", "me"),
+                ],
+                "AUTH_AUDIENCE",
+            ),
+            (
+                vec![
+                    ("AUTH_JWKS_URL", "ftp://x"),
+                    ("AUTH_ISSUER", "i"),
+                    ("AUTH_AUDIENCE", "a"),
+                ],
+                "AUTH_JWKS_URL",
+            ),
+            (
+                vec![
+                    ("AUTH_JWKS_URL", "https://x"),
+                    ("AUTH_JWKS_ALGS", "HS256"),
+                    ("AUTH_ISSUER", "i"),
+                    ("AUTH_AUDIENCE", "a"),
+                ],
+                "AUTH_JWKS_ALGS",
+            ),
+        ] {
+            let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, &**v)).collect();
+            let e = parse(&pairs).unwrap_err();
+            assert_eq!(e.var, var, "{e}");
+        }
+    }
+
+    #[test]
+    fn hs256_is_three_variables_and_jwks_can_sit_beside_it() {
+        let secret = "s".repeat(32);
+        let c = parse(&[
+            ("AUTH_HS256_SECRET", &secret),
+            ("AUTH_ISSUER", "me"),
+            ("AUTH_AUDIENCE", "app"),
+        ])
+        .unwrap();
+        let a = c.auth.unwrap();
+        assert_eq!(a.issuers.len(), 1);
+        assert_eq!(a.issuers[0].algs, [crate::auth::Alg::HS256]);
+        let c = parse(&[
+            ("AUTH_HS256_SECRET", &secret),
+            ("AUTH_ISSUER", "me"),
+            ("AUTH_AUDIENCE", "app"),
+            ("AUTH_JWKS_URL", "https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com"),
+            ("AUTH_JWKS_ISSUER", "https://securetoken.google.com/proj"),
+            ("AUTH_JWKS_AUDIENCE", "proj"),
+        ])
+        .unwrap();
+        let a = c.auth.unwrap();
+        assert_eq!(a.issuers[1].audiences, ["proj"]);
+        assert_eq!(a.issuers[1].algs, [crate::auth::Alg::RS256]);
     }
 }

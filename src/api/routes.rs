@@ -37,34 +37,7 @@ impl Method {
     }
 }
 
-/// A permission of a service key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Scope {
-    /// Create and retract notifications.
-    NotifyWrite,
-    /// Operate the deployment (indexes).
-    Admin,
-}
-
-impl Scope {
-    /// Every scope (what the legacy `SERVICE_TOKEN` holds).
-    pub const ALL: [Scope; 2] = [Scope::NotifyWrite, Scope::Admin];
-
-    /// Name as configured and documented (`notify:write`, `admin`).
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Scope::NotifyWrite => "notify:write",
-            Scope::Admin => "admin",
-        }
-    }
-
-    /// Parses a configured scope name.
-    #[must_use]
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|x| x.as_str() == s)
-    }
-}
+pub use crate::auth::Scope;
 
 /// Who may call a route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

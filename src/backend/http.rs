@@ -21,6 +21,18 @@ pub struct HttpRequest {
 }
 
 impl HttpRequest {
+    /// A `GET` with no headers yet.
+    #[must_use]
+    pub fn get(url: impl Into<String>, timeout_ms: u32) -> Self {
+        Self {
+            method: "GET".into(),
+            url: url.into(),
+            headers: Vec::new(),
+            body: Vec::new(),
+            timeout_ms,
+        }
+    }
+
     /// A `POST` with a body and no headers yet.
     #[must_use]
     pub fn post(url: impl Into<String>, body: Vec<u8>, timeout_ms: u32) -> Self {
@@ -48,7 +60,23 @@ pub struct HttpResponse {
     pub status: u16,
     /// Raw body.
     pub body: Vec<u8>,
+    /// Response headers the callers read (lower-case names), e.g. `cache-control`.
+    pub headers: Vec<(String, String)>,
 }
+
+impl HttpResponse {
+    /// A header's value by lower-case name.
+    #[must_use]
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Response headers worth keeping (others are dropped to keep responses small).
+pub const KEPT_HEADERS: &[&str] = &["cache-control", "content-type", "content-length"];
 
 /// The request never produced a response (connect/read failure or deadline).
 #[derive(Debug, Clone, PartialEq, Eq)]

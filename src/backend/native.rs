@@ -64,13 +64,24 @@ impl HttpClient for UreqClient {
             .run(request)
             .map_err(|e| fail(&e, matches!(e, ureq::Error::Timeout(_))))?;
         let status = resp.status().as_u16();
+        let headers = super::http::KEPT_HEADERS
+            .iter()
+            .filter_map(|n| {
+                let v = resp.headers().get(*n)?.to_str().ok()?;
+                Some(((*n).to_owned(), v.to_owned()))
+            })
+            .collect();
         let body = resp
             .body_mut()
             .with_config()
             .limit(MAX_RESPONSE_BYTES)
             .read_to_vec()
             .map_err(|e| fail(&e, matches!(e, ureq::Error::Timeout(_))))?;
-        Ok(HttpResponse { status, body })
+        Ok(HttpResponse {
+            status,
+            body,
+            headers,
+        })
     }
 }
 

@@ -39,8 +39,16 @@ impl HttpClient for WorkerHttp {
                 .await
                 .map_err(transport)?;
             let status = resp.status_code();
+            let headers = crate::backend::http::KEPT_HEADERS
+                .iter()
+                .filter_map(|n| Some(((*n).to_owned(), resp.headers().get(n).ok()??)))
+                .collect();
             let body = resp.bytes().await.map_err(transport)?;
-            Ok::<_, TransportError>(HttpResponse { status, body })
+            Ok::<_, TransportError>(HttpResponse {
+                status,
+                body,
+                headers,
+            })
         });
         let ms = if req.timeout_ms == 0 {
             DEFAULT_TIMEOUT_MS
