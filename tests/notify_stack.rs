@@ -5,11 +5,12 @@ mod stack_support;
 use edge_geo_notify::backend::ejson;
 use edge_geo_notify::backend::native::{block_on, UreqClient};
 use edge_geo_notify::dedup::{self, DedupConfig};
-use edge_geo_notify::notify::store::{Ingest, NotificationStore};
+use edge_geo_notify::notify::store::NotificationStore;
 use edge_geo_notify::notify::{
     summary, view, CreateOutcome, Flag, ListParams, NewEvent, NewSender, NotificationEvent,
     NotifyConfig, NotifyError, RetractOutcome, Target,
 };
+use edge_geo_notify::notify::{Deferred, NotifyService};
 use serde_json::{json, Value};
 use stack_support::{now_ms, Stack};
 
@@ -373,48 +374,71 @@ fn unread_count_and_marks() {
     assert!(!block_on(store.delete("u1", "i0")).unwrap());
 }
 
+fn body(owner: &str, item: &str, sender: &str, event_id: &str) -> Vec<u8> {
+    json!({"owner": owner, "itemKey": item, "serviceType": "feed", "categoryType": "social",
+           "notificationType": "like", "templateType": "default", "eventId": event_id,
+           "sender": {"id": sender, "name": sender.to_uppercase()}, "createdTimeMsec": now_ms()})
+    .to_string()
+    .into_bytes()
+}
+
+fn service(
+    stack: &Stack,
+    store: NotificationStore<UreqClient>,
+    redis: bool,
+) -> NotifyService<UreqClient> {
+    NotifyService::new(
+        store,
+        redis.then(|| stack.redis()),
+        DedupConfig::for_rate(10_000, 600_000),
+    )
+}
+
 #[test]
-fn ingest_dedups_and_releases_on_write_failure() {
+fn create_flow_dedups_defers_the_commit_and_releases_on_write_failure() {
     let stack = Stack::start();
     let cfg = NotifyConfig::default();
-    let store = setup(&stack, cfg.clone());
+    let svc = service(&stack, setup(&stack, cfg.clone()), true);
     let redis = stack.redis();
-    let dcfg = DedupConfig::for_rate(10_000, 600_000);
-    let ev = event(&cfg, "u1", "p", "ana", now_ms());
+    let ev = body("u1", "p", "ana", "e-1");
 
     // The write fails before applying: the reservation is released, so the retry is not a duplicate.
     stack.data_api_faults(
         r#"{"rules":[{"match":"updateOne","mode":"fail_before","count":1,"status":503}]}"#,
     );
-    let err = block_on(store.ingest(&redis, &dcfg, &ev, now_ms())).unwrap_err();
+    let (r, deferred) = block_on(svc.create(&ev, None, now_ms()));
+    assert_eq!(r.unwrap_err().status, 503);
     assert!(
-        matches!(err, NotifyError::Backend(ref e) if e.is_retryable()),
-        "{err:?}"
+        deferred.is_empty(),
+        "nothing to commit after a failed write"
     );
 
     stack.reset_stats();
-    let Ingest::Applied { outcome, slot } =
-        block_on(store.ingest(&redis, &dcfg, &ev, now_ms())).unwrap()
-    else {
-        panic!("applied")
-    };
-    assert_eq!(outcome, CreateOutcome::Created);
+    let (r, deferred) = block_on(svc.create(&ev, None, now_ms()));
+    let r = r.unwrap();
+    assert_eq!(
+        (r.status, r.body["status"].as_str()),
+        (201, Some("created"))
+    );
     assert_eq!(stack.data_api_total(), 1);
     assert_eq!(
         stack.redis_calls(),
         json!({"evalsha": 1}),
-        "dedup = one EVALSHA"
+        "dedup = one EVALSHA before the write"
     );
-    assert_eq!(
-        block_on(store.ingest(&redis, &dcfg, &ev, now_ms())).unwrap(),
-        Ingest::InFlight
+    assert!(
+        matches!(deferred.as_slice(), [Deferred::Commit(_)]),
+        "{deferred:?}"
     );
-    assert!(block_on(dedup::commit(&redis, &slot)).unwrap());
+    // Until the deferred commit runs, the id is leased: a concurrent redelivery is written
+    // anyway and absorbed by the upsert's filter (never stranded behind a lease).
+    let (r2, d2) = block_on(svc.create(&ev, None, now_ms()));
+    assert_eq!(r2.unwrap().body["status"], "already_applied");
+    assert!(d2.is_empty());
+    assert!(block_on(svc.run_deferred(deferred)).is_empty());
     stack.reset_stats();
-    assert_eq!(
-        block_on(store.ingest(&redis, &dcfg, &ev, now_ms())).unwrap(),
-        Ingest::Duplicate
-    );
+    let (r, _) = block_on(svc.create(&ev, None, now_ms()));
+    assert_eq!(r.unwrap().body["status"], "duplicate");
     assert_eq!(
         stack.data_api_total(),
         0,
@@ -422,26 +446,84 @@ fn ingest_dedups_and_releases_on_write_failure() {
     );
 
     // fail_after (applied, then 503): the retry reaches the write again and is absorbed by the
-    // origin filter — the item is not double counted.
-    let ev2 = event(&cfg, "u1", "p", "ben", now_ms());
+    // origin filter: the item is not double counted.
+    let ev2 = body("u1", "p", "ben", "e-2");
     stack.data_api_faults(
         r#"{"rules":[{"match":"updateOne","mode":"fail_after","count":1,"status":503}]}"#,
     );
-    assert!(block_on(store.ingest(&redis, &dcfg, &ev2, now_ms())).is_err());
-    let slot2 = dedup::slot(&dcfg, ev2.event_id(), ev2.created_time_msec());
+    assert!(block_on(svc.create(&ev2, None, now_ms())).0.is_err());
+    let dcfg = DedupConfig::for_rate(10_000, 600_000);
+    let parsed: NewEvent = serde_json::from_slice(&ev2).unwrap();
+    let slot2 = dedup::slot(&dcfg, &parsed.event_id, parsed.created_time_msec);
     // Released = the field is gone (not merely a lease that will run out).
     assert_eq!(
         block_on(redis.command(&["HEXISTS", &slot2.key, &slot2.field])).unwrap(),
         json!(0),
         "released"
     );
-    let Ingest::Applied { outcome, .. } =
-        block_on(store.ingest(&redis, &dcfg, &ev2, now_ms())).unwrap()
-    else {
-        panic!()
-    };
-    assert_eq!(outcome, CreateOutcome::AlreadyApplied);
-    assert_eq!(get(&store, "u1", "p").unwrap()["originsCount"], 2);
+    let (r, _) = block_on(svc.create(&ev2, None, now_ms()));
+    assert_eq!(r.unwrap().body["status"], "already_applied");
+    assert_eq!(get(svc.store(), "u1", "p").unwrap()["originsCount"], 2);
+}
+
+#[test]
+fn idempotency_key_claims_before_and_records_after() {
+    let stack = Stack::start();
+    let svc = service(&stack, setup(&stack, NotifyConfig::default()), true);
+    let ev = body("u2", "p", "ana", "e-3");
+    let (r, deferred) = block_on(svc.create(&ev, Some("k-1"), now_ms()));
+    let first = r.unwrap();
+    assert!(!first.replayed);
+    assert!(matches!(
+        deferred.as_slice(),
+        [Deferred::Commit(_), Deferred::StoreResult { .. }]
+    ));
+    // While the record is not yet stored, the key is in flight.
+    let (r, _) = block_on(svc.create(&ev, Some("k-1"), now_ms()));
+    assert_eq!(r.unwrap_err().code, "idempotency_in_flight");
+    assert!(block_on(svc.run_deferred(deferred)).is_empty());
+    let (r, _) = block_on(svc.create(&ev, Some("k-1"), now_ms()));
+    let again = r.unwrap();
+    assert!(again.replayed);
+    assert_eq!((again.status, &again.body), (first.status, &first.body));
+    let (r, _) = block_on(svc.create(&body("u2", "p", "bo", "e-4"), Some("k-1"), now_ms()));
+    assert_eq!(r.unwrap_err().code, "idempotency_key_reused");
+    // A 5xx frees the key: the retry runs.
+    stack.data_api_faults(
+        r#"{"rules":[{"match":"updateOne","mode":"fail_before","count":1,"status":503}]}"#,
+    );
+    let ev5 = body("u2", "q", "cy", "e-5");
+    let (r, deferred) = block_on(svc.create(&ev5, Some("k-2"), now_ms()));
+    assert_eq!(r.unwrap_err().status, 503);
+    assert!(matches!(deferred.as_slice(), [Deferred::FreeKey(_)]));
+    assert!(block_on(svc.run_deferred(deferred)).is_empty());
+    let (r, _) = block_on(svc.create(&ev5, Some("k-2"), now_ms()));
+    assert_eq!(r.unwrap().status, 201);
+}
+
+#[test]
+fn without_redis_events_are_written_and_keys_run_unguarded() {
+    let stack = Stack::start();
+    let svc = service(&stack, setup(&stack, NotifyConfig::default()), false);
+    let ev = body("u3", "p", "ana", "e-6");
+    let (r, deferred) = block_on(svc.create(&ev, Some("k-3"), now_ms()));
+    assert_eq!(r.unwrap().status, 201);
+    assert!(deferred.is_empty());
+    let (r, _) = block_on(svc.create(&ev, Some("k-3"), now_ms()));
+    let r = r.unwrap();
+    assert_eq!(
+        r.body["status"], "already_applied",
+        "the upsert alone is idempotent"
+    );
+    assert!(!r.replayed);
+    assert_eq!(
+        block_on(svc.create(&ev, Some("bad key"), now_ms()))
+            .0
+            .unwrap_err()
+            .code,
+        "invalid_idempotency_key"
+    );
+    assert_eq!(stack.redis_calls(), json!({}), "Redis never called");
 }
 
 #[test]

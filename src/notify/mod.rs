@@ -17,6 +17,7 @@ mod event;
 mod query;
 mod render;
 mod rules;
+pub mod service;
 pub mod store;
 
 pub use error::NotifyError;
@@ -31,7 +32,8 @@ pub use rules::{
     classify_create_result, create_upsert, notification_id, retract_delete, retract_update,
     revision, CreateOutcome, CreateStep, RetractOutcome,
 };
-pub use store::{Ingest, NotificationStore, Page};
+pub use service::{Deferred, NotifyService, Reply};
+pub use store::{NotificationStore, Page};
 
 /// Tunables of the notification center.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! The rules wired to a [`DataApiClient`] (and, for ingestion, to dedup over Redis).
+//! The rules wired to a [`DataApiClient`]; the create flow with dedup is in [`super::service`].
 //! Still platform-free: the worker adapter passes a `worker::Fetch`-backed client.
 
 use serde_json::Value;
@@ -7,8 +7,7 @@ use super::{
     query, rules, CreateOutcome, CreateStep, ListParams, NotificationEvent, NotifyConfig,
     NotifyError, RetractOutcome,
 };
-use crate::backend::{DataApiClient, HttpClient, RedisRestClient};
-use crate::dedup::{self, DedupConfig, Reservation, Slot};
+use crate::backend::{DataApiClient, HttpClient};
 
 /// One list page.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,22 +16,6 @@ pub struct Page {
     pub items: Vec<Value>,
     /// Cursor for the next page, if there is one.
     pub next_cursor: Option<String>,
-}
-
-/// Result of [`NotificationStore::ingest`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ingest {
-    /// Written. Run [`dedup::commit`] on the slot afterwards (e.g. in `ctx.wait_until`).
-    Applied {
-        /// What the write did.
-        outcome: CreateOutcome,
-        /// The dedup slot to commit.
-        slot: Slot,
-    },
-    /// Seen before: nothing written.
-    Duplicate,
-    /// Being processed elsewhere right now: ask the producer to retry later.
-    InFlight,
 }
 
 /// The notification center over one Data API collection.
@@ -91,34 +74,6 @@ impl<H: HttpClient> NotificationStore<H> {
             }
         }
         unreachable!("classify_create_result finishes by the second attempt")
-    }
-
-    /// Dedup + create: reserve the event id (1 Redis call), write (1 Data API call), release the
-    /// reservation if the write failed. The caller commits the returned slot after responding.
-    ///
-    /// # Errors
-    /// Backend failures of either store (the reservation is released on a write failure).
-    pub async fn ingest<R: HttpClient>(
-        &self,
-        redis: &RedisRestClient<R>,
-        dedup_cfg: &DedupConfig,
-        ev: &NotificationEvent,
-        now_ms: i64,
-    ) -> Result<Ingest, NotifyError> {
-        let slot = dedup::slot(dedup_cfg, &ev.event_id, ev.created_time_msec);
-        let token = match dedup::reserve(redis, &slot, dedup_cfg.lease_ms).await? {
-            Reservation::Reserved { token } => token,
-            Reservation::Duplicate => return Ok(Ingest::Duplicate),
-            Reservation::InFlight => return Ok(Ingest::InFlight),
-        };
-        match self.create(ev, now_ms).await {
-            Ok(outcome) => Ok(Ingest::Applied { outcome, slot }),
-            Err(e) => {
-                // Best effort: if this fails too, the lease expires and a retry proceeds then.
-                let _ = dedup::release(redis, &slot, &token).await;
-                Err(e)
-            }
-        }
     }
 
     /// Removes a sender's origin; deletes the item when none is left (see [`rules::retract_update`]).
