@@ -52,6 +52,8 @@ fn codes(list: &[&'static str]) -> Codes {
 const ASSET_503: &[&str] = &["asset_unavailable", "asset_corrupt"];
 /// 503 codes of operations on the notification backends.
 const BACKEND_503: &[&str] = &["backend_unavailable", "duplicate_key", "not_configured"];
+/// 422 of operations that check an owner (the token's `sub`) or an item key as stored text.
+const KEY_422: &[&str] = &["missing_field", "field_too_long", "invalid_characters"];
 /// Text fields: no control characters (C0, DEL, C1).
 const NO_CONTROLS: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$";
 /// 502: the backend refused a request the worker built (a bug or a misconfiguration).
@@ -274,6 +276,7 @@ fn detail(op: Op) -> Detail {
             ],
             responses: vec![(200, json_response("One page", schema_ref("Page")))],
             errors: vec![
+                (422, codes(KEY_422)),
                 (400, codes(&["invalid_parameter", "invalid_cursor"])),
                 (502, codes(BACKEND_502)),
                 (503, codes(BACKEND_503)),
@@ -289,7 +292,11 @@ fn detail(op: Op) -> Detail {
                     json!({ "type": "object", "required": ["unread"], "properties": { "unread": { "type": "integer", "minimum": 0 } } }),
                 ),
             )],
-            errors: vec![(502, codes(BACKEND_502)), (503, codes(BACKEND_503))],
+            errors: vec![
+                (422, codes(KEY_422)),
+                (502, codes(BACKEND_502)),
+                (503, codes(BACKEND_503)),
+            ],
             ..none()
         },
         Op::Changes => Detail {
@@ -313,6 +320,7 @@ fn detail(op: Op) -> Detail {
                 ),
             )],
             errors: vec![
+                (422, codes(KEY_422)),
                 (400, codes(&["missing_parameter", "invalid_parameter"])),
                 (502, codes(BACKEND_502)),
                 (503, codes(BACKEND_503)),
@@ -340,6 +348,7 @@ fn detail(op: Op) -> Detail {
                 ),
             )],
             errors: vec![
+                (422, codes(KEY_422)),
                 (400, codes(&["invalid_json", "invalid_flag", "invalid_target"])),
                 (502, codes(BACKEND_502)),
                 (503, codes(BACKEND_503)),
@@ -362,6 +371,7 @@ fn detail(op: Op) -> Detail {
                 ),
             )],
             errors: vec![
+                (422, codes(KEY_422)),
                 (400, codes(&["invalid_path"])),
                 (404, codes(&["not_found"])),
                 (502, codes(BACKEND_502)),
