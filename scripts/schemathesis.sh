@@ -13,6 +13,7 @@
 # status, header or content-type violation. Nothing leaves 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT_DIR=$PWD
 source scripts/env.sh >/dev/null
 
 MAX_EXAMPLES=25
@@ -111,15 +112,18 @@ bearer = "\${SCHEMATHESIS_SERVICE_KEY}"
 EOF
 
 CHECKS=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,unsupported_method,allow_header_conformance
+# Run from target/schemathesis: its crash cache (`st replay`) and the JUnit report land there.
+OUT=target/schemathesis
+mkdir -p "$OUT"
 set +e
-SCHEMATHESIS_USER_TOKEN=$USER_TOKEN SCHEMATHESIS_SERVICE_KEY=$SERVICE_KEY \
-  .venv/bin/schemathesis --config-file "$TMP/schemathesis.toml" run "$SCHEMA" "${URL_OPT[@]}" \
+(cd "$OUT" && SCHEMATHESIS_USER_TOKEN=$USER_TOKEN SCHEMATHESIS_SERVICE_KEY=$SERVICE_KEY \
+  "$ROOT_DIR/.venv/bin/schemathesis" --config-file "$TMP/schemathesis.toml" run "$SCHEMA" "${URL_OPT[@]}" \
   --checks "$CHECKS" \
   --header "X-Dev-User: schemathesis" \
   --max-examples "$MAX_EXAMPLES" --max-time "$MAX_TIME" --seed "$SEED" \
   --workers 1 --request-timeout 30 --suppress-health-check all \
-  --report junit --report-dir "${SCHEMATHESIS_REPORT_DIR:-target/schemathesis}" \
-  "${EXTRA[@]}"
+  --report junit --report-dir . \
+  "${EXTRA[@]}")
 rc=$?
 set -e
 exit $rc
