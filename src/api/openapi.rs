@@ -432,7 +432,6 @@ fn detail(op: Op) -> Detail {
                 (502, codes(BACKEND_502)),
                 (503, codes(BACKEND_503)),
             ],
-            ..none()
         },
         Op::Retract => Detail {
             params: vec![idempotency_key_param()],
