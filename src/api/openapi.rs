@@ -76,6 +76,10 @@ fn lat_lon_params(required: bool) -> Vec<Value> {
     ]
 }
 
+fn ip_schema() -> Value {
+    json!({ "type": "string", "anyOf": [{ "format": "ipv4" }, { "format": "ipv6" }] })
+}
+
 fn idempotency_key_param() -> Value {
     json!({
         "name": "Idempotency-Key",
@@ -211,7 +215,7 @@ fn detail(op: Op) -> Detail {
                 "ip",
                 true,
                 "IPv4 or IPv6 address (no zone id).",
-                json!({ "type": "string" }),
+                ip_schema(),
             )],
             responses: vec![(200, json_response("The address's country", schema_ref("IpLookup")))],
             errors: vec![
@@ -231,7 +235,7 @@ fn detail(op: Op) -> Detail {
                         "type": "array",
                         "minItems": 1,
                         "maxItems": super::ip::MAX_BATCH_IPS,
-                        "items": { "type": "string" },
+                        "items": ip_schema(),
                     },
                 },
             })),
@@ -333,6 +337,10 @@ fn detail(op: Op) -> Detail {
                 "type": "object",
                 "required": ["flag"],
                 "additionalProperties": false,
+                "oneOf": [
+                    { "required": ["itemKey"], "properties": { "all": { "const": false } } },
+                    { "required": ["all"], "properties": { "all": { "const": true } }, "not": { "required": ["itemKey"] } },
+                ],
                 "properties": {
                     "itemKey": { "type": "string" },
                     "all": { "type": "boolean" },
@@ -361,7 +369,7 @@ fn detail(op: Op) -> Detail {
                 "in": "path",
                 "required": true,
                 "description": "The item's key, percent-encoded as one path segment.",
-                "schema": { "type": "string", "minLength": 1 },
+                "schema": { "type": "string", "minLength": 1, "maxLength": 256, "pattern": NO_CONTROLS },
             })],
             responses: vec![(
                 200,
