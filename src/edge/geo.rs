@@ -7,7 +7,7 @@ use crate::geo::{format, CountryIndex, GridPoint, LatLon, Tile};
 use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use worker::{Date, Env, Request, Response};
+use worker::{Date, Env, Response};
 
 const INDEX_PATH: &str = "geo/index.bin";
 
@@ -146,11 +146,7 @@ pub async fn health(env: &Env) -> (Value, bool) {
 
 /// Bench: body is little-endian f64 (lat, lon) pairs; runs `repeat` passes of lookups so an
 /// external timer can subtract the `repeat=0` request (parse + transfer) from the total.
-pub async fn bench(req: &mut Request, env: &Env, query: &str) -> ApiResult<Response> {
-    let repeat: usize = crate::api::query::param(query, "repeat")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
-    let body = req.bytes().await.map_err(internal)?;
+pub async fn bench(body: &[u8], env: &Env, repeat: usize) -> ApiResult<Response> {
     let mut latlons = Vec::with_capacity(body.len() / 16);
     for c in body.chunks_exact(16) {
         let (lat, lon) = c.split_at(8);

@@ -9,6 +9,7 @@ use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestIni
 const DEFAULT_TIMEOUT_MS: u32 = 10_000;
 
 /// Outbound HTTP from the worker (subrequests).
+#[derive(Clone, Copy, Debug, Default)]
 pub struct WorkerHttp;
 
 fn transport(e: impl std::fmt::Display) -> TransportError {

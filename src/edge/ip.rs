@@ -4,14 +4,17 @@
 //! any failure keeps the current database and is logged and shown in `/healthz`.
 
 use super::assets::{corrupt, fetch_asset};
-use super::{ok_json, var_or, var_str, ApiResult};
+use super::http_client::WorkerHttp;
+use super::{ok_json, ApiResult};
 use crate::api::{geo as geo_api, ip as ip_api};
+use crate::backend::{HttpClient, HttpRequest};
+use crate::config::{Config, IpdbSettings};
 use crate::ip::{IpDb, IpdbRecord};
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::net::IpAddr;
 use std::rc::Rc;
-use worker::{Context, Date, Env, Fetch, Request, Response};
+use worker::{Context, Date, Env, Request, Response};
 
 /// KV namespace holding the version record.
 pub const IPDB_CONFIG: &str = "IPDB_CONFIG";
@@ -46,12 +49,12 @@ fn current() -> Option<Rc<IpState>> {
 
 /// The isolate's database. A cold isolate asks the config store first (so it never serves a
 /// stale default when a newer one is published) and falls back to the bundled file.
-pub async fn ip_state(env: &Env, ctx: &Context) -> ApiResult<Rc<IpState>> {
+pub async fn ip_state(env: &Env, ctx: &Context, cfg: &IpdbSettings) -> ApiResult<Rc<IpState>> {
     if let Some(s) = current() {
-        maybe_refresh(env, ctx);
+        maybe_refresh(env, ctx, cfg);
         return Ok(s);
     }
-    refresh(env).await;
+    refresh(env, cfg).await;
     if let Some(s) = current() {
         return Ok(s);
     }
@@ -66,8 +69,8 @@ pub async fn ip_state(env: &Env, ctx: &Context) -> ApiResult<Rc<IpState>> {
     Ok(IP.with(|s| s.borrow_mut().get_or_insert(state).clone()))
 }
 
-fn maybe_refresh(env: &Env, ctx: &Context) {
-    let interval_ms = var_or(env, "IPDB_CHECK_INTERVAL_SECONDS", 60.0_f64) * 1000.0;
+fn maybe_refresh(env: &Env, ctx: &Context, cfg: &IpdbSettings) {
+    let interval_ms = f64::from(cfg.check_interval_s) * 1000.0;
     let due = WATCH.with(|w| {
         let mut w = w.borrow_mut();
         let due = !w.checking && Date::now().as_millis() as f64 - w.last_check_ms >= interval_ms;
@@ -78,9 +81,10 @@ fn maybe_refresh(env: &Env, ctx: &Context) {
     });
     if due {
         let env = env.clone();
+        let cfg = cfg.clone();
         // Off the request path: this request is answered with the current database.
         ctx.wait_until(async move {
-            refresh(&env).await;
+            refresh(&env, &cfg).await;
             WATCH.with(|w| w.borrow_mut().checking = false);
         });
     }
@@ -88,8 +92,8 @@ fn maybe_refresh(env: &Env, ctx: &Context) {
 
 /// Reads the record and swaps in a new database when its version changed. Never fails: the
 /// outcome is logged and kept for `/healthz`.
-async fn refresh(env: &Env) {
-    let outcome = match try_refresh(env).await {
+async fn refresh(env: &Env, cfg: &IpdbSettings) {
+    let outcome = match try_refresh(env, cfg).await {
         Ok(m) => m,
         Err(e) => {
             worker::console_error!("ipdb refresh rejected: {e}");
@@ -104,13 +108,13 @@ async fn refresh(env: &Env) {
     });
 }
 
-async fn try_refresh(env: &Env) -> Result<String, String> {
-    let key = var_str(env, "IPDB_KV_KEY", "ipdb/current");
+async fn try_refresh(env: &Env, cfg: &IpdbSettings) -> Result<String, String> {
+    let key = &cfg.kv_key;
     let kv = env
         .kv(IPDB_CONFIG)
         .map_err(|e| format!("KV binding: {e}"))?;
     let Some(text) = kv
-        .get(&key)
+        .get(key)
         .text()
         .await
         .map_err(|e| format!("KV read: {e}"))?
@@ -158,18 +162,18 @@ fn ipdb_json(s: &IpState) -> Value {
 }
 
 /// `GET /v1/geo/ip`.
-pub async fn get_ip(env: &Env, ctx: &Context, query: &str) -> ApiResult<Response> {
+pub async fn get_ip(env: &Env, ctx: &Context, cfg: &Config, query: &str) -> ApiResult<Response> {
     let ip = ip_api::parse_ip_query(query)?;
-    let s = ip_state(env, ctx).await?;
+    let s = ip_state(env, ctx, &cfg.ipdb).await?;
     let mut body = ip_api::ip_json(ip, s.db.lookup(ip));
     body["ipdb"] = ipdb_json(&s);
     ok_json(&body)
 }
 
 /// `POST /v1/geo/ip`.
-pub async fn post_ip(env: &Env, ctx: &Context, body: &[u8]) -> ApiResult<Response> {
+pub async fn post_ip(env: &Env, ctx: &Context, cfg: &Config, body: &[u8]) -> ApiResult<Response> {
     let ips = ip_api::parse_ip_batch(body)?;
-    let s = ip_state(env, ctx).await?;
+    let s = ip_state(env, ctx, &cfg.ipdb).await?;
     let results: Vec<Value> = ips
         .iter()
         .map(|&ip| ip_api::ip_json(ip, s.db.lookup(ip)))
@@ -179,7 +183,13 @@ pub async fn post_ip(env: &Env, ctx: &Context, body: &[u8]) -> ApiResult<Respons
 
 /// `GET /v1/geo/me`: edge country, IPDB answer for the caller and (optionally) the coordinates'
 /// country, with whether the sources that answered agree.
-pub async fn me(req: &Request, env: &Env, ctx: &Context, query: &str) -> ApiResult<Response> {
+pub async fn me(
+    req: &Request,
+    env: &Env,
+    ctx: &Context,
+    cfg: &Config,
+    query: &str,
+) -> ApiResult<Response> {
     let cf_country = req.cf().and_then(|cf| cf.country()).filter(|c| c != "XX");
     let caller: Option<IpAddr> = req
         .headers()
@@ -187,7 +197,7 @@ pub async fn me(req: &Request, env: &Env, ctx: &Context, query: &str) -> ApiResu
         .ok()
         .flatten()
         .and_then(|v| crate::ip::parse_ip(&v).ok());
-    let s = ip_state(env, ctx).await?;
+    let s = ip_state(env, ctx, &cfg.ipdb).await?;
     let ip = caller.map(|ip| ip_api::ip_json(ip, s.db.lookup(ip)));
     let has_coords = crate::api::query::pairs(query).any(|(k, _)| k == "lat" || k == "lon");
     let coords = if has_coords {
@@ -238,31 +248,35 @@ pub fn health() -> Value {
 
 /// Cron job: download the configured IPDB, validate it, store it in R2 and point the KV record
 /// at it. Readers pick it up on their next check; nothing is redeployed.
-pub async fn publish_from_source(env: &Env) -> Result<String, String> {
-    let url = var_str(env, "IPDB_SOURCE_URL", "");
-    if url.is_empty() {
+pub async fn publish_from_source(env: &Env, cfg: &Config) -> Result<String, String> {
+    let settings = &cfg.ipdb;
+    let Some(url) = &settings.source_url else {
         return Ok("IPDB_SOURCE_URL not set; nothing to publish".into());
-    }
-    let parsed = url.parse().map_err(|e| format!("IPDB_SOURCE_URL: {e}"))?;
-    let mut resp = Fetch::Url(parsed)
-        .send()
+    };
+    // Bounded: a deadline on the whole download and a size cap on what is kept.
+    let resp = WorkerHttp
+        .send(HttpRequest::get(url.as_str(), settings.download_timeout_ms))
         .await
         .map_err(|e| format!("download: {e}"))?;
-    if resp.status_code() != 200 {
-        return Err(format!("download answered {}", resp.status_code()));
+    if resp.status != 200 {
+        return Err(format!("download answered {}", resp.status));
     }
-    let bytes = resp
-        .bytes()
-        .await
-        .map_err(|e| format!("download body: {e}"))?;
+    if resp.body.len() as u64 > settings.max_download_bytes {
+        return Err(format!(
+            "download is {} bytes, over IPDB_MAX_DOWNLOAD_BYTES ({})",
+            resp.body.len(),
+            settings.max_download_bytes
+        ));
+    }
+    let bytes = resp.body;
     let db = IpDb::from_bytes(bytes.as_slice()).map_err(|e| format!("downloaded file: {e}"))?;
     let (_, epoch) = db.describe();
     let sha256 = crate::ip::sha256_hex(&bytes);
-    let key = var_str(env, "IPDB_KV_KEY", "ipdb/current");
+    let key = &settings.kv_key;
     let kv = env
         .kv(IPDB_CONFIG)
         .map_err(|e| format!("KV binding: {e}"))?;
-    if let Ok(Some(old)) = kv.get(&key).text().await {
+    if let Ok(Some(old)) = kv.get(key).text().await {
         if IpdbRecord::parse(&old).is_ok_and(|r| r.sha256 == sha256) {
             return Ok("unchanged".into());
         }
@@ -282,7 +296,7 @@ pub async fn publish_from_source(env: &Env) -> Result<String, String> {
         .map_err(|e| format!("R2 write: {e}"))?;
     let text = serde_json::to_string(&record).map_err(|e| e.to_string())?;
     // The object is written before the record, so a reader never sees a record without its file.
-    kv.put(&key, text)
+    kv.put(key, text)
         .map_err(|e| format!("KV write: {e}"))?
         .execute()
         .await
@@ -292,11 +306,8 @@ pub async fn publish_from_source(env: &Env) -> Result<String, String> {
 
 /// Bench: `n` lookups of pseudo-random IPv4 addresses inside the isolate (timed from outside
 /// against `n=0`).
-pub async fn bench(env: &Env, ctx: &Context, query: &str) -> ApiResult<Response> {
-    let n: usize = crate::api::query::param(query, "n")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let s = ip_state(env, ctx).await?;
+pub async fn bench(env: &Env, ctx: &Context, cfg: &Config, n: usize) -> ApiResult<Response> {
+    let s = ip_state(env, ctx, &cfg.ipdb).await?;
     let mut x: u32 = 0x9E37_79B9;
     let mut hits = 0u32;
     for _ in 0..n {

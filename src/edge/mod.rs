@@ -1,125 +1,311 @@
-//! The Workers adapter: routing, bindings and per-isolate state. Everything else is core.
+//! The Workers adapter: bindings in, core calls, responses out. Routing, who may call, body
+//! limits and 404/405 come from the route table in `crate::api::routes`; flows live in the core.
 
 mod assets;
 mod geo;
 mod http_client;
 mod ip;
 mod notify;
+mod state;
 
-use crate::api::{geo::MAX_BODY_BYTES, ApiError};
+use crate::api::routes::{self, Access, Op, RateLimit, Route};
+use crate::api::ApiError;
+use crate::auth::AuthError;
+use crate::config::Config;
 use serde_json::{json, Value};
+use state::State;
+use std::rc::Rc;
 use worker::{
-    event, Context, Env, Headers, Method, Request, Response, Result, ScheduleContext,
-    ScheduledEvent,
+    event, Context, Date, Env, Headers, Request, Response, Result, ScheduleContext, ScheduledEvent,
 };
 
 /// Result of a route: a response or the one error type that renders as JSON.
 pub type ApiResult<T> = std::result::Result<T, ApiError>;
 
-/// Var that enables the `/__bench` endpoints (off in production).
-const ENABLE_BENCH: &str = "ENABLE_BENCH";
+/// Rate-limit bindings (`[[ratelimits]]` in wrangler.toml). Absent binding = not limited.
+const GEO_LIMITER: &str = "GEO_RATE_LIMITER";
+const USER_LIMITER: &str = "USER_RATE_LIMITER";
+/// Largest `n` a `/__bench/*` call may ask for (keeps one call far below the CPU limit).
+const MAX_BENCH_N: usize = 1_000_000;
+
+/// Who is calling, once authenticated.
+#[derive(Clone, Debug)]
+pub enum Caller {
+    /// A public route.
+    Anonymous,
+    /// A user; the owner of the inbox.
+    User(String),
+    /// A service key, by name (never its value).
+    Service(String),
+}
+
+impl Caller {
+    fn label(&self) -> String {
+        match self {
+            Caller::Anonymous => "-".into(),
+            Caller::User(_) => "user".into(),
+            Caller::Service(name) => format!("service:{name}"),
+        }
+    }
+}
+
+/// One log line per request, as JSON (no tokens, no secrets, no user ids).
+fn log(line: &Value) {
+    worker::console_log!("{line}");
+}
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
-    match route(req, &env, &ctx).await {
-        Ok(resp) => Ok(resp),
-        Err(e) => error_response(&e),
+    let started = Date::now().as_millis();
+    let rid = request_id(&req);
+    // The raw method: workers-rs maps methods it does not know to GET.
+    let method = req.inner().method();
+    let path = req.path();
+    let origin = req.headers().get("Origin").ok().flatten();
+    let st = state::get(&env);
+    let mut caller = Caller::Anonymous;
+    let result = handle(req, &env, &ctx, &st, &mut caller).await;
+    let (mut resp, error) = match result {
+        Ok(r) => (r, None),
+        Err(e) => (error_response(&e, &rid)?, Some(e)),
+    };
+    let headers = resp.headers_mut();
+    headers.set("X-Request-Id", &rid)?;
+    if let (Some(o), Ok(cfg)) = (&origin, &st.config) {
+        if cfg.cors_allows(o) {
+            headers.set("Access-Control-Allow-Origin", o)?;
+            headers.set(
+                "Access-Control-Expose-Headers",
+                "X-Request-Id, Retry-After, Idempotent-Replayed",
+            )?;
+            headers.append("Vary", "Origin")?;
+        }
     }
+    let mut line = json!({
+        "rid": rid, "method": method, "path": path, "status": resp.status_code(),
+        "ms": Date::now().as_millis().saturating_sub(started), "caller": caller.label(),
+    });
+    if let Some(e) = error {
+        line["code"] = json!(e.code);
+        if e.status >= 500 {
+            // The full cause (backend text included) goes to the log only, keyed by request id.
+            line["error"] = json!(e.message);
+        }
+    }
+    log(&line);
+    Ok(resp)
 }
 
 #[event(scheduled)]
 async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
-    match ip::publish_from_source(&env).await {
-        Ok(m) => worker::console_log!("ipdb publish: {m}"),
-        Err(e) => worker::console_error!("ipdb publish failed: {e}"),
-    }
-    match notify::housekeeping(&env).await {
-        Ok(m) => worker::console_log!("notifications housekeeping: {m}"),
-        Err(e) => worker::console_error!("notifications housekeeping failed: {e}"),
-    }
+    let st = state::get(&env);
+    let cfg = match &st.config {
+        Ok(c) => c,
+        Err(e) => {
+            log(&json!({"cron": "skipped", "error": e.to_string()}));
+            return;
+        }
+    };
+    let ipdb = ip::publish_from_source(&env, cfg).await;
+    let hk = notify::housekeeping(cfg).await;
+    log(&json!({"cron": "done", "ipdb": ipdb, "housekeeping": hk}));
 }
 
-async fn route(mut req: Request, env: &Env, ctx: &Context) -> ApiResult<Response> {
+/// `cf-ray` at the edge (so logs join Cloudflare's), else a random id.
+fn request_id(req: &Request) -> String {
+    if let Some(ray) = req.headers().get("cf-ray").ok().flatten() {
+        if !ray.is_empty() && ray.len() <= 64 && ray.bytes().all(|b| b.is_ascii_graphic()) {
+            return ray;
+        }
+    }
+    let mut b = [0u8; 8];
+    // getrandom is not in the tree; Math.random is fine for an id that only joins logs.
+    for x in &mut b {
+        *x = (js_sys::Math::random() * 256.0) as u8;
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+async fn handle(
+    mut req: Request,
+    env: &Env,
+    ctx: &Context,
+    st: &Rc<State>,
+    caller: &mut Caller,
+) -> ApiResult<Response> {
+    let path = req.path();
+    let cfg = match &st.config {
+        Ok(c) => c,
+        // Only /healthz answers (and names the variable); everything else would be guesswork.
+        Err(e) if path == "/healthz" => return healthz(env, st).await,
+        Err(e) => {
+            return Err(ApiError::unavailable(
+                "config_invalid",
+                format!("configuration error: {e}"),
+            ))
+        }
+    };
+    let method = req.inner().method();
+    if method == "OPTIONS" {
+        return preflight(&req, cfg, &path);
+    }
+    let matched = routes::resolve(&method, &path, cfg.bench)?;
+    let route = matched.route;
+    // Who may call is settled before the body is read.
+    *caller = authorize(&req, route, cfg, st).await?;
+    rate_limit(env, &req, route, caller).await?;
+    let body = if route.body_limit > 0 {
+        read_body(&mut req, route.body_limit).await?
+    } else {
+        Vec::new()
+    };
     let url = req
         .url()
         .map_err(|_| ApiError::bad_request("invalid_url", "unparseable URL"))?;
-    let method = req.method();
-    let path = url.path().to_string();
     let query = url.query().unwrap_or("").to_string();
-    match (path.as_str(), method) {
-        ("/healthz", Method::Get) => healthz(env).await,
-        ("/v1/geo/country", Method::Get) => geo::get_country(env, &query).await,
-        ("/v1/geo/country", Method::Post) => {
-            geo::post_country(env, &read_body(&mut req).await?).await
+    let who = caller.clone();
+    let owner = || match &who {
+        Caller::User(sub) => Ok(sub.as_str()),
+        _ => Err(ApiError::new(401, "unauthorized", "user token required")),
+    };
+    match route.op {
+        Op::Healthz => healthz(env, st).await,
+        Op::OpenApi => ok_json(&crate::api::openapi::document()),
+        Op::Console => static_page(env).await,
+        Op::CountryOne => geo::get_country(env, &query).await,
+        Op::CountryBatch => geo::post_country(env, &body).await,
+        Op::IpOne => ip::get_ip(env, ctx, cfg, &query).await,
+        Op::IpBatch => ip::post_ip(env, ctx, cfg, &body).await,
+        Op::Me => ip::me(&req, env, ctx, cfg, &query).await,
+        Op::List => notify::list(cfg, owner()?, &query).await,
+        Op::UnreadCount => notify::unread_count(cfg, owner()?, &query).await,
+        Op::Changes => notify::changes(cfg, owner()?, &query).await,
+        Op::Mark => notify::mark(cfg, owner()?, &body).await,
+        Op::DeleteItem => {
+            let key = matched.param.unwrap_or_default();
+            notify::delete(cfg, owner()?, &key).await
         }
-        ("/v1/geo/ip", Method::Get) => ip::get_ip(env, ctx, &query).await,
-        ("/v1/geo/ip", Method::Post) => ip::post_ip(env, ctx, &read_body(&mut req).await?).await,
-        ("/v1/geo/me", Method::Get) => ip::me(&req, env, ctx, &query).await,
-        ("/v1/notifications", Method::Get) => notify::list(&req, env, &query).await,
-        ("/v1/notifications/unread-count", Method::Get) => {
-            notify::unread_count(&req, env, &query).await
-        }
-        ("/v1/notifications/changes", Method::Get) => notify::changes(&req, env, &query).await,
-        ("/v1/notifications/events", Method::Post) => {
-            let body = read_body(&mut req).await?;
-            notify::create(&req, env, ctx, &body).await
-        }
-        ("/v1/notifications/retractions", Method::Post) => {
-            let body = read_body(&mut req).await?;
-            notify::retract(&req, env, ctx, &body).await
-        }
-        ("/v1/admin/indexes", Method::Post) => notify::ensure_indexes(&req, env).await,
-        ("/v1/notifications/mark", Method::Post) => {
-            let body = read_body(&mut req).await?;
-            notify::mark(&req, env, &body).await
-        }
-        (p, Method::Delete) if p.starts_with("/v1/notifications/items/") => {
-            let key = p.trim_start_matches("/v1/notifications/items/").to_string();
-            let key = percent_encoding::percent_decode_str(&key).decode_utf8_lossy();
-            notify::delete(&req, env, &key).await
-        }
-        ("/__bench/noop", Method::Get) if bench_enabled(env) => ok_json(&json!({ "ok": true })),
-        ("/__bench/geo", Method::Post) if bench_enabled(env) => {
-            geo::bench(&mut req, env, &query).await
-        }
-        ("/__bench/ip", Method::Get) if bench_enabled(env) => ip::bench(env, ctx, &query).await,
-        ("/", Method::Get) | ("/index.html", Method::Get) => static_page(env).await,
-        ("/v1/geo/country" | "/v1/geo/ip", m) => {
-            Err(ApiError::method_not_allowed(m.as_ref(), "GET, POST"))
-        }
-        (
-            "/healthz"
-            | "/v1/geo/me"
-            | "/v1/notifications"
-            | "/v1/notifications/unread-count"
-            | "/v1/notifications/changes",
-            m,
-        ) => Err(ApiError::method_not_allowed(m.as_ref(), "GET")),
-        (
-            "/v1/notifications/events" | "/v1/notifications/retractions" | "/v1/notifications/mark",
-            m,
-        ) => Err(ApiError::method_not_allowed(m.as_ref(), "POST")),
-        _ => Err(ApiError::not_found(&path)),
+        Op::CreateEvent => notify::create(cfg, ctx, &req, &body).await,
+        Op::Retract => notify::retract(cfg, ctx, &req, &body).await,
+        Op::AdminIndexes => notify::ensure_indexes(cfg).await,
+        Op::BenchNoop => ok_json(&json!({ "ok": true })),
+        Op::BenchGeo => geo::bench(&body, env, bench_n(&query, "repeat", 1)?).await,
+        Op::BenchIp => ip::bench(env, ctx, cfg, bench_n(&query, "n", 0)?).await,
+        Op::BenchAuth => bench_auth(&req, st, bench_n(&query, "n", 0)?).await,
     }
 }
 
-fn bench_enabled(env: &Env) -> bool {
-    var_or(env, ENABLE_BENCH, false)
+fn bench_n(query: &str, name: &str, default: usize) -> ApiResult<usize> {
+    let n: usize = crate::api::query::param(query, name)
+        .map(|v| v.parse())
+        .transpose()
+        .map_err(|_| {
+            ApiError::bad_request("invalid_parameter", format!("{name} must be a number"))
+        })?
+        .unwrap_or(default);
+    if n > MAX_BENCH_N {
+        return Err(ApiError::bad_request(
+            "invalid_parameter",
+            format!("{name} is at most {MAX_BENCH_N}"),
+        ));
+    }
+    Ok(n)
 }
 
-/// A var as text, or `default` when unset.
-pub fn var_str(env: &Env, name: &str, default: &str) -> String {
-    env.var(name)
-        .map(|v| v.to_string())
-        .unwrap_or_else(|_| default.to_string())
+fn bearer(req: &Request) -> Option<String> {
+    let h = req.headers().get("Authorization").ok().flatten()?;
+    let (scheme, token) = h.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim().to_owned())
+        .filter(|t| !t.is_empty())
 }
 
-/// A var parsed as `T`, or `default` when unset or unparsable.
-pub fn var_or<T: std::str::FromStr>(env: &Env, name: &str, default: T) -> T {
-    env.var(name)
-        .ok()
-        .and_then(|v| v.to_string().trim().parse().ok())
-        .unwrap_or(default)
+async fn authorize(req: &Request, route: &Route, cfg: &Config, st: &State) -> ApiResult<Caller> {
+    match route.access {
+        Access::Public => Ok(Caller::Anonymous),
+        Access::User => {
+            let v = st.verifier.as_ref().ok_or_else(|| {
+                not_configured("user authentication (AUTH_HS256_SECRET or AUTH_JWKS_URL)")
+            })?;
+            let token = bearer(req).ok_or(AuthError::Missing)?;
+            let sub = v.verify(&token, Date::now().as_millis() as f64).await?;
+            Ok(Caller::User(sub))
+        }
+        Access::Service(scope) => {
+            if cfg.service_keys.is_empty() {
+                return Err(not_configured(
+                    "service keys (SERVICE_KEYS or SERVICE_TOKEN)",
+                ));
+            }
+            let token = bearer(req).ok_or(AuthError::Missing)?;
+            let key = cfg
+                .service_keys
+                .authenticate(&token)
+                .ok_or(AuthError::BadServiceKey)?;
+            if !key.scopes.contains(&scope) {
+                return Err(AuthError::MissingScope(scope.as_str()).into());
+            }
+            Ok(Caller::Service(key.name.clone()))
+        }
+    }
+}
+
+async fn rate_limit(env: &Env, req: &Request, route: &Route, caller: &Caller) -> ApiResult<()> {
+    let (binding, key) = match (route.rate_limit, caller) {
+        (RateLimit::PerIp, _) => (
+            GEO_LIMITER,
+            req.headers()
+                .get("CF-Connecting-IP")
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| "unknown".into()),
+        ),
+        (RateLimit::PerUser, Caller::User(sub)) => (USER_LIMITER, sub.clone()),
+        _ => return Ok(()),
+    };
+    let Ok(limiter) = env.rate_limiter(binding) else {
+        return Ok(());
+    };
+    match limiter.limit(key).await {
+        Ok(o) if !o.success => Err(ApiError {
+            retry_after: Some(60),
+            ..ApiError::new(429, "rate_limited", "too many requests; retry later")
+        }),
+        // A limiter failure must not take the API down with it.
+        _ => Ok(()),
+    }
+}
+
+/// CORS preflight for any path in the table; `Allow` comes from the table too.
+fn preflight(req: &Request, cfg: &Config, path: &str) -> ApiResult<Response> {
+    let allowed = routes::allowed(path, cfg.bench);
+    if allowed.is_empty() {
+        return Err(ApiError::not_found(path));
+    }
+    let methods = allowed.join(", ");
+    let headers = Headers::new();
+    let set = |k: &str, v: &str| headers.set(k, v).map_err(internal);
+    set("Allow", &format!("{methods}, OPTIONS"))?;
+    if let Some(origin) = req.headers().get("Origin").ok().flatten() {
+        if !cfg.cors_allows(&origin) {
+            return Err(ApiError::new(
+                403,
+                "origin_not_allowed",
+                "this origin is not in CORS_ALLOWED_ORIGINS",
+            ));
+        }
+        set("Access-Control-Allow-Methods", &methods)?;
+        set(
+            "Access-Control-Allow-Headers",
+            "Authorization, Content-Type, Idempotency-Key",
+        )?;
+        set("Access-Control-Max-Age", "600")?;
+    }
+    Ok(Response::empty()
+        .map_err(internal)?
+        .with_status(204)
+        .with_headers(headers))
 }
 
 /// 200 with a JSON body.
@@ -132,79 +318,99 @@ pub fn internal(e: impl std::fmt::Display) -> ApiError {
     ApiError::new(500, "internal", format!("internal error: {e}"))
 }
 
-fn error_response(e: &ApiError) -> Result<Response> {
-    let mut resp = Response::from_json(&e.body())?.with_status(e.status);
+/// 503 for a missing setting (named, never its value).
+pub fn not_configured(what: &str) -> ApiError {
+    ApiError::unavailable("not_configured", format!("{what} is not configured"))
+}
+
+impl From<AuthError> for ApiError {
+    fn from(e: AuthError) -> Self {
+        let mut err = ApiError::new(e.status(), e.code(), e.to_string());
+        if e.status() == 503 {
+            err.retry_after = Some(5);
+        }
+        err
+    }
+}
+
+/// Renders an error; a 5xx body carries a generic message and the request id, never backend
+/// text (that is in the log line).
+fn error_response(e: &ApiError, rid: &str) -> Result<Response> {
+    let mut body = e.body();
+    if e.status >= 500 && !matches!(e.code, "config_invalid" | "not_configured") {
+        body["error"]["message"] = json!(format!(
+            "{}; request id {rid}",
+            match e.status {
+                503 => "temporarily unavailable, retry later",
+                502 => "a backend refused the request",
+                _ => "internal error",
+            }
+        ));
+    }
+    let mut resp = Response::from_json(&body)?.with_status(e.status);
     if let Some(s) = e.retry_after {
         resp.headers_mut().set("Retry-After", &s.to_string())?;
     }
-    if e.status == 405 {
-        if let Some((_, allowed)) = e.message.split_once("use ") {
-            resp.headers_mut().set("Allow", allowed)?;
-        }
+    if let Some(allow) = &e.allow {
+        resp.headers_mut().set("Allow", allow)?;
     }
     Ok(resp)
 }
 
-async fn read_body(req: &mut Request) -> ApiResult<Vec<u8>> {
+async fn read_body(req: &mut Request, limit: usize) -> ApiResult<Vec<u8>> {
+    let too_large = || {
+        ApiError::new(
+            413,
+            "payload_too_large",
+            format!("request body over {limit} bytes"),
+        )
+    };
     let declared = req
         .headers()
         .get("content-length")
         .ok()
         .flatten()
         .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
-        return Err(ApiError::new(
-            413,
-            "payload_too_large",
-            "request body too large",
-        ));
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large());
     }
     let body = req
         .bytes()
         .await
         .map_err(|e| ApiError::bad_request("unreadable_body", e.to_string()))?;
-    if body.len() > MAX_BODY_BYTES {
-        return Err(ApiError::new(
-            413,
-            "payload_too_large",
-            "request body too large",
-        ));
+    if body.len() > limit {
+        return Err(too_large());
     }
     Ok(body)
 }
 
-thread_local! {
-    // The manifest cannot change within a deployment, so an isolate reads it once.
-    static MANIFEST: std::cell::RefCell<Option<Value>> = const { std::cell::RefCell::new(None) };
-}
-
-async fn manifest(env: &Env) -> Value {
-    if let Some(m) = MANIFEST.with(|m| m.borrow().clone()) {
-        return m;
-    }
-    match assets::fetch_asset(env, "manifest.json")
-        .await
-        .map(|b| serde_json::from_slice::<Value>(&b))
-    {
-        Ok(Ok(m)) => {
-            MANIFEST.with(|c| *c.borrow_mut() = Some(m.clone()));
-            m
-        }
-        // Not cached: a later call retries.
-        _ => Value::Null,
-    }
-}
-
-async fn healthz(env: &Env) -> ApiResult<Response> {
-    let manifest = manifest(env).await;
-    let (geo_status, ok) = geo::health(env).await;
+async fn healthz(env: &Env, st: &State) -> ApiResult<Response> {
+    let manifest = state::manifest(env).await;
+    let (geo_status, geo_ok) = geo::health(env).await;
+    let (config, declared) = match &st.config {
+        Ok(c) => (Value::Null, c.declared_keys.clone()),
+        Err(e) => (json!({ "error": e.to_string(), "var": e.var }), Vec::new()),
+    };
     // Names only: a missing secret shows here instead of as a 503 on the first real request.
-    let missing = crate::config::missing_secrets(|n| notify::secret(env, n).is_some());
+    let mut missing: Vec<String> =
+        crate::config::missing_secrets(|n| state::lookup(env, n).is_some())
+            .into_iter()
+            .map(String::from)
+            .collect();
+    missing.extend(
+        declared
+            .iter()
+            .filter(|d| state::lookup(env, &d.secret).is_none())
+            .map(|d| d.secret.clone()),
+    );
+    let ok = geo_ok && st.config.is_ok();
     let body = json!({
         "status": if ok { "ok" } else { "degraded" },
+        "config": config,
         "geo": geo_status,
         "ipdb": ip::health(),
         "secrets": { "missing": missing },
+        "auth": st.verifier.as_ref().map(|v| json!({ "jwks_fetches": v.jwks_fetches() })),
         "assets": {
             "geo_source": manifest["geo"]["source"],
             "ip_source": manifest["ip"]["source"],
@@ -225,4 +431,22 @@ async fn static_page(env: &Env) -> ApiResult<Response> {
     Ok(Response::from_bytes(bytes)
         .map_err(internal)?
         .with_headers(headers))
+}
+
+/// Bench: verifies the request's own bearer token `n` times with warm caches (timed from outside
+/// against `n=0`).
+async fn bench_auth(req: &Request, st: &State, n: usize) -> ApiResult<Response> {
+    let v = st
+        .verifier
+        .as_ref()
+        .ok_or_else(|| not_configured("user authentication"))?;
+    let token = bearer(req).ok_or(AuthError::Missing)?;
+    let now = Date::now().as_millis() as f64;
+    let mut ok = 0;
+    for _ in 0..n {
+        if v.verify(&token, now).await.is_ok() {
+            ok += 1;
+        }
+    }
+    ok_json(&json!({ "n": n, "ok": ok }))
 }

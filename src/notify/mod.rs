@@ -33,7 +33,7 @@ pub use rules::{
     revision, CreateOutcome, CreateStep, RetractOutcome,
 };
 pub use service::{Deferred, NotifyService, Reply};
-pub use store::{NotificationStore, Page};
+pub use store::{Housekeeping, NotificationStore, Page};
 
 /// Tunables of the notification center.
 #[derive(Debug, Clone, PartialEq, Eq)]

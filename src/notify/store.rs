@@ -278,6 +278,71 @@ impl<H: HttpClient> NotificationStore<H> {
     }
 }
 
+/// What one housekeeping run did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Housekeeping {
+    /// Items deleted from owners over the cap.
+    pub trimmed: u64,
+    /// Expired items deleted.
+    pub expired: u64,
+    /// Data API calls spent.
+    pub calls: u32,
+    /// Work was left for the next run because the budget ran out.
+    pub budget_exhausted: bool,
+}
+
+impl<H: HttpClient> NotificationStore<H> {
+    /// One cron run within `budget` Data API calls (a Worker invocation has a subrequest limit:
+    /// 50 on the free plan): trims owners over `keep` items, then deletes expired items in
+    /// batches of `batch`. Each step's cost is known before it starts, so the budget is never
+    /// exceeded; what is left waits for the next run.
+    ///
+    /// # Errors
+    /// Backend failures (what was done before them stays done).
+    pub async fn housekeeping(
+        &self,
+        keep: u32,
+        budget: u32,
+        batch: u32,
+        now_ms: i64,
+    ) -> Result<Housekeeping, NotifyError> {
+        let mut r = Housekeeping::default();
+        let coll = self.cfg.collection.clone();
+        if budget < 1 {
+            r.budget_exhausted = true;
+            return Ok(r);
+        }
+        // 1 call to list owners over the cap; each trim then costs at most 2.
+        let owners = (budget - 1) / 2;
+        let over = self
+            .api
+            .aggregate(&coll, &query::owners_over_cap(keep, owners.max(1)))
+            .await?;
+        r.calls += 1;
+        for owner in over
+            .iter()
+            .filter_map(|d| d.get("_id").and_then(Value::as_str))
+        {
+            if r.calls + 2 > budget {
+                r.budget_exhausted = true;
+                return Ok(r);
+            }
+            r.trimmed += self.trim_owner(owner, keep).await?;
+            r.calls += 2;
+        }
+        while r.calls + 2 <= budget {
+            let n = self.delete_expired_batch(now_ms, batch).await?;
+            r.calls += if n == 0 { 1 } else { 2 };
+            r.expired += n;
+            if n < u64::from(batch) {
+                return Ok(r);
+            }
+        }
+        r.budget_exhausted = true;
+        Ok(r)
+    }
+}
+
 fn check_keys(owner: &str, item_key: Option<&str>) -> Result<(), NotifyError> {
     use super::event::{limits, text};
     text("owner", owner, limits::ID)?;

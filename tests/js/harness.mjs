@@ -4,6 +4,7 @@ import { Miniflare } from "miniflare";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { readFileSync } from "node:fs";
+import crypto from "node:crypto";
 import { compileText } from "./openapi.mjs";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -31,6 +32,8 @@ async function validatingFetch(input, init) {
   const { pathname } = new URL(url);
   if (pathname.startsWith("/__bench/") || pathname === "/openapi.json") return res;
   const method = init?.method ?? (input instanceof Request ? input.method : "GET");
+  // CORS preflights are protocol, not API: the document does not list OPTIONS.
+  if (method.toUpperCase() === "OPTIONS") return res;
   const text = await res.clone().text();
   v.validateResponse(method, url, res.status, res.headers, text);
   return res;
@@ -54,7 +57,29 @@ async function validateAnswers(base) {
   globalThis.fetch = validatingFetch;
 }
 
-export async function startWorker({ assetsDir = path.join(ROOT, "assets"), bindings = {} } = {}) {
+// The simple HS256 setup (three variables) that tests sign user tokens for.
+export const AUTH = {
+  AUTH_HS256_SECRET: "test-hs256-secret-of-at-least-32-characters",
+  AUTH_ISSUER: "test-issuer",
+  AUTH_AUDIENCE: "test-app",
+};
+
+const b64url = (x) => Buffer.from(typeof x === "string" ? x : JSON.stringify(x)).toString("base64url");
+
+/// A JWT for `sub`. `sign(input)` returns the raw signature (default: HS256 with AUTH's secret).
+export function userToken(sub, { header = {}, claims = {}, sign } = {}) {
+  const now = Math.floor(Date.now() / 1000);
+  const h = { alg: "HS256", typ: "JWT", ...header };
+  const c = { sub, iss: AUTH.AUTH_ISSUER, aud: AUTH.AUTH_AUDIENCE, iat: now, exp: now + 600, ...claims };
+  const input = `${b64url(h)}.${b64url(c)}`;
+  const sig = sign ? sign(input) : crypto.createHmac("sha256", AUTH.AUTH_HS256_SECRET).update(input).digest();
+  return `${input}.${Buffer.from(sig).toString("base64url")}`;
+}
+
+/// Headers of a request made as user `sub`.
+export const asUser = (sub) => ({ authorization: `Bearer ${userToken(sub)}`, "content-type": "application/json" });
+
+export async function startWorker({ assetsDir = path.join(ROOT, "assets"), bindings = {}, options = {} } = {}) {
   // Node 22's fetch pools connections; workerd closes idle ones, so tests use fresh ones.
   const mf = new Miniflare({
     name: "edge-geo-notify",
@@ -74,6 +99,7 @@ export async function startWorker({ assetsDir = path.join(ROOT, "assets"), bindi
     cf: { country: "GB", colo: "LHR", asn: 64512 },
     host: "127.0.0.1",
     port: 0,
+    ...options,
   });
   const url = await mf.ready;
   const base = url.href.replace(/\/$/, "");

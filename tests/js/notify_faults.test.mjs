@@ -4,7 +4,7 @@
 // every count matches.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startWorker } from "./harness.mjs";
+import { startWorker, AUTH } from "./harness.mjs";
 import { startStack } from "./stack.mjs";
 
 const SERVICE = { authorization: "Bearer t", "content-type": "application/json" };
@@ -14,7 +14,7 @@ let stack, w;
 before(async () => {
   stack = await startStack();
   w = await startWorker({
-    bindings: { ...stack.bindings, SERVICE_TOKEN: "t", DEV_AUTH: "true", BACKEND_TIMEOUT_MS: "250" },
+    bindings: { ...stack.bindings, SERVICE_TOKEN: "t", ...AUTH, BACKEND_TIMEOUT_MS: "250" },
   });
   assert.equal((await w.post("/v1/admin/indexes", {}, SERVICE)).status, 200);
 });

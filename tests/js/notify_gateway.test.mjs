@@ -5,7 +5,7 @@
 // representative flow end to end and checks what reached the gateway from its JSON log.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startWorker } from "./harness.mjs";
+import { startWorker, AUTH, asUser } from "./harness.mjs";
 import { startGatewayStack, GATEWAY_KEYS } from "./gateway.mjs";
 
 const SERVICE = { authorization: "Bearer test-service-token", "content-type": "application/json" };
@@ -13,7 +13,7 @@ let gw, w;
 
 before(async () => {
   gw = await startGatewayStack();
-  w = await startWorker({ bindings: { ...gw.bindings, SERVICE_TOKEN: "test-service-token", DEV_AUTH: "true" } });
+  w = await startWorker({ bindings: { ...gw.bindings, SERVICE_TOKEN: "test-service-token", ...AUTH } });
 });
 after(async () => { await w?.stop(); await gw?.stop(); });
 
@@ -32,7 +32,6 @@ const event = (over = {}) => ({
   ...over,
 });
 const create = (ev) => w.post("/v1/notifications/events", ev, SERVICE);
-const asUser = (user) => ({ "x-dev-user": user, "content-type": "application/json" });
 const get = async (p, user) => {
   const r = await fetch(`${w.base}${p}`, { headers: asUser(user) });
   return { status: r.status, body: await r.json() };
@@ -112,7 +111,7 @@ test("cursor paging: every item once, new arrivals do not shift later pages", as
 
 test("cron housekeeping trims an owner to the cap through the gateway", async () => {
   const w2 = await startWorker({
-    bindings: { ...gw.bindings, SERVICE_TOKEN: "test-service-token", DEV_AUTH: "true", NOTIFY_MAX_PER_OWNER: "3" },
+    bindings: { ...gw.bindings, SERVICE_TOKEN: "test-service-token", ...AUTH, NOTIFY_MAX_PER_OWNER: "3" },
   });
   try {
     const base = Date.now();

@@ -2,7 +2,7 @@
 // behind the REST bridge, the Data API emulator). Round trips are read from the stack's counters.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startWorker } from "./harness.mjs";
+import { startWorker, AUTH, asUser } from "./harness.mjs";
 import { startStack } from "./stack.mjs";
 
 const SERVICE = { authorization: "Bearer test-service-token", "content-type": "application/json" };
@@ -10,7 +10,7 @@ let stack, w;
 
 before(async () => {
   stack = await startStack();
-  w = await startWorker({ bindings: { ...stack.bindings, SERVICE_TOKEN: "test-service-token", DEV_AUTH: "true" } });
+  w = await startWorker({ bindings: { ...stack.bindings, SERVICE_TOKEN: "test-service-token", ...AUTH } });
   const r = await w.post("/v1/admin/indexes", {}, SERVICE);
   assert.equal(r.status, 200, JSON.stringify(r.body));
 });
@@ -32,7 +32,6 @@ const event = (over = {}) => ({
 });
 const create = (ev) => w.post("/v1/notifications/events", ev, SERVICE);
 const retract = (owner, itemKey, senderId) => w.post("/v1/notifications/retractions", { owner, itemKey, senderId }, SERVICE);
-const asUser = (user) => ({ "x-dev-user": user, "content-type": "application/json" });
 async function list(user, q = "") {
   const r = await fetch(`${w.base}/v1/notifications${q}`, { headers: asUser(user) });
   return { status: r.status, body: await r.json() };
@@ -214,7 +213,7 @@ test("backend down: 503 with Retry-After, nothing half-written, the retry succee
 
 test("cron housekeeping trims an owner to the cap, newest kept", async () => {
   const w2 = await startWorker({
-    bindings: { ...stack.bindings, SERVICE_TOKEN: "test-service-token", DEV_AUTH: "true", NOTIFY_MAX_PER_OWNER: "5" },
+    bindings: { ...stack.bindings, SERVICE_TOKEN: "test-service-token", ...AUTH, NOTIFY_MAX_PER_OWNER: "5" },
   });
   try {
     const base = Date.now();

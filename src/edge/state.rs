@@ -1,0 +1,69 @@
+//! Per-isolate state: the configuration parsed once, the token verifier with its key caches, and
+//! the asset manifest.
+
+use super::http_client::WorkerHttp;
+use crate::auth::webcrypto::WebCrypto;
+use crate::auth::Verifier;
+use crate::config::{Config, ConfigError, Vars};
+use serde_json::Value;
+use std::cell::RefCell;
+use std::rc::Rc;
+use worker::Env;
+
+/// What an isolate keeps between requests.
+pub struct State {
+    /// The parsed configuration, or the variable that is wrong.
+    pub config: Result<Config, ConfigError>,
+    /// User-token verifier (`None` when no issuer is configured).
+    pub verifier: Option<Verifier<WebCrypto, WorkerHttp>>,
+}
+
+thread_local! {
+    static STATE: RefCell<Option<Rc<State>>> = const { RefCell::new(None) };
+    // The manifest cannot change within a deployment, so an isolate reads it once.
+    static MANIFEST: RefCell<Option<Value>> = const { RefCell::new(None) };
+}
+
+/// A secret, or a var of the same name (local runs); empty counts as unset.
+pub fn lookup(env: &Env, name: &str) -> Option<String> {
+    env.secret(name)
+        .map(|s| s.to_string())
+        .or_else(|_| env.var(name).map(|v| v.to_string()))
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// The isolate's state, built on first use. Bindings cannot change within an isolate (a new
+/// secret or var means a new deployment, hence new isolates), so parsing once is exact.
+pub fn get(env: &Env) -> Rc<State> {
+    if let Some(s) = STATE.with(|s| s.borrow().clone()) {
+        return s;
+    }
+    let get = |n: &str| lookup(env, n);
+    let config = Config::from_vars(&Vars::new(&get));
+    let verifier = config
+        .as_ref()
+        .ok()
+        .and_then(|c| c.auth.clone())
+        .map(|a| Verifier::new(a, WebCrypto, WorkerHttp));
+    let state = Rc::new(State { config, verifier });
+    STATE.with(|s| s.borrow_mut().get_or_insert(state).clone())
+}
+
+/// The asset manifest (`Null` until it could be read).
+pub async fn manifest(env: &Env) -> Value {
+    if let Some(m) = MANIFEST.with(|m| m.borrow().clone()) {
+        return m;
+    }
+    match super::assets::fetch_asset(env, "manifest.json")
+        .await
+        .map(|b| serde_json::from_slice::<Value>(&b))
+    {
+        Ok(Ok(m)) => {
+            MANIFEST.with(|c| *c.borrow_mut() = Some(m.clone()));
+            m
+        }
+        // Not cached: a later call retries.
+        _ => Value::Null,
+    }
+}
