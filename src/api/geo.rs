@@ -1,6 +1,7 @@
 //! Request parsing and response shapes for `/v1/geo/country`.
 
 use super::error::ApiError;
+use crate::api::ErrorCode;
 use crate::geo::{Country, LatLon};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -21,17 +22,21 @@ pub fn parse_point_query(query: &str) -> Result<LatLon, ApiError> {
     let num = |name: &str, v: Option<String>| -> Result<f64, ApiError> {
         let v = v.ok_or_else(|| {
             ApiError::bad_request(
-                "missing_parameter",
+                ErrorCode::MissingParameter,
                 format!("query parameter {name} is required"),
             )
         })?;
         // Rust's parser accepts "inf"/"NaN"; they are caught by LatLon::new as not finite.
         v.trim().parse::<f64>().map_err(|_| {
-            ApiError::bad_request("invalid_number", format!("{name}={v:?} is not a number"))
+            ApiError::bad_request(
+                ErrorCode::InvalidNumber,
+                format!("{name}={v:?} is not a number"),
+            )
         })
     };
     let (lat, lon) = (num("lat", lat)?, num("lon", lon)?);
-    LatLon::new(lat, lon).map_err(|e| ApiError::bad_request("invalid_coordinate", e.to_string()))
+    LatLon::new(lat, lon)
+        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidCoordinate, e.to_string()))
 }
 
 #[derive(Deserialize)]
@@ -48,7 +53,7 @@ struct Batch {
 pub fn parse_batch(body: &[u8]) -> Result<Vec<LatLon>, ApiError> {
     let batch: Batch = serde_json::from_slice(body).map_err(|e| {
         ApiError::bad_request(
-            "invalid_json",
+            ErrorCode::InvalidJson,
             format!("expected {{\"points\": [...]}}: {e}"),
         )
     })?;
@@ -66,8 +71,9 @@ pub fn parse_batch(body: &[u8]) -> Result<Vec<LatLon>, ApiError> {
                 Value::Array(a) if a.len() == 2 => (a[0].as_f64(), a[1].as_f64()),
                 _ => (None, None),
             };
-            let bad =
-                |m: String| ApiError::bad_request("invalid_point", format!("points[{i}]: {m}"));
+            let bad = |m: String| {
+                ApiError::bad_request(ErrorCode::InvalidPoint, format!("points[{i}]: {m}"))
+            };
             match (lat, lon) {
                 (Some(lat), Some(lon)) => LatLon::new(lat, lon).map_err(|e| bad(e.to_string())),
                 _ => Err(bad("expected {\"lat\": number, \"lon\": number}".into())),

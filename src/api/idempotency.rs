@@ -4,6 +4,7 @@
 //! the key so the retry runs. Records live in Redis; this module is the platform-free part.
 
 use super::error::ApiError;
+use crate::api::ErrorCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -54,7 +55,7 @@ pub enum Claim {
 pub fn validate_key(key: &str) -> Result<(), ApiError> {
     if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(ApiError::bad_request(
-            "invalid_idempotency_key",
+            ErrorCode::InvalidIdempotencyKey,
             "Idempotency-Key must be 1-255 visible ASCII characters",
         ));
     }
@@ -79,14 +80,14 @@ pub fn classify(existing: Option<&str>, body_hash: &str) -> Result<Claim, ApiErr
     let r: Record = serde_json::from_str(text).map_err(|_| {
         ApiError::new(
             422,
-            "idempotency_key_reused",
+            ErrorCode::IdempotencyKeyReused,
             "Idempotency-Key holds an unreadable record",
         )
     })?;
     if r.h != body_hash {
         return Err(ApiError::new(
             422,
-            "idempotency_key_reused",
+            ErrorCode::IdempotencyKeyReused,
             "Idempotency-Key was used with a different body",
         ));
     }
@@ -96,7 +97,7 @@ pub fn classify(existing: Option<&str>, body_hash: &str) -> Result<Claim, ApiErr
             retry_after: Some(1),
             ..ApiError::new(
                 409,
-                "idempotency_in_flight",
+                ErrorCode::IdempotencyInFlight,
                 "a request with this Idempotency-Key is in progress",
             )
         }),

@@ -1,6 +1,7 @@
 //! Request parsing and response shapes for `/v1/geo/ip` and `/v1/geo/me`.
 
 use super::error::ApiError;
+use crate::api::ErrorCode;
 use crate::ip::{parse_ip, IpAnswer, IpParseError};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -11,8 +12,8 @@ pub const MAX_BATCH_IPS: usize = 10_000;
 
 fn ip_error(field: &str, e: &IpParseError) -> ApiError {
     let code = match e {
-        IpParseError::ZoneId => "ip_zone_not_supported",
-        _ => "invalid_ip",
+        IpParseError::ZoneId => ErrorCode::IpZoneNotSupported,
+        _ => ErrorCode::InvalidIp,
     };
     ApiError::bad_request(code, format!("{field}: {e}"))
 }
@@ -23,7 +24,10 @@ fn ip_error(field: &str, e: &IpParseError) -> ApiError {
 /// `missing_parameter`, `invalid_ip` or `ip_zone_not_supported` (400).
 pub fn parse_ip_query(query: &str) -> Result<IpAddr, ApiError> {
     let raw = super::query::param(query, "ip").ok_or_else(|| {
-        ApiError::bad_request("missing_parameter", "query parameter ip is required")
+        ApiError::bad_request(
+            ErrorCode::MissingParameter,
+            "query parameter ip is required",
+        )
     })?;
     parse_ip(&raw).map_err(|e| ip_error("ip", &e))
 }
@@ -40,7 +44,10 @@ struct Batch {
 /// `invalid_json`, `empty_batch`, `batch_too_large`, `invalid_ip`.
 pub fn parse_ip_batch(body: &[u8]) -> Result<Vec<IpAddr>, ApiError> {
     let b: Batch = serde_json::from_slice(body).map_err(|e| {
-        ApiError::bad_request("invalid_json", format!("expected {{\"ips\": [...]}}: {e}"))
+        ApiError::bad_request(
+            ErrorCode::InvalidJson,
+            format!("expected {{\"ips\": [...]}}: {e}"),
+        )
     })?;
     super::check_batch_len(b.ips.len(), MAX_BATCH_IPS, "ips")?;
     b.ips

@@ -1,6 +1,7 @@
 //! Request parsing and error mapping for `/v1/notifications…` (platform-free).
 
 use super::error::ApiError;
+use crate::api::ErrorCode;
 use crate::backend::BackendError;
 use crate::notify::{Flag, ListParams, NewEvent, NotifyError, MAX_PAGE};
 use serde::Deserialize;
@@ -26,12 +27,12 @@ pub fn parse_event(body: &[u8]) -> Result<NewEvent, ApiError> {
     if body.len() > 64 * 1024 {
         return Err(ApiError::new(
             413,
-            "payload_too_large",
+            ErrorCode::PayloadTooLarge,
             "an event is at most 64 KiB",
         ));
     }
     serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request("invalid_json", format!("event: {e}")))
+        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("event: {e}")))
 }
 
 /// Body of a retraction.
@@ -52,7 +53,7 @@ pub struct Retraction {
 /// `invalid_json` (400).
 pub fn parse_retraction(body: &[u8]) -> Result<Retraction, ApiError> {
     serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request("invalid_json", format!("retraction: {e}")))
+        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("retraction: {e}")))
 }
 
 /// Body of a state change: `{"itemKey": "…"}` or `{"all": true}`, a flag and its value.
@@ -81,21 +82,21 @@ fn yes() -> bool {
 /// `invalid_json`, `invalid_flag`, `invalid_target` (400).
 pub fn parse_mark(body: &[u8]) -> Result<(MarkBody, Flag), ApiError> {
     let m: MarkBody = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request("invalid_json", format!("mark: {e}")))?;
+        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("mark: {e}")))?;
     let flag = match m.flag.as_str() {
         "read" => Flag::Read,
         "seen" => Flag::Seen,
         "archived" => Flag::Archived,
         other => {
             return Err(ApiError::bad_request(
-                "invalid_flag",
+                ErrorCode::InvalidFlag,
                 format!("flag {other:?}: use read, seen or archived"),
             ))
         }
     };
     if m.all == m.item_key.is_some() {
         return Err(ApiError::bad_request(
-            "invalid_target",
+            ErrorCode::InvalidTarget,
             "give exactly one of itemKey or all: true",
         ));
     }
@@ -107,7 +108,10 @@ fn parse_limit(v: &str) -> Result<u32, ApiError> {
         .ok()
         .filter(|n| (1..=MAX_PAGE).contains(n))
         .ok_or_else(|| {
-            ApiError::bad_request("invalid_parameter", format!("limit must be 1..={MAX_PAGE}"))
+            ApiError::bad_request(
+                ErrorCode::InvalidParameter,
+                format!("limit must be 1..={MAX_PAGE}"),
+            )
         })
 }
 
@@ -116,7 +120,7 @@ fn bool_param(name: &str, v: &str) -> Result<bool, ApiError> {
         "true" | "1" => Ok(true),
         "false" | "0" => Ok(false),
         _ => Err(ApiError::bad_request(
-            "invalid_parameter",
+            ErrorCode::InvalidParameter,
             format!("{name} must be true or false"),
         )),
     }
@@ -155,15 +159,18 @@ pub fn parse_changes(query: &str) -> Result<(i64, u32), ApiError> {
         match k.as_ref() {
             "since" => {
                 since = Some(v.parse::<i64>().map_err(|_| {
-                    ApiError::bad_request("invalid_parameter", "since must be a revision number")
+                    ApiError::bad_request(
+                        ErrorCode::InvalidParameter,
+                        "since must be a revision number",
+                    )
                 })?)
             }
             "limit" => limit = parse_limit(&v)?,
             _ => {}
         }
     }
-    let since =
-        since.ok_or_else(|| ApiError::bad_request("missing_parameter", "since is required"))?;
+    let since = since
+        .ok_or_else(|| ApiError::bad_request(ErrorCode::MissingParameter, "since is required"))?;
     Ok((since, limit))
 }
 

@@ -1042,4 +1042,31 @@ mod tests {
             std::fs::write(&path, text + "\n").unwrap();
         }
     }
+
+    #[test]
+    fn every_documented_code_is_an_error_code() {
+        fn walk(v: &Value, out: &mut Vec<String>) {
+            match v {
+                Value::Object(m) => {
+                    if let Some(Value::Object(code)) = m.get("code") {
+                        if let Some(Value::Array(e)) = code.get("enum") {
+                            out.extend(e.iter().filter_map(|x| x.as_str().map(String::from)));
+                        }
+                    }
+                    m.values().for_each(|x| walk(x, out));
+                }
+                Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        walk(&document(), &mut found);
+        assert!(found.len() > 20, "{found:?}");
+        for c in &found {
+            assert!(
+                crate::api::ErrorCode::ALL.iter().any(|k| k.as_str() == c),
+                "{c} is documented but is not an ErrorCode"
+            );
+        }
+    }
 }

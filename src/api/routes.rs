@@ -3,6 +3,7 @@
 //! the OpenAPI document all come from this one table, so they cannot disagree.
 
 use super::error::ApiError;
+use crate::api::ErrorCode;
 use std::borrow::Cow;
 
 /// HTTP methods the API uses.
@@ -406,7 +407,7 @@ fn match_path(pattern: &str, path: &str) -> Option<Result<Option<String>, ApiErr
                     Ok(s) => param = Some(s.into_owned()),
                     Err(_) => {
                         return Some(Err(ApiError::bad_request(
-                            "invalid_path",
+                            ErrorCode::InvalidPath,
                             format!("path segment of {pattern} is not UTF-8 once decoded"),
                         )))
                     }
@@ -535,7 +536,7 @@ mod tests {
             404
         );
         let e = resolve("DELETE", "/v1/notifications/items/%FF%FE", false).unwrap_err();
-        assert_eq!((e.status, e.code), (400, "invalid_path"));
+        assert_eq!((e.status, e.code), (400, ErrorCode::InvalidPath));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Who is calling: user tokens (JWT: RS256/ES256 from a JWKS, or HS256 with a shared secret) and
 //! service keys with scopes. Platform-free except the WebCrypto verifier on wasm32.
 
+use crate::api::ErrorCode;
+
 pub mod crypto;
 pub mod jwks;
 pub mod jwt;
@@ -88,20 +90,20 @@ pub enum AuthError {
 impl AuthError {
     /// Stable code for the error body.
     #[must_use]
-    pub const fn code(&self) -> &'static str {
+    pub const fn code(&self) -> ErrorCode {
         match self {
-            AuthError::Missing => "unauthorized",
-            AuthError::Malformed(_) => "invalid_token",
-            AuthError::UnsupportedAlg => "unsupported_alg",
-            AuthError::WrongIssuer => "invalid_issuer",
-            AuthError::WrongAudience => "invalid_audience",
-            AuthError::Expired => "token_expired",
-            AuthError::NotYetValid => "token_not_yet_valid",
-            AuthError::UnknownKid => "unknown_kid",
-            AuthError::BadSignature => "invalid_signature",
-            AuthError::BadServiceKey => "invalid_service_key",
-            AuthError::MissingScope(_) => "insufficient_scope",
-            AuthError::KeysUnavailable(_) => "auth_unavailable",
+            AuthError::Missing => ErrorCode::Unauthorized,
+            AuthError::Malformed(_) => ErrorCode::InvalidToken,
+            AuthError::UnsupportedAlg => ErrorCode::UnsupportedAlg,
+            AuthError::WrongIssuer => ErrorCode::InvalidIssuer,
+            AuthError::WrongAudience => ErrorCode::InvalidAudience,
+            AuthError::Expired => ErrorCode::TokenExpired,
+            AuthError::NotYetValid => ErrorCode::TokenNotYetValid,
+            AuthError::UnknownKid => ErrorCode::UnknownKid,
+            AuthError::BadSignature => ErrorCode::InvalidSignature,
+            AuthError::BadServiceKey => ErrorCode::InvalidServiceKey,
+            AuthError::MissingScope(_) => ErrorCode::InsufficientScope,
+            AuthError::KeysUnavailable(_) => ErrorCode::AuthUnavailable,
         }
     }
 

@@ -9,6 +9,7 @@ pub mod http;
 pub mod native;
 pub mod redis_rest;
 
+use crate::api::ErrorCode;
 use std::fmt;
 
 pub use data_api::{DataApiAuth, DataApiClient, DataApiConfig, FindOptions, UpdateResult};
@@ -55,12 +56,12 @@ impl BackendError {
 
     /// Stable machine-readable code for logs and API error bodies.
     #[must_use]
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Unavailable { .. } => "backend_unavailable",
-            Self::Rejected { .. } => "backend_rejected",
-            Self::DuplicateKey { .. } => "duplicate_key",
-            Self::Decode(_) => "backend_decode",
+            Self::Unavailable { .. } => ErrorCode::BackendUnavailable,
+            Self::Rejected { .. } => ErrorCode::BackendRejected,
+            Self::DuplicateKey { .. } => ErrorCode::DuplicateKey,
+            Self::Decode(_) => ErrorCode::BackendDecode,
         }
     }
 

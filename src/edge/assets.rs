@@ -2,6 +2,7 @@
 
 use super::ApiResult;
 use crate::api::ApiError;
+use crate::api::ErrorCode;
 use worker::Env;
 
 /// Static-assets binding (wrangler.toml `[assets]`).
@@ -9,7 +10,7 @@ pub const ASSETS: &str = "ASSETS";
 
 /// Fetches `path` from the assets directory; any failure is a 503 `asset_unavailable`.
 pub async fn fetch_asset(env: &Env, path: &str) -> ApiResult<Vec<u8>> {
-    let unavailable = |m: String| ApiError::unavailable("asset_unavailable", m);
+    let unavailable = |m: String| ApiError::unavailable(ErrorCode::AssetUnavailable, m);
     let assets = env
         .assets(ASSETS)
         .map_err(|e| unavailable(format!("ASSETS binding: {e}")))?;
@@ -31,5 +32,5 @@ pub async fn fetch_asset(env: &Env, path: &str) -> ApiResult<Vec<u8>> {
 /// A 503 `asset_corrupt` for an asset that failed validation; logged once per failure.
 pub fn corrupt(path: &str, e: impl std::fmt::Display) -> ApiError {
     worker::console_error!("asset {path} rejected: {e}");
-    ApiError::unavailable("asset_corrupt", format!("{path}: {e}"))
+    ApiError::unavailable(ErrorCode::AssetCorrupt, format!("{path}: {e}"))
 }

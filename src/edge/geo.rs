@@ -2,6 +2,7 @@
 
 use super::assets::{corrupt, fetch_asset};
 use super::{internal, ok_json, ApiResult};
+use crate::api::ErrorCode;
 use crate::api::{geo as geo_api, ApiError};
 use crate::geo::{format, CountryIndex, GridPoint, LatLon, Tile};
 use serde_json::{json, Value};
@@ -153,7 +154,7 @@ pub async fn bench(body: &[u8], env: &Env, repeat: usize) -> ApiResult<Response>
         let lat = f64::from_le_bytes(lat.try_into().map_err(internal)?);
         let lon = f64::from_le_bytes(lon.try_into().map_err(internal)?);
         let p = LatLon::new(lat, lon)
-            .map_err(|e| ApiError::bad_request("invalid_point", e.to_string()))?;
+            .map_err(|e| ApiError::bad_request(ErrorCode::InvalidPoint, e.to_string()))?;
         latlons.push(p);
     }
     let pts: Vec<GridPoint> = latlons.iter().map(|&p| GridPoint::from(p)).collect();

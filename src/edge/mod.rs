@@ -10,6 +10,7 @@ mod state;
 
 use crate::api::routes::{self, Access, Op, RateLimit, Route};
 use crate::api::ApiError;
+use crate::api::ErrorCode;
 use crate::auth::AuthError;
 use crate::config::Config;
 use serde_json::{json, Value};
@@ -86,7 +87,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
         "ms": Date::now().as_millis().saturating_sub(started), "caller": caller.label(),
     });
     if let Some(e) = error {
-        line["code"] = json!(e.code);
+        line["code"] = json!(e.code.as_str());
         if e.status >= 500 {
             // The full cause (backend text included) goes to the log only, keyed by request id.
             line["error"] = json!(e.message);
@@ -140,7 +141,7 @@ async fn handle(
         Err(e) if path == "/healthz" => return healthz(env, st).await,
         Err(e) => {
             return Err(ApiError::unavailable(
-                "config_invalid",
+                ErrorCode::ConfigInvalid,
                 format!("configuration error: {e}"),
             ))
         }
@@ -161,12 +162,16 @@ async fn handle(
     };
     let url = req
         .url()
-        .map_err(|_| ApiError::bad_request("invalid_url", "unparseable URL"))?;
+        .map_err(|_| ApiError::bad_request(ErrorCode::InvalidUrl, "unparseable URL"))?;
     let query = url.query().unwrap_or("").to_string();
     let who = caller.clone();
     let owner = || match &who {
         Caller::User(sub) => Ok(sub.as_str()),
-        _ => Err(ApiError::new(401, "unauthorized", "user token required")),
+        _ => Err(ApiError::new(
+            401,
+            ErrorCode::Unauthorized,
+            "user token required",
+        )),
     };
     match route.op {
         Op::Healthz => healthz(env, st).await,
@@ -200,12 +205,15 @@ fn bench_n(query: &str, name: &str, default: usize) -> ApiResult<usize> {
         .map(|v| v.parse())
         .transpose()
         .map_err(|_| {
-            ApiError::bad_request("invalid_parameter", format!("{name} must be a number"))
+            ApiError::bad_request(
+                ErrorCode::InvalidParameter,
+                format!("{name} must be a number"),
+            )
         })?
         .unwrap_or(default);
     if n > MAX_BENCH_N {
         return Err(ApiError::bad_request(
-            "invalid_parameter",
+            ErrorCode::InvalidParameter,
             format!("{name} is at most {MAX_BENCH_N}"),
         ));
     }
@@ -270,7 +278,11 @@ async fn rate_limit(env: &Env, req: &Request, route: &Route, caller: &Caller) ->
     match limiter.limit(key).await {
         Ok(o) if !o.success => Err(ApiError {
             retry_after: Some(60),
-            ..ApiError::new(429, "rate_limited", "too many requests; retry later")
+            ..ApiError::new(
+                429,
+                ErrorCode::RateLimited,
+                "too many requests; retry later",
+            )
         }),
         // A limiter failure must not take the API down with it.
         _ => Ok(()),
@@ -291,7 +303,7 @@ fn preflight(req: &Request, cfg: &Config, path: &str) -> ApiResult<Response> {
         if !cfg.cors_allows(&origin) {
             return Err(ApiError::new(
                 403,
-                "origin_not_allowed",
+                ErrorCode::OriginNotAllowed,
                 "this origin is not in CORS_ALLOWED_ORIGINS",
             ));
         }
@@ -315,12 +327,15 @@ pub fn ok_json(v: &Value) -> ApiResult<Response> {
 
 /// A 500 for failures of the runtime itself (never for bad input).
 pub fn internal(e: impl std::fmt::Display) -> ApiError {
-    ApiError::new(500, "internal", format!("internal error: {e}"))
+    ApiError::new(500, ErrorCode::Internal, format!("internal error: {e}"))
 }
 
 /// 503 for a missing setting (named, never its value).
 pub fn not_configured(what: &str) -> ApiError {
-    ApiError::unavailable("not_configured", format!("{what} is not configured"))
+    ApiError::unavailable(
+        ErrorCode::NotConfigured,
+        format!("{what} is not configured"),
+    )
 }
 
 impl From<AuthError> for ApiError {
@@ -337,7 +352,7 @@ impl From<AuthError> for ApiError {
 /// text (that is in the log line).
 fn error_response(e: &ApiError, rid: &str) -> Result<Response> {
     let mut body = e.body();
-    if e.status >= 500 && !matches!(e.code, "config_invalid" | "not_configured") {
+    if e.status >= 500 && !matches!(e.code, ErrorCode::ConfigInvalid | ErrorCode::NotConfigured) {
         body["error"]["message"] = json!(format!(
             "{}; request id {rid}",
             match e.status {
@@ -361,7 +376,7 @@ async fn read_body(req: &mut Request, limit: usize) -> ApiResult<Vec<u8>> {
     let too_large = || {
         ApiError::new(
             413,
-            "payload_too_large",
+            ErrorCode::PayloadTooLarge,
             format!("request body over {limit} bytes"),
         )
     };
@@ -377,7 +392,7 @@ async fn read_body(req: &mut Request, limit: usize) -> ApiResult<Vec<u8>> {
     let body = req
         .bytes()
         .await
-        .map_err(|e| ApiError::bad_request("unreadable_body", e.to_string()))?;
+        .map_err(|e| ApiError::bad_request(ErrorCode::UnreadableBody, e.to_string()))?;
     if body.len() > limit {
         return Err(too_large());
     }

@@ -3,6 +3,7 @@
 
 use super::http_client::WorkerHttp;
 use super::{internal, not_configured, ok_json, ApiResult};
+use crate::api::ErrorCode;
 use crate::api::{notify as api, ApiError};
 use crate::backend::{DataApiClient, RedisRestClient};
 use crate::config::Config;
@@ -141,7 +142,11 @@ pub async fn mark(cfg: &Config, owner: &str, body: &[u8]) -> ApiResult<Response>
 /// `DELETE /v1/notifications/items/{itemKey}` (user).
 pub async fn delete(cfg: &Config, owner: &str, item_key: &str) -> ApiResult<Response> {
     if !store(cfg)?.delete(owner, item_key).await? {
-        return Err(ApiError::new(404, "not_found", "no such notification"));
+        return Err(ApiError::new(
+            404,
+            ErrorCode::NotFound,
+            "no such notification",
+        ));
     }
     ok_json(&json!({ "deleted": true }))
 }

@@ -1,5 +1,6 @@
 //! The notification module's single error type.
 
+use crate::api::ErrorCode;
 use std::fmt;
 
 use crate::backend::BackendError;
@@ -44,14 +45,14 @@ pub enum NotifyError {
 impl NotifyError {
     /// Stable code for API error bodies.
     #[must_use]
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Missing { .. } => "missing_field",
-            Self::TooLong { .. } => "field_too_long",
-            Self::InvalidChars { .. } => "invalid_characters",
-            Self::UnknownCategory { .. } => "unknown_category",
-            Self::TimeOutOfRange { .. } => "time_out_of_range",
-            Self::InvalidCursor => "invalid_cursor",
+            Self::Missing { .. } => ErrorCode::MissingField,
+            Self::TooLong { .. } => ErrorCode::FieldTooLong,
+            Self::InvalidChars { .. } => ErrorCode::InvalidCharacters,
+            Self::UnknownCategory { .. } => ErrorCode::UnknownCategory,
+            Self::TimeOutOfRange { .. } => ErrorCode::TimeOutOfRange,
+            Self::InvalidCursor => ErrorCode::InvalidCursor,
             Self::Backend(e) => e.code(),
         }
     }
