@@ -137,8 +137,10 @@ async fn handle(
     let path = req.path();
     let cfg = match &st.config {
         Ok(c) => c,
-        // Only /healthz answers (and names the variable); everything else would be guesswork.
-        Err(e) if path == "/healthz" => return healthz(env, st).await,
+        // Only /healthz (which names the variable) and the static contract answer; everything
+        // else would be guesswork.
+        Err(_) if path == "/healthz" => return healthz(env, st).await,
+        Err(_) if path == "/openapi.json" => return ok_json(&crate::api::openapi::document()),
         Err(e) => {
             return Err(ApiError::unavailable(
                 ErrorCode::ConfigInvalid,
