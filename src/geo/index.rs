@@ -309,6 +309,11 @@ impl<S: AsRef<[u8]>> Tile<S> {
     }
 
     fn node(&self, i: usize) -> u32 {
+        // A root comes from the index's grid, not from this tile: one past the node array must
+        // not read leaf bytes as a node (found by fuzzing, fuzz/regressions/geo_tile/).
+        if i >= self.n_nodes {
+            return SEA as u32;
+        }
         u32_at(self.buf.as_ref(), TILE_HEADER + i * 4).unwrap_or(SEA as u32)
     }
 
@@ -378,17 +383,24 @@ fn validate_leaf(
         off += 6;
         for _ in 0..chains {
             let len = u16_at(leaves, off).ok_or(bad.clone())? as usize;
-            off += 2 + len * width;
-            if off > leaves.len() {
-                return Err(bad);
+            let pts = leaves
+                .get(off + 2..off + 2 + len * width)
+                .ok_or(bad.clone())?;
+            // Unsigned 4-byte coordinates must stay below 2^31 so the crossing products in
+            // `chain_parity` fit i64; narrower ones always do (found by fuzzing,
+            // fuzz/regressions/geo_tile/).
+            if width == 8 && pts.chunks_exact(4).any(|c| c[3] >= 0x80) {
+                return Err(LoadError::Corrupt("leaf coordinate out of range"));
             }
+            off += 2 + len * width;
         }
     }
     Ok(())
 }
 
 /// Point-in-leaf: candidates are in ascending area order, so the first one containing the point
-/// is the answer. `x`, `y` are cell-local; all products fit i64 (coordinates < 2^27).
+/// is the answer. `x`, `y` are cell-local; all products fit i64 (coordinates < 2^31, checked at
+/// open).
 #[inline]
 fn leaf_lookup(b: &[u8], mut off: usize, x: i64, y: i64) -> Option<u16> {
     let default = u16_at(b, off)?;
