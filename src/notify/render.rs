@@ -36,20 +36,35 @@ fn actor(doc: &Value) -> Option<String> {
 }
 
 /// The item's one-line text, re-rendered after merges and retractions; `None` for an empty item.
+///
+/// Placeholders are filled in one pass over the template: a name or argument value is never read
+/// as a template itself, so `{post}` in a sender's name stays literal and nested arguments cannot
+/// grow the text (found by review while fuzzing, fuzz/regressions/body_parsing/).
 #[must_use]
 pub fn summary(doc: &Value) -> Option<String> {
     let kind = doc
         .get("notificationType")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let mut text = template(kind).replace("{actor}", &actor(doc)?);
-    if let Some(args) = doc.get("messageArguments").and_then(Value::as_object) {
-        for (k, v) in args {
-            if let Some(v) = v.as_str() {
-                text = text.replace(&format!("{{{k}}}"), v);
+    let actor = actor(doc)?;
+    let args = doc.get("messageArguments").and_then(Value::as_object);
+    let mut text = String::new();
+    let mut rest = template(kind);
+    while let Some((head, tail)) = rest.split_once('{') {
+        let (name, tail) = tail.split_once('}').unwrap_or((tail, ""));
+        text.push_str(head);
+        match (name, args.and_then(|a| a.get(name)?.as_str())) {
+            ("actor", _) => text.push_str(&actor),
+            (_, Some(v)) => text.push_str(v),
+            (_, None) => {
+                text.push('{');
+                text.push_str(name);
+                text.push('}');
             }
         }
+        rest = tail;
     }
+    text.push_str(rest);
     Some(text)
 }
 
@@ -146,6 +161,9 @@ mod tests {
             "5 people liked your post"
         );
         assert_eq!(summary(&doc("like", 0, &[])), None);
+        let mut d = doc("like", 1, &["{post} {actor}"]);
+        d["messageArguments"] = json!({"post": "x"});
+        assert_eq!(summary(&d).unwrap(), "{post} {actor} liked your post");
     }
 
     #[test]
