@@ -5,9 +5,10 @@
 #                                [-- extra `schemathesis run` options]
 #
 # Installs schemathesis (pinned in requirements-dev.txt) into .venv if missing, builds the
-# worker, starts the local stack and the worker in workerd (Miniflare, loopback only), mints a
-# user token (HS256 JWT for AUTH_HS256_SECRET/AUTH_ISSUER/AUTH_AUDIENCE; X-Dev-User is sent too
-# while DEV_AUTH still exists) and uses SERVICE_TOKEN as the service key, then runs
+# worker, starts the local stack and the worker in workerd (Miniflare, loopback only) with the
+# simple HS256 user-token setup (AUTH_HS256_SECRET/AUTH_ISSUER/AUTH_AUDIENCE of
+# tests/js/harness.mjs), mints a user token for it (the harness's userToken, valid for the whole
+# run) and uses a random SERVICE_TOKEN as the service key, then runs
 # `schemathesis run <worker>/openapi.json` with each security scheme's credential
 # (schemathesis.toml `[auth.openapi.<scheme>]`). Exits non-zero on any server error, schema,
 # status, header or content-type violation. Nothing leaves 127.0.0.1.
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
     --seed) SEED=$2; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -58,30 +59,25 @@ trap cleanup EXIT
 
 # Launcher: stack + worker with a service key and HS256 user auth; prints one JSON line, then
 # runs until killed (the stack exits with it).
-SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 SERVICE_KEY=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 cat > "$TMP/launch.mjs" <<'EOF'
-import crypto from "node:crypto";
-import { startWorker } from "./tests/js/harness.mjs";
+import { AUTH, startWorker, userToken } from "./tests/js/harness.mjs";
 import { startStack } from "./tests/js/stack.mjs";
 // (evaluated with the repository as the working directory)
-const { SECRET, SERVICE_KEY } = process.env;
+const { SERVICE_KEY, MAX_TIME } = process.env;
 const stack = await startStack();
-const auth = { AUTH_HS256_SECRET: SECRET, AUTH_ISSUER: "schemathesis-issuer", AUTH_AUDIENCE: "edge-geo-notify" };
 const w = await startWorker({
-  bindings: { ...stack.bindings, SERVICE_TOKEN: SERVICE_KEY, DEV_AUTH: "true", ENABLE_BENCH: "false", ...auth },
+  bindings: { ...stack.bindings, SERVICE_TOKEN: SERVICE_KEY, ENABLE_BENCH: "false", ...AUTH },
 });
-const b64 = (o) => Buffer.from(JSON.stringify(o)).toString("base64url");
-const now = Math.floor(Date.now() / 1000);
-const unsigned = `${b64({ alg: "HS256", typ: "JWT" })}.${b64({ sub: "schemathesis", iss: auth.AUTH_ISSUER, aud: auth.AUTH_AUDIENCE, iat: now, exp: now + 3600 })}`;
-const token = `${unsigned}.${crypto.createHmac("sha256", SECRET).update(unsigned).digest("base64url")}`;
+// Valid for the whole run (with room for start-up and the slowest request).
+const token = userToken("schemathesis", { claims: { exp: Math.floor(Date.now() / 1000) + Number(MAX_TIME) + 600 } });
 console.log(JSON.stringify({ base: w.base, token }));
 const stop = async () => { await w.stop(); await stack.stop?.(); process.exit(0); };
 process.on("SIGTERM", stop);
 process.on("SIGINT", stop);
 setInterval(() => {}, 1 << 30);
 EOF
-SECRET=$SECRET SERVICE_KEY=$SERVICE_KEY OPENAPI_VALIDATE=0 node --input-type=module -e "$(cat "$TMP/launch.mjs")" > "$TMP/info" &
+SERVICE_KEY=$SERVICE_KEY MAX_TIME=$MAX_TIME OPENAPI_VALIDATE=0 node --input-type=module -e "$(cat "$TMP/launch.mjs")" > "$TMP/info" &
 LAUNCHER_PID=$!
 for _ in $(seq 1 300); do
   [ -s "$TMP/info" ] && break
@@ -119,7 +115,6 @@ set +e
 (cd "$OUT" && SCHEMATHESIS_USER_TOKEN=$USER_TOKEN SCHEMATHESIS_SERVICE_KEY=$SERVICE_KEY \
   "$ROOT_DIR/.venv/bin/schemathesis" --config-file "$TMP/schemathesis.toml" run "$SCHEMA" "${URL_OPT[@]}" \
   --checks "$CHECKS" \
-  --header "X-Dev-User: schemathesis" \
   --max-examples "$MAX_EXAMPLES" --max-time "$MAX_TIME" --seed "$SEED" \
   --workers 1 --request-timeout 30 --suppress-health-check all \
   --report junit --report-dir . \

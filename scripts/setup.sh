@@ -53,8 +53,23 @@ if ! cmp -s stack/requirements.txt .venv/.requirements.installed; then
   cp stack/requirements.txt .venv/.requirements.installed
 fi
 
-# Local secrets file for wrangler dev (git-ignored), from the documented example.
-[ -f .dev.vars ] || cp .dev.vars.example .dev.vars
+# Local secrets file for wrangler dev (git-ignored), from the documented example. An older copy
+# gets the example's variables it lacks (e.g. the AUTH_* of user tokens), appended; its own
+# values are kept. DEV_AUTH is no longer read by the worker.
+if [ ! -f .dev.vars ]; then
+  cp .dev.vars.example .dev.vars
+else
+  while IFS= read -r line; do
+    name="${line%%=*}"
+    if ! grep -q "^[[:space:]]*$name[[:space:]]*=" .dev.vars; then
+      say ".dev.vars: adding $name from .dev.vars.example"
+      printf '%s\n' "$line" >> .dev.vars
+    fi
+  done < <(grep -E '^[A-Z][A-Z0-9_]*=' .dev.vars.example)
+  if grep -q '^[[:space:]]*DEV_AUTH[[:space:]]*=' .dev.vars; then
+    say ".dev.vars: DEV_AUTH is obsolete (ignored); user routes take a token: cargo run --bin dev-token -- --sub NAME"
+  fi
+fi
 
 say "building assets and worker"
 bash scripts/build-worker.sh

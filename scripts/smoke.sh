@@ -1,26 +1,27 @@
 #!/usr/bin/env bash
 # Smoke test for any deployment of the worker (local `wrangler dev`, staging, production):
 #
-#   bash scripts/smoke.sh URL [--service-key KEY] [--token JWT | --dev-user NAME] [--owner NAME]
-#                             [--timeout SECONDS]
+#   bash scripts/smoke.sh URL [--service-key KEY] [--token JWT] [--owner NAME] [--timeout SECONDS]
 #
-# Public routes always; with --service-key, one notification create + retract (Bearer
-# SERVICE_TOKEN); with --token (Authorization: Bearer, user tokens once "Mobile-ready access"
-# lands) or --dev-user (X-Dev-User, local only: DEV_AUTH=true), one authenticated list. Prints
-# one PASS/FAIL/SKIP line per check and exits non-zero if any check failed. Secrets given as
-# flags are sent, never printed. Needs curl and jq.
+# Public routes always. With --service-key (a service key with the notify:write scope, or the
+# legacy SERVICE_TOKEN), one notification create + retract. With --token, a user JWT sent as
+# `Authorization: Bearer`, one authenticated list (and the credential-less list must answer 401);
+# this script mints nothing: locally, `cargo run --bin dev-token -- --sub NAME` prints one for
+# the HS256 variables in .dev.vars; for a deployment, use a token of its issuer. The created
+# item's owner is --owner, else the token's `sub` (read, not verified, so the list can show the
+# item), else smoke-check. Prints one PASS/FAIL/SKIP line per check and exits non-zero if any
+# check failed. Secrets given as flags are sent, never printed. Needs curl and jq.
 set -uo pipefail
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 URL="${1%/}"; shift
 case "$URL" in http://*|https://*) ;; *) echo "smoke: URL must start with http:// or https://" >&2; usage ;; esac
-SERVICE_KEY=""; TOKEN=""; DEV_USER=""; OWNER=""; TIMEOUT=20
+SERVICE_KEY=""; TOKEN=""; OWNER=""; TIMEOUT=20
 while [ $# -gt 0 ]; do
   case "$1" in
     --service-key) SERVICE_KEY="${2:?--service-key needs a value}"; shift 2 ;;
     --token) TOKEN="${2:?--token needs a value}"; shift 2 ;;
-    --dev-user) DEV_USER="${2:?--dev-user needs a value}"; shift 2 ;;
     --owner) OWNER="${2:?--owner needs a value}"; shift 2 ;;
     --timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
     -h|--help) usage ;;
@@ -30,8 +31,16 @@ done
 for tool in curl jq; do
   command -v "$tool" >/dev/null || { echo "smoke: $tool is required (bash scripts/setup.sh installs it)" >&2; exit 2; }
 done
-# The created notification's owner: the dev user (so the list can see it) or a dedicated one.
-OWNER="${OWNER:-${DEV_USER:-smoke-check}}"
+# The token's `sub` claim, decoded without verification (the worker verifies it): empty when the
+# token is not a JWT with a string `sub`.
+TOKEN_SUB=""
+if [ -n "$TOKEN" ]; then
+  payload="$(cut -d. -f2 <<<"$TOKEN" | tr '_-' '/+')"
+  while [ $(( ${#payload} % 4 )) -ne 0 ]; do payload+="="; done
+  TOKEN_SUB="$(base64 -d 2>/dev/null <<<"$payload" | jq -r 'if (.sub | type) == "string" then .sub else empty end' 2>/dev/null)" || TOKEN_SUB=""
+fi
+# The created notification's owner: the token's user (so the list can see it) or a dedicated one.
+OWNER="${OWNER:-${TOKEN_SUB:-smoke-check}}"
 
 PASSED=0; FAILED=0
 pass() { PASSED=$((PASSED + 1)); echo "PASS $1"; }
@@ -92,16 +101,14 @@ fi
 
 # --- authenticated list ---
 auth=()
-if [ -n "$TOKEN" ]; then auth=(-H "authorization: Bearer $TOKEN")
-elif [ -n "$DEV_USER" ]; then auth=(-H "x-dev-user: $DEV_USER")
-fi
+[ -z "$TOKEN" ] || auth=(-H "authorization: Bearer $TOKEN")
 if [ ${#auth[@]} -gt 0 ]; then
   req GET '/v1/notifications?limit=1'
   check "GET /v1/notifications without credentials → 401" 401 '.error.code == "unauthorized"'
   req GET '/v1/notifications?limit=5' "${auth[@]}"
   check "GET /v1/notifications (authenticated list)" 200 '(.items | type == "array") and has("nextCursor")'
 else
-  skip "authenticated list" "no --token or --dev-user"
+  skip "authenticated list" "no --token"
 fi
 
 # --- service create / retract ---
@@ -116,7 +123,7 @@ if [ -n "$SERVICE_KEY" ]; then
   check "POST /v1/notifications/events without the service key → 401" 401 '.error.code == "unauthorized"'
   req POST /v1/notifications/events "${svc[@]}" --data "$event"
   check "POST /v1/notifications/events (service create)" 201 '.status == "created"'
-  if [ -n "$DEV_USER" ] && [ "$OWNER" = "$DEV_USER" ]; then
+  if [ -n "$TOKEN_SUB" ] && [ "$OWNER" = "$TOKEN_SUB" ]; then
     req GET '/v1/notifications?limit=100' "${auth[@]}"
     check "created item is listed for its owner" 200 "[.items[].itemKey] | index(\"$item\") != null"
   fi

@@ -12,6 +12,7 @@ import { ROOT } from "./harness.mjs";
 
 const ENV = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" };
 const BUNDLED = path.join(ROOT, "assets/ip/default.mmdb");
+const SECRETS = Object.keys(JSON.parse(fs.readFileSync(path.join(ROOT, "secrets.example.json"), "utf8")));
 
 function bash(script, { cwd = ROOT, env = {} } = {}) {
   const r = spawnSync("bash", ["-c", script], { cwd, env: { ...ENV, ...env }, encoding: "utf8" });
@@ -31,12 +32,13 @@ for (const { env, bucket, kv } of ENVIRONMENTS) {
     const stdout = execFileSync(process.execPath, [path.join(ROOT, "node_modules/wrangler/bin/wrangler.js"), ...args], {
       cwd: ROOT, env: ENV, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"],
     });
-    for (const binding of ["env.ASSETS", "env.IPDB_CONFIG", "env.IPDB_BUCKET", "env.IPDB_KV_KEY"]) {
+    for (const binding of ["env.ASSETS", "env.IPDB_CONFIG", "env.IPDB_BUCKET", "env.IPDB_KV_KEY", "env.GEO_RATE_LIMITER", "env.USER_RATE_LIMITER", "env.AUTH_ISSUER", "env.AUTH_AUDIENCE"]) {
       assert.match(stdout, new RegExp(binding.replace(".", "\\.")), binding);
     }
     // The environment's own namespace and bucket, not the top level's.
     assert.ok(stdout.includes(`env.IPDB_BUCKET (${bucket})`), stdout);
     assert.ok(stdout.includes(`env.IPDB_CONFIG (${kv})`), stdout);
+    assert.doesNotMatch(stdout, /DEV_AUTH/, "no dev-only identity switch is deployed");
     assert.match(stdout, /--dry-run: exiting now/);
     const bundle = fs.readdirSync(out);
     assert.ok(bundle.some((f) => f.endsWith(".wasm")), `bundle has the wasm module: ${bundle}`);
@@ -48,20 +50,37 @@ test("each environment declares its own vars, cron and bindings (nothing relies 
   const r = bash(`python3 - <<'EOF'
 import json, tomllib
 c = tomllib.load(open("wrangler.toml", "rb"))
-print(json.dumps({k: c["env"][k] for k in ("staging", "production")}))
+print(json.dumps({"top": c, **{k: c["env"][k] for k in ("staging", "production")}}))
 EOF`);
   assert.equal(r.code, 0, r.stderr);
-  const envs = JSON.parse(r.stdout);
+  const { top, ...envs } = JSON.parse(r.stdout);
+  // No switch lets a header name the user: DEV_AUTH is gone from the file, not merely "false".
+  assert.doesNotMatch(fs.readFileSync(path.join(ROOT, "wrangler.toml"), "utf8"), /DEV_AUTH|X-Dev-User/i);
+  const limiters = (e) => Object.fromEntries((e.ratelimits ?? []).map((l) => [l.name, l]));
+  for (const [name, e] of Object.entries({ top, ...envs })) {
+    assert.ok(!("DEV_AUTH" in e.vars), `${name}: no DEV_AUTH`);
+    // No secret is ever configured as a var (AUTH_HS256_SECRET included).
+    for (const s of SECRETS) assert.ok(!(s in e.vars), `${name}: ${s} must be a secret`);
+    // User tokens: the issuer and audience are vars (the HS256 secret or a JWKS URL completes them).
+    assert.ok(e.vars.AUTH_ISSUER && e.vars.AUTH_AUDIENCE, `${name}: AUTH_ISSUER and AUTH_AUDIENCE`);
+    assert.equal(e.vars.CORS_ALLOWED_ORIGINS, "", `${name}: CORS off unless configured`);
+    // Both rate limiters, declared by the environment itself.
+    const l = limiters(e);
+    assert.deepEqual(Object.keys(l).sort(), ["GEO_RATE_LIMITER", "USER_RATE_LIMITER"], `${name}: rate limiters`);
+    for (const x of Object.values(l)) {
+      assert.match(x.namespace_id, /^[1-9]\d*$/, `${name}: ${x.name} namespace_id`);
+      assert.ok(x.simple.limit > 0 && [10, 60].includes(x.simple.period), `${name}: ${x.name} ${JSON.stringify(x.simple)}`);
+    }
+  }
+  // Staging traffic never counts against production's limits.
+  const ids = (e) => (e.ratelimits ?? []).map((l) => l.namespace_id);
+  assert.equal(new Set([...ids(envs.staging), ...ids(envs.production)]).size, 4, "distinct rate-limit namespaces");
   for (const [name, e] of Object.entries(envs)) {
-    assert.equal(e.vars.DEV_AUTH, "false", `${name}: DEV_AUTH off`);
     assert.equal(e.vars.ENABLE_BENCH, "false", `${name}: bench off`);
     assert.ok(e.vars.IPDB_KV_KEY && e.vars.IPDB_CHECK_INTERVAL_SECONDS, name);
     assert.equal(e.triggers.crons.length, 1, name);
     assert.deepEqual(e.kv_namespaces.map((b) => b.binding), ["IPDB_CONFIG"], name);
     assert.deepEqual(e.r2_buckets.map((b) => b.binding), ["IPDB_BUCKET"], name);
-    // No secret is ever configured as a var.
-    const secrets = Object.keys(JSON.parse(fs.readFileSync(path.join(ROOT, "secrets.example.json"), "utf8")));
-    for (const s of secrets) assert.ok(!(s in e.vars), `${name}: ${s} must be a secret`);
   }
   assert.notEqual(envs.staging.r2_buckets[0].bucket_name, envs.production.r2_buckets[0].bucket_name);
   assert.notEqual(envs.staging.kv_namespaces[0].id, envs.production.kv_namespaces[0].id);

@@ -3,17 +3,20 @@
 // - scripts/smoke.sh passes against it, and fails against broken targets;
 // - scripts/publish-ipdb.sh --local (the same code path as --remote) writes into that state and
 //   the running worker swaps to the new database.
-// A worker with secrets missing (Miniflare harness) names them in /healthz.
+// The worker is configured with the harness's HS256 variables (AUTH) and smoke.sh authenticates the
+// list with a token minted for them (userToken). A worker with secrets missing (Miniflare
+// harness) names them in /healthz.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
-import { ROOT, startWorker } from "./harness.mjs";
+import { AUTH, ROOT, startWorker, userToken } from "./harness.mjs";
 import { startStack } from "./stack.mjs";
 
 const SERVICE_TOKEN = "smoke-test-service-token";
@@ -60,7 +63,8 @@ before(async () => {
   const vars = {
     ...stack.bindings,
     SERVICE_TOKEN,
-    DEV_AUTH: "true",
+    // wrangler dev also reads .dev.vars; --var overrides it, as for every other value here.
+    ...AUTH,
     IPDB_CHECK_INTERVAL_SECONDS: "0",
   };
   const args = [
@@ -91,7 +95,8 @@ after(async () => {
 const smoke = (url, ...flags) => run("bash", [path.join(ROOT, "scripts/smoke.sh"), url, ...flags]);
 
 test("smoke.sh passes against the local wrangler dev worker: public routes, list, create/retract", async () => {
-  const r = await smoke(base, "--service-key", SERVICE_TOKEN, "--dev-user", "smoke-ana");
+  const token = userToken("smoke-ana");
+  const r = await smoke(base, "--service-key", SERVICE_TOKEN, "--token", token);
   assert.equal(r.code, 0, r.stdout + r.stderr);
   for (const line of [
     "PASS healthz: 200, status ok",
@@ -99,6 +104,7 @@ test("smoke.sh passes against the local wrangler dev worker: public routes, list
     "PASS GET /v1/geo/country (Paris → FR)",
     "PASS GET /v1/geo/ip (public address, IPDB version)",
     "PASS unknown route → 404 JSON error",
+    "PASS GET /v1/notifications without credentials → 401",
     "PASS GET /v1/notifications (authenticated list)",
     "PASS POST /v1/notifications/events (service create)",
     "PASS created item is listed for its owner",
@@ -109,9 +115,29 @@ test("smoke.sh passes against the local wrangler dev worker: public routes, list
   assert.doesNotMatch(r.stdout, /^(FAIL|SKIP) /m);
   assert.match(r.stdout, /^smoke: \d+ passed, 0 failed$/m);
   assert.ok(!r.stdout.includes(SERVICE_TOKEN), "the service key is never printed");
+  assert.ok(!r.stdout.includes(token), "the user token is never printed");
   // The retraction removed the smoke item: the owner's list no longer has it.
-  const list = await (await fetch(`${base}/v1/notifications?limit=100`, { headers: { "x-dev-user": "smoke-ana" } })).json();
+  const list = await (await fetch(`${base}/v1/notifications?limit=100`, { headers: { authorization: `Bearer ${token}` } })).json();
   assert.ok(!list.items.some((i) => i.itemKey.startsWith("smoke:")), JSON.stringify(list));
+});
+
+test("smoke.sh --token: the worker verifies it (no header names a user any more)", async () => {
+  // A token signed with another secret fails the list; the old dev header is no credential.
+  const forged = userToken("smoke-ana", { sign: (input) => crypto.createHmac("sha256", "another-secret-of-at-least-32-characters").update(input).digest() });
+  let r = await smoke(base, "--token", forged);
+  assert.equal(r.code, 1, r.stdout);
+  assert.match(r.stdout, /^FAIL GET \/v1\/notifications \(authenticated list\): HTTP 401/m);
+  const dev = await fetch(`${base}/v1/notifications?limit=1`, { headers: { "x-dev-user": "smoke-ana" } });
+  assert.equal(dev.status, 401);
+  assert.equal((await dev.json()).error.code, "unauthorized");
+  // --owner other than the token's user: created and retracted, but not looked for in the list.
+  r = await smoke(base, "--service-key", SERVICE_TOKEN, "--token", userToken("smoke-ana"), "--owner", "smoke-other");
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  assert.doesNotMatch(r.stdout, /created item is listed/);
+  assert.match(r.stdout, /^PASS POST \/v1\/notifications\/retractions \(service retract\)$/m);
+  // The dev flag is gone.
+  r = await smoke(base, "--dev-user", "smoke-ana");
+  assert.equal(r.code, 2, r.stdout + r.stderr);
 });
 
 test("smoke.sh fails against broken targets", async () => {
@@ -145,7 +171,9 @@ test("a missing secret shows by name in /healthz (never a value) and fails the s
   try {
     const h = await w.get("/healthz");
     assert.equal(h.status, 200, "geo still serves");
-    assert.deepEqual(h.body.secrets.missing, secrets.filter((s) => s !== "SERVICE_TOKEN"));
+    // The required ones, by name; AUTH_HS256_SECRET is optional (JWKS can replace it).
+    assert.deepEqual(h.body.secrets.missing, ["DATA_API_URL", "DATA_API_KEY", "REDIS_REST_URL", "REDIS_REST_TOKEN"]);
+    for (const s of h.body.secrets.missing) assert.ok(secrets.includes(s), `${s} is in secrets.example.json`);
     assert.ok(!JSON.stringify(h.body).includes("value-that-must-not-leak"));
     const r = await smoke(w.base);
     assert.equal(r.code, 1);
