@@ -553,6 +553,37 @@ fn housekeeping_trims_and_expires_in_batches() {
 }
 
 #[test]
+fn housekeeping_stays_within_its_call_budget() {
+    let stack = Stack::start();
+    let cfg = NotifyConfig::default();
+    let store = setup(&stack, cfg.clone());
+    let t = now_ms();
+    for o in ["h1", "h2", "h3"] {
+        for i in 0..4 {
+            block_on(store.create(&event(&cfg, o, &format!("i{i}"), "ana", t + i), now_ms()))
+                .unwrap();
+        }
+    }
+    // Budget 4: the owners query (1) and one trim (2); nothing else fits.
+    stack.reset_stats();
+    let r = block_on(store.housekeeping(2, 4, 500, t)).unwrap();
+    assert!(r.budget_exhausted);
+    assert_eq!((r.trimmed, r.calls), (2, 3));
+    assert_eq!(stack.data_api_total(), 3, "the budget counts real calls");
+    // The next run finishes the trims (and finds nothing expired yet).
+    stack.reset_stats();
+    let r = block_on(store.housekeeping(2, 40, 500, t)).unwrap();
+    assert!(!r.budget_exhausted);
+    assert_eq!((r.trimmed, r.expired, r.calls), (4, 0, 6));
+    assert_eq!(stack.data_api_total(), 6);
+    // 31 days on, the remaining 6 items have expired.
+    stack.reset_stats();
+    let r = block_on(store.housekeeping(2, 40, 500, t + 31 * 24 * 3_600_000)).unwrap();
+    assert_eq!((r.trimmed, r.expired, r.calls), (0, 6, 3));
+    assert_eq!(stack.data_api_total(), 3);
+}
+
+#[test]
 fn largest_document_at_the_origins_cap() {
     let stack = Stack::start();
     let cfg = NotifyConfig::default();
