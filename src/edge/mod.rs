@@ -2,6 +2,7 @@
 //! limits and 404/405 come from the route table in `crate::api::routes`; flows live in the core.
 
 mod assets;
+mod console;
 mod geo;
 mod http_client;
 mod ip;
@@ -178,7 +179,8 @@ async fn handle(
     match route.op {
         Op::Healthz => healthz(env, st).await,
         Op::OpenApi => ok_json(&crate::api::openapi::document()),
-        Op::Console => static_page(env).await,
+        Op::Console => console::page(env).await,
+        Op::ConsoleAsset => console::file(env, &matched.param.clone().unwrap_or_default()).await,
         Op::CountryOne => geo::get_country(env, &query).await,
         Op::CountryBatch => geo::post_country(env, &body).await,
         Op::IpOne => ip::get_ip(env, ctx, cfg, &query).await,
@@ -437,17 +439,6 @@ async fn healthz(env: &Env, st: &State) -> ApiResult<Response> {
     Response::from_json(&body)
         .map(|r| r.with_status(if ok { 200 } else { 503 }))
         .map_err(internal)
-}
-
-async fn static_page(env: &Env) -> ApiResult<Response> {
-    let bytes = assets::fetch_asset(env, "www/index.html").await?;
-    let headers = Headers::new();
-    headers
-        .set("content-type", "text/html; charset=utf-8")
-        .map_err(internal)?;
-    Ok(Response::from_bytes(bytes)
-        .map_err(internal)?
-        .with_headers(headers))
 }
 
 /// Bench: verifies the request's own bearer token `n` times with warm caches (timed from outside

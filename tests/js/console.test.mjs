@@ -1,0 +1,228 @@
+// The web console end to end: Debian's chromium (driven by playwright-core) against the real
+// worker in workerd and the real local stack. Every test fails on a console error, an uncaught
+// page error, a failed request or an HTTP error status seen by the page. Screenshots (desktop
+// and phone width) go to target/console-e2e/ (git-ignored), as test artifacts.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, writeFileSync, existsSync } from "node:fs";
+import path from "node:path";
+import { chromium } from "playwright-core";
+import { startWorker, AUTH, ROOT, userToken, asUser } from "./harness.mjs";
+import { startStack } from "./stack.mjs";
+
+const CHROMIUM = process.env.CHROMIUM_BIN ?? "/usr/bin/chromium";
+const ARTIFACTS = path.join(ROOT, "target/console-e2e");
+const SERVICE_KEY = "console-e2e-service-key-0123456789";
+const DESKTOP = { width: 1280, height: 900 };
+const PHONE = { width: 390, height: 844 };
+const WAIT = { timeout: 15_000 };
+
+let stack, w, browser;
+
+before(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} missing: run bash scripts/setup.sh (installs Debian chromium)`);
+  mkdirSync(ARTIFACTS, { recursive: true });
+  stack = await startStack();
+  w = await startWorker({
+    bindings: { ...stack.bindings, ...AUTH, SERVICE_KEYS: "console:notify:write", SERVICE_KEY_CONSOLE: SERVICE_KEY },
+  });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await w?.stop();
+  await stack?.stop();
+});
+
+/** A page that records every console error, page error, failed request and 4xx/5xx answer. */
+async function open(viewport = DESKTOP) {
+  const page = await browser.newPage({ viewport });
+  const problems = [];
+  page.on("console", (m) => { if (m.type() === "error") problems.push(`console ${m.type()}: ${m.text()}`); });
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("requestfailed", (r) => problems.push(`failed: ${r.method()} ${r.url()} ${r.failure()?.errorText}`));
+  page.on("response", (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`); });
+  await page.goto(`${w.base}/`);
+  await page.waitForSelector("#map[data-ready=true]", WAIT);
+  return { page, problems };
+}
+
+/** Clicks the map where (lat, lon) is drawn, from the canvas's own box. */
+async function clickMap(page, lat, lon) {
+  const box = await page.locator("#map").boundingBox();
+  await page.mouse.click(box.x + ((lon + 180) / 360) * box.width, box.y + ((90 - lat) / 180) * box.height);
+}
+
+test("the console page and its files carry the CSP; nothing else under /www is reachable", async () => {
+  for (const p of ["/", "/www/app.js", "/www/console.css", "/www/outline.bin"]) {
+    const r = await fetch(w.base + p);
+    assert.equal(r.status, 200, p);
+    const csp = r.headers.get("content-security-policy") ?? "";
+    assert.match(csp, /script-src 'self'(;|$)/, p);
+    assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval/, p);
+    await r.arrayBuffer();
+  }
+  const html = await (await fetch(`${w.base}/`)).text();
+  assert.doesNotMatch(html, /<script(?![^>]*\ssrc=)[^>]*>/i, "no inline script");
+  assert.doesNotMatch(html, /\son[a-z]+=/i, "no inline handlers");
+  for (const p of ["/www/index.bin", "/www/default.mmdb", "/www/..%2Fmanifest.json", "/www/nope.js"]) {
+    const r = await fetch(w.base + p);
+    assert.equal(r.status, 404, p);
+    assert.equal((await r.json()).error.code, "not_found", p);
+  }
+});
+
+test("click a known point: coordinates, the worker's country and its highlighted outline", async () => {
+  const { page, problems } = await open();
+  // Interior points, far from any border at this map's scale (1 px ≈ 0.3°).
+  for (const [lat, lon, want] of [[-10, -55, "BR"], [-25, 134, "AU"], [62, 95, "RU"]]) {
+    await clickMap(page, lat, lon);
+    await page.waitForFunction((c) => document.getElementById("point-out").dataset.country === c, want, WAIT);
+    const shown = [Number(await page.inputValue("#lat")), Number(await page.inputValue("#lon"))];
+    assert.ok(Math.abs(shown[0] - lat) < 0.5 && Math.abs(shown[1] - lon) < 0.5, `clicked ${lat},${lon}, shown ${shown}`);
+    assert.match(await page.textContent("#point-out"), new RegExp(`→ ${want} \\(`));
+    assert.equal(await page.getAttribute("#map", "data-highlight"), want);
+    // The country's fill is the highlight colour a few pixels from the click (the marker is at it).
+    const px = await page.evaluate(([la, lo]) => {
+      const c = document.getElementById("map");
+      const x = Math.round(((lo + 180) / 360) * c.width) + 14, y = Math.round(((90 - la) / 180) * c.height) + 14;
+      return [...c.getContext("2d").getImageData(x, y, 1, 1).data];
+    }, [lat, lon]);
+    assert.deepEqual(px.slice(0, 3), [0xf4, 0xa2, 0x61], `highlight fill at ${want}`);
+    // The page shows what the API answers for the coordinates it shows.
+    const api = await w.get(`/v1/geo/country?lat=${shown[0]}&lon=${shown[1]}`);
+    assert.equal(api.body.country?.alpha2, want);
+  }
+  // The keyboard path: the form resolves the Vatican (an enclave drawn over Italy).
+  await page.fill("#lat", "41.9029");
+  await page.fill("#lon", "12.4534");
+  await page.press("#lon", "Enter");
+  await page.waitForFunction(() => document.getElementById("point-out").dataset.country === "VA", null, WAIT);
+  await page.screenshot({ path: path.join(ARTIFACTS, "map-desktop.png"), fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("load a point file and a pasted GeoJSON: resolved in a batch, counted per country", async () => {
+  const { page, problems } = await open();
+  const csv = path.join(ARTIFACTS, "points.csv");
+  writeFileSync(csv, [
+    "name,lat,lon", "Paris,48.8566,2.3522", "Lyon,45.764,4.8357", "Marseille,43.2965,5.3698",
+    "São Paulo,-23.5505,-46.6333", "Brasília,-15.7939,-47.8828", "mid-Pacific,0,-140",
+  ].join("\n"));
+  await page.setInputFiles("#points-file", csv);
+  await page.waitForSelector("#counts:not([hidden]) tbody tr", WAIT);
+  const counts = () => page.$$eval("#counts tbody tr", (rows) => rows.map((r) => [r.dataset.country, Number(r.cells[1].textContent)]));
+  assert.deepEqual(await counts(), [["FR", 3], ["BR", 2], ["", 1]]);
+  assert.match(await page.textContent("#points-status"), /^6 points in 2 countries/);
+
+  const geojson = {
+    type: "FeatureCollection",
+    features: [[139.69, 35.69], [135.5, 34.69], [-0.1276, 51.5072]].map((c) => ({ type: "Feature", properties: {}, geometry: { type: "Point", coordinates: c } })),
+  };
+  await page.setInputFiles("#points-file", []);
+  await page.fill("#points-text", JSON.stringify(geojson));
+  await page.click("#points-form button");
+  await page.waitForFunction(() => document.querySelector("#counts tbody tr")?.dataset.country === "JP", null, WAIT);
+  assert.deepEqual(await counts(), [["JP", 2], ["GB", 1]]);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("inbox: sign in, simulate events, merged text, live badge, retract, mark read, all read, archive", async () => {
+  const { page, problems } = await open();
+  const owner = `console-${Date.now()}`;
+  const badge = async () => ((await page.isVisible("#badge")) ? Number(await page.textContent("#badge")) : 0);
+  const waitBadge = (n) => page.waitForFunction((n) => {
+    const b = document.getElementById("badge");
+    return (b.hidden ? 0 : Number(b.textContent)) === n;
+  }, n, WAIT);
+  const text = (key) => page.textContent(`#items [data-key="${key}"] .text`);
+  const waitText = (key, re) => page.waitForFunction(([k, src]) => new RegExp(src).test(document.querySelector(`#items [data-key="${k}"] .text`)?.textContent ?? ""), [key, re.source], WAIT);
+
+  await page.fill("#token", userToken(owner));
+  await page.click("#signin-btn");
+  await page.waitForSelector("#inbox:not([hidden])", WAIT);
+  assert.match(await page.textContent("#signin-status"), new RegExp(`as ${owner}`));
+  await page.waitForSelector("#items .empty", WAIT);
+  assert.equal(await badge(), 0);
+
+  assert.equal(await page.isVisible("#simulate"), false, "no simulate panel without a service key");
+  await page.click("#simulate-box summary");
+  await page.fill("#service-key", SERVICE_KEY);
+  await page.waitForSelector("#simulate:not([hidden])", WAIT);
+  assert.equal(await page.inputValue("#sim-owner"), owner);
+
+  await page.fill("#sim-item", "post:1");
+  await page.fill("#sim-sender", "Zoe");
+  await page.click("#sim-create");
+  await waitText("post:1", /^Zoe liked your post/);
+  await waitBadge(1);
+
+  await page.fill("#sim-burst", "3");
+  await page.click("#sim-burst-btn");
+  await waitText("post:1", /^\S+ and 3 others liked your post/);
+  assert.equal(await page.locator("#items .item").count(), 1, "the burst merged into one item");
+  assert.equal(await badge(), 1);
+
+  await page.fill("#sim-item", "post:2");
+  await page.selectOption("#sim-type", "comment");
+  await page.click("#sim-create");
+  await waitText("post:2", /^Zoe commented on your post/);
+  await waitBadge(2);
+  const keys = () => page.$$eval("#items .item", (li) => li.map((x) => x.dataset.key));
+  assert.deepEqual(await keys(), ["post:2", "post:1"], "newest first");
+  assert.ok(await page.isVisible('#items [data-key="post:2"] .tag.unread'));
+  assert.ok(await page.isVisible('#items [data-key="post:2"] .tag.unseen'));
+
+  await page.fill("#sim-item", "post:1");
+  await page.click("#sim-retract");
+  await waitText("post:1", /^\S+ and 2 others liked your post/);
+
+  await page.click('#items [data-key="post:1"] [data-act="read"]');
+  await waitBadge(1);
+  assert.equal(await page.isVisible('#items [data-key="post:1"] .tag.unread'), false);
+  await page.screenshot({ path: path.join(ARTIFACTS, "inbox-desktop.png"), fullPage: true });
+
+  await page.click("#mark-all-read");
+  await waitBadge(0);
+  assert.match(await page.textContent("#counts-line"), /^0 unread/);
+
+  await page.click('#items [data-key="post:2"] [data-act="archive"]');
+  await page.waitForFunction(() => !document.querySelector('#items [data-key="post:2"]'), null, WAIT);
+  assert.deepEqual(await keys(), ["post:1"]);
+  await page.click("#tab-archived");
+  await page.waitForSelector('#items [data-key="post:2"]', WAIT);
+  assert.deepEqual(await keys(), ["post:2"]);
+
+  // What the page shows is what the API holds.
+  const r = await fetch(`${w.base}/v1/notifications?archived=true`, { headers: asUser(owner) });
+  const archived = (await r.json()).items;
+  assert.deepEqual(archived.map((i) => [i.itemKey, i.archived, i.read]), [["post:2", true, true]]);
+  const inbox = (await (await fetch(`${w.base}/v1/notifications`, { headers: asUser(owner) })).json()).items;
+  assert.deepEqual(inbox.map((i) => [i.itemKey, i.originsCount, i.read]), [["post:1", 3, true]]);
+  assert.equal(await text("post:2"), archived[0].summary);
+
+  await page.click('#items [data-key="post:2"] [data-act="delete"]');
+  await page.waitForSelector("#items .empty", WAIT);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("phone width: no horizontal scrolling, map and inbox usable", async () => {
+  const { page, problems } = await open(PHONE);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(overflow <= 0, `page is ${overflow}px wider than the phone`);
+  const box = await page.locator("#map").boundingBox();
+  assert.ok(box.width >= PHONE.width - 40 && Math.abs(box.width / box.height - 2) < 0.02, `map box ${JSON.stringify(box)}`);
+  await clickMap(page, -10, -55);
+  await page.waitForFunction(() => document.getElementById("point-out").dataset.country === "BR", null, WAIT);
+  await page.screenshot({ path: path.join(ARTIFACTS, "map-phone.png"), fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
