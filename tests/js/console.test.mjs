@@ -214,8 +214,55 @@ test("inbox: sign in, simulate events, merged text, live badge, retract, mark re
   await page.close();
 });
 
+test("inbox: infinite scroll follows the API's cursor; category tabs filter", async () => {
+  const owner = `scroll-${Date.now()}`;
+  const service = { authorization: `Bearer ${SERVICE_KEY}`, "content-type": "application/json" };
+  const events = Array.from({ length: 45 }, (_, i) => ({
+    owner, itemKey: `item:${i}`, serviceType: "e2e", categoryType: i % 3 === 0 ? "home" : "social",
+    notificationType: "follow", templateType: "default", eventId: `scroll-${owner}-${i}`,
+    sender: { id: `s${i}`, name: `Sender ${i}` }, createdTimeMsec: Date.now() - 45 + i,
+  }));
+  for (let i = 0; i < events.length; i += 9) {
+    const rs = await Promise.all(events.slice(i, i + 9).map((ev) => w.post("/v1/notifications/events", ev, service)));
+    for (const r of rs) assert.equal(r.status, 201, JSON.stringify(r.body));
+  }
+  const { page, problems } = await open();
+  await page.fill("#token", userToken(owner));
+  await page.click("#signin-btn");
+  await page.waitForSelector("#items .item", WAIT);
+  const count = () => page.locator("#items .item").count();
+  assert.equal(await count(), 20, "one page of 20");
+  // Scrolling the end of the list into view loads the next pages, until the cursor runs out.
+  for (const want of [40, 45]) {
+    await page.locator("#sentinel").scrollIntoViewIfNeeded();
+    await page.waitForFunction((n) => document.querySelectorAll("#items .item").length === n, want, WAIT);
+    await page.evaluate(() => window.scrollTo(0, 0));
+  }
+  assert.equal(await page.isVisible("#more"), false, "no cursor left");
+  const shown = await page.$$eval("#items .item", (li) => li.map((x) => x.dataset.key));
+  // The API's order (revision, newest first: the write order, which parallel sends interleave).
+  const api = await (await fetch(`${w.base}/v1/notifications?limit=100`, { headers: asUser(owner) })).json();
+  assert.deepEqual(shown, api.items.map((i) => i.itemKey), "the API's order, each once");
+  assert.deepEqual([...shown].sort(), events.map((e) => e.itemKey).sort());
+  await page.waitForFunction(() => document.getElementById("badge").textContent === "45", null, WAIT);
+
+  await page.click("#tab-home");
+  await page.waitForFunction(() => document.querySelectorAll("#items .item").length === 15, null, WAIT);
+  assert.deepEqual(
+    await page.$$eval("#items .item .meta", (m) => [...new Set(m.map((x) => x.textContent.split(" · ")[0]))]),
+    ["home"],
+  );
+  await page.keyboard.press("ArrowRight");
+  assert.equal(await page.getAttribute("#tab-social", "aria-selected"), "true", "arrow keys move between tabs");
+  await page.waitForFunction(() => document.querySelectorAll("#items .item").length === 20, null, WAIT);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test("phone width: no horizontal scrolling, map and inbox usable", async () => {
   const { page, problems } = await open(PHONE);
+  // Every form control has a label.
+  assert.deepEqual(await page.$$eval("input, select, textarea", (els) => els.filter((e) => !e.labels?.length).map((e) => e.id)), []);
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   assert.ok(overflow <= 0, `page is ${overflow}px wider than the phone`);
   const box = await page.locator("#map").boundingBox();
