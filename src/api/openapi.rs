@@ -156,7 +156,7 @@ fn detail(op: Op) -> Detail {
                 json!({ "description": "The file", "content": {
                     "text/javascript": { "schema": { "type": "string" } },
                     "text/css": { "schema": { "type": "string" } },
-                    "application/octet-stream": { "schema": { "type": "string", "format": "binary" } },
+                    "application/octet-stream": { "schema": { "type": "string" } },
                     "image/svg+xml": { "schema": { "type": "string" } },
                 } }),
             )],

@@ -210,6 +210,18 @@ test("inbox: sign in, simulate events, merged text, live badge, retract, mark re
 
   await page.click('#items [data-key="post:2"] [data-act="delete"]');
   await page.waitForSelector("#items .empty", WAIT);
+
+  // Live: an event sent by someone else shows up with the badge, with no action on the page.
+  await page.click("#tab-all");
+  await page.waitForSelector('#items [data-key="post:1"]', WAIT);
+  const r3 = await w.post("/v1/notifications/events", {
+    owner, itemKey: "post:3", serviceType: "e2e", categoryType: "system", notificationType: "mention",
+    templateType: "default", eventId: `live-${owner}`, sender: { id: "outside", name: "Yara" }, createdTimeMsec: Date.now(),
+  }, { authorization: `Bearer ${SERVICE_KEY}`, "content-type": "application/json" });
+  assert.equal(r3.status, 201);
+  await waitText("post:3", /^Yara mentioned you/);
+  await waitBadge(1);
+  assert.deepEqual(await keys(), ["post:3", "post:1"]);
   assert.deepEqual(problems, []);
   await page.close();
 });
@@ -261,6 +273,15 @@ test("inbox: infinite scroll follows the API's cursor; category tabs filter", as
 
 test("phone width: no horizontal scrolling, map and inbox usable", async () => {
   const { page, problems } = await open(PHONE);
+  // Keyboard: the first Tab lands on the skip link, with a visible focus ring.
+  await page.keyboard.press("Tab");
+  const ring = await page.evaluate(() => {
+    const a = document.activeElement;
+    return [a.textContent, getComputedStyle(a).outlineStyle, parseFloat(getComputedStyle(a).outlineWidth)];
+  });
+  assert.equal(ring[0], "Skip to content");
+  assert.ok(ring[1] === "solid" && ring[2] >= 2, `focus ring ${ring}`);
+
   // Every form control has a label.
   assert.deepEqual(await page.$$eval("input, select, textarea", (els) => els.filter((e) => !e.labels?.length).map((e) => e.id)), []);
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
@@ -270,6 +291,18 @@ test("phone width: no horizontal scrolling, map and inbox usable", async () => {
   await clickMap(page, -10, -55);
   await page.waitForFunction(() => document.getElementById("point-out").dataset.country === "BR", null, WAIT);
   await page.screenshot({ path: path.join(ARTIFACTS, "map-phone.png"), fullPage: true });
+
+  const owner = `phone-${Date.now()}`;
+  const r = await w.post("/v1/notifications/events", {
+    owner, itemKey: "phone:1", serviceType: "e2e", categoryType: "social", notificationType: "like",
+    templateType: "default", eventId: `phone-${owner}`, sender: { id: "p1", name: "Pia" }, createdTimeMsec: Date.now(),
+  }, { authorization: `Bearer ${SERVICE_KEY}`, "content-type": "application/json" });
+  assert.equal(r.status, 201);
+  await page.fill("#token", userToken(owner));
+  await page.click("#signin-btn");
+  await page.waitForSelector('#items [data-key="phone:1"]', WAIT);
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth), "inbox fits");
+  await page.locator("#inbox-section").screenshot({ path: path.join(ARTIFACTS, "inbox-phone.png") });
   assert.deepEqual(problems, []);
   await page.close();
 });

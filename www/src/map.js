@@ -18,6 +18,14 @@ export class WorldMap {
         p.closePath();
       }
       f.path = p;
+      const b = this.boxes?.get(f.alpha2) ?? [180, 90, -180, -90];
+      for (const r of f.rings) {
+        for (let i = 0; i < r.length; i += 2) {
+          b[0] = Math.min(b[0], r[i]); b[1] = Math.min(b[1], r[i + 1]);
+          b[2] = Math.max(b[2], r[i]); b[3] = Math.max(b[3], r[i + 1]);
+        }
+      }
+      (this.boxes ??= new Map()).set(f.alpha2, b);
       const prev = this.paths.get(f.alpha2);
       if (prev) prev.addPath(p); else this.paths.set(f.alpha2, new Path2D(p));
     }
@@ -66,6 +74,15 @@ export class WorldMap {
       ctx.stroke(this.paths.get(this.highlight));
     }
     ctx.setTransform(1, 0, 0, 1, 0, 0);
+    // A country a few pixels wide (Vatican, Monaco) gets a ring, or its highlight is invisible.
+    const hb = this.highlight && this.boxes.get(this.highlight);
+    if (hb && (hb[2] - hb[0]) * sx < 10 * dpr && (hb[3] - hb[1]) * sy < 10 * dpr) {
+      ctx.strokeStyle = "#d93f0b";
+      ctx.lineWidth = 2 * dpr;
+      ctx.beginPath();
+      ctx.arc(((hb[0] + hb[2]) / 2 + 180) * sx, (90 - (hb[1] + hb[3]) / 2) * sy, 12 * dpr, 0, 2 * Math.PI);
+      ctx.stroke();
+    }
     const r = Math.max(2, 2.5 * dpr);
     for (const p of this.points) {
       ctx.fillStyle = colourOf(p.alpha2);
