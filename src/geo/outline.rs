@@ -13,6 +13,11 @@ use geo::{Coord, LineString, SimplifyIdx};
 
 /// Format version of the outline file.
 pub const OUTLINE_VERSION: u8 = 1;
+/// Tolerance of the shipped outline: about a pixel of a 1 400 px wide map at twice the device
+/// pixel ratio.
+pub const EPSILON_DEG: f64 = 0.05;
+/// Quantisation of the shipped outline (0.01°, ≈1.1 km), well below the tolerance.
+pub const UNITS_PER_DEGREE: u16 = 100;
 
 /// Sizes and error of a built outline (for the build log and the manifest).
 #[derive(Clone, Debug, Default, serde::Serialize)]
