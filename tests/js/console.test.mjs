@@ -108,6 +108,26 @@ test("click a known point: coordinates, the worker's country and its highlighted
   await page.close();
 });
 
+test("you panel: edge country, IPDB answer and version; IP lookup", async () => {
+  const { page, problems } = await open();
+  await page.waitForFunction(() => !document.getElementById("me").textContent.includes("Loading"), null, WAIT);
+  const rows = async (id) => Object.fromEntries(await page.$$eval(`#${id} dt`, (dts) => dts.map((d) => [d.textContent, d.nextElementSibling.textContent])));
+  const me = (await w.get("/v1/geo/me")).body;
+  const shown = await rows("me");
+  assert.equal(shown["Edge country"], me.cf_country);
+  assert.equal(me.cf_country, "GB", "the harness's request.cf");
+  const ipdb = await rows("ipdb");
+  assert.equal(ipdb.version, me.ipdb.version);
+  assert.equal(ipdb.source, me.ipdb.source);
+  await page.fill("#ip", "8.8.8.8");
+  await page.press("#ip", "Enter");
+  await page.waitForFunction(() => document.getElementById("ip-out").textContent.startsWith("8.8.8.8 →"), null, WAIT);
+  const api = (await w.get("/v1/geo/ip?ip=8.8.8.8")).body;
+  assert.equal(await page.textContent("#ip-out"), `8.8.8.8 → ${api.country ?? `no country (${api.reason ?? "not found"})`}`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test("load a point file and a pasted GeoJSON: resolved in a batch, counted per country", async () => {
   const { page, problems } = await open();
   const csv = path.join(ARTIFACTS, "points.csv");
@@ -130,6 +150,16 @@ test("load a point file and a pasted GeoJSON: resolved in a batch, counted per c
   await page.click("#points-form button");
   await page.waitForFunction(() => document.querySelector("#counts tbody tr")?.dataset.country === "JP", null, WAIT);
   assert.deepEqual(await counts(), [["JP", 2], ["GB", 1]]);
+
+  // Dropped on the map: a file, as a browser delivers it.
+  const dt = await page.evaluateHandle(() => {
+    const d = new DataTransfer();
+    d.items.add(new File(["lat,lon\n-33.87,151.21\n-37.81,144.96\n"], "drop.csv", { type: "text/csv" }));
+    return d;
+  });
+  await page.dispatchEvent("#drop-zone", "drop", { dataTransfer: dt });
+  await page.waitForFunction(() => document.querySelector("#counts tbody tr")?.dataset.country === "AU", null, WAIT);
+  assert.deepEqual(await counts(), [["AU", 2]]);
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -137,8 +137,12 @@ function ipdbRows(ipdb) {
   });
 }
 
-function showIpdb(ipdb) {
-  if (!ipdb) return;
+let ipdbKnown = {};
+
+/** Merges what an answer says about the IPDB into what is shown (a later answer wins). */
+function showIpdb(fields) {
+  if (!fields) return;
+  const ipdb = (ipdbKnown = { ...ipdbKnown, ...fields });
   fillList($("ipdb"), ipdbRows(ipdb));
   const attr = ipdb.attribution ?? ipdb.license ?? ipdb.licence;
   const el = $("ipdb-attribution");
