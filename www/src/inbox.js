@@ -264,6 +264,7 @@ function initTabs() {
     const b = document.createElement("button");
     b.type = "button";
     b.setAttribute("role", "tab");
+    b.setAttribute("aria-controls", "panel");
     b.id = `tab-${id}`;
     b.dataset.tab = id;
     b.textContent = label;
@@ -277,7 +278,7 @@ function initTabs() {
       b.tabIndex = on ? 0 : -1;
       if (on && focus) b.focus();
     }
-    $("items").setAttribute("aria-labelledby", `tab-${id}`);
+    $("panel").setAttribute("aria-labelledby", `tab-${id}`);
     state.items = [];
     state.nextCursor = null;
     if (state.token) reload();
