@@ -31,6 +31,6 @@ export function decodeOutline(buf) {
     }
     features.push({ alpha2, alpha3, rings });
   }
-  if (pos !== b.length) throw new Error("outline: trailing bytes");
+  if (pos !== b.length) throw new Error("outline: length does not match its contents");
   return features;
 }
