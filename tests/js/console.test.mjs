@@ -139,6 +139,7 @@ test("load a point file and a pasted GeoJSON: resolved in a batch, counted per c
   await page.waitForSelector("#counts:not([hidden]) tbody tr", WAIT);
   const counts = () => page.$$eval("#counts tbody tr", (rows) => rows.map((r) => [r.dataset.country, Number(r.cells[1].textContent)]));
   assert.deepEqual(await counts(), [["FR", 3], ["BR", 2], ["", 1]]);
+  await page.screenshot({ path: path.join(ARTIFACTS, "points-desktop.png") });
   assert.match(await page.textContent("#points-status"), /^6 points in 2 countries/);
 
   const geojson = {
