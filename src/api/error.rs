@@ -38,6 +38,8 @@ pub enum ErrorCode {
     InsufficientScope,
     /// `internal`
     Internal,
+    /// `invalid_action`
+    InvalidAction,
     /// `invalid_audience`
     InvalidAudience,
     /// `invalid_characters`
@@ -128,6 +130,7 @@ impl ErrorCode {
         ErrorCode::IdempotencyKeyReused,
         ErrorCode::InsufficientScope,
         ErrorCode::Internal,
+        ErrorCode::InvalidAction,
         ErrorCode::InvalidAudience,
         ErrorCode::InvalidCharacters,
         ErrorCode::InvalidCoordinate,
@@ -189,6 +192,7 @@ impl ErrorCode {
             ErrorCode::InvalidCoordinate => "invalid_coordinate",
             ErrorCode::InvalidCursor => "invalid_cursor",
             ErrorCode::InvalidFlag => "invalid_flag",
+            ErrorCode::InvalidAction => "invalid_action",
             ErrorCode::InvalidIdempotencyKey => "invalid_idempotency_key",
             ErrorCode::InvalidIp => "invalid_ip",
             ErrorCode::InvalidIssuer => "invalid_issuer",

@@ -188,6 +188,9 @@ async fn handle(
         Op::UnreadCount => notify::unread_count(cfg, owner()?, &query).await,
         Op::Changes => notify::changes(cfg, owner()?, &query).await,
         Op::Mark => notify::mark(cfg, owner()?, &body).await,
+        Op::Bulk => notify::bulk(cfg, owner()?, &body).await,
+        Op::GetPreferences => notify::preferences(cfg, ctx, owner()?).await,
+        Op::PutPreferences => notify::set_preferences(cfg, owner()?, &body).await,
         Op::DeleteItem => {
             let key = matched.param.unwrap_or_default();
             notify::delete(cfg, owner()?, &key).await
