@@ -108,6 +108,8 @@ pub enum ErrorCode {
     UnknownKid,
     /// `unreadable_body`
     UnreadableBody,
+    /// `upgrade_required`
+    UpgradeRequired,
     /// `unsupported_alg`
     UnsupportedAlg,
 }
@@ -165,6 +167,7 @@ impl ErrorCode {
         ErrorCode::UnknownCategory,
         ErrorCode::UnknownKid,
         ErrorCode::UnreadableBody,
+        ErrorCode::UpgradeRequired,
         ErrorCode::UnsupportedAlg,
     ];
 
@@ -193,6 +196,7 @@ impl ErrorCode {
             ErrorCode::InvalidCursor => "invalid_cursor",
             ErrorCode::InvalidFlag => "invalid_flag",
             ErrorCode::InvalidAction => "invalid_action",
+            ErrorCode::UpgradeRequired => "upgrade_required",
             ErrorCode::InvalidIdempotencyKey => "invalid_idempotency_key",
             ErrorCode::InvalidIp => "invalid_ip",
             ErrorCode::InvalidIssuer => "invalid_issuer",

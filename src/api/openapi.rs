@@ -327,6 +327,15 @@ fn detail(op: Op) -> Detail {
             ],
             ..none()
         },
+        Op::Stream => Detail {
+            description: "A WebSocket (`Upgrade: websocket`). Browsers authenticate with the subprotocol list `[\"inbox.v1\", \"auth.<token>\"]` (they cannot set headers on a WebSocket); other clients may send `Authorization`. The server pushes `{type: \"badge\", unread, unseen, sync, reconnect}` on connect and after each change to the inbox (at most one push per 250 ms; bursts are coalesced). It is a hint channel: the list and `changes` stay the truth, and a missed push is repaired by reconnecting. Send `refresh` to get the badge now. Reconnect with exponential backoff from `reconnect.baseMs` to `reconnect.maxMs` with full jitter.",
+            responses: vec![(101, json!({ "description": "Switching to the WebSocket protocol" }))],
+            errors: vec![
+                (426, codes(&["upgrade_required"])),
+                (503, codes(&["not_configured"])),
+            ],
+            ..none()
+        },
         Op::Bulk => Detail {
             description: "One Data API call over the live inbox, or one category: `read`, `seen` (clears the badge, items stay unread), `archiveRead`, `delete` (other devices see deletions in `changes`).",
             request: Some(json!({
@@ -577,6 +586,7 @@ fn error_description(status: u16) -> &'static str {
         409 => "Conflict",
         413 => "Body larger than the operation's limit",
         422 => "Well-formed but invalid",
+        426 => "This route only speaks WebSocket",
         429 => "Rate limited",
         500 => "Internal error",
         502 => "The backend refused a request",

@@ -93,6 +93,8 @@ pub enum Op {
     Changes,
     /// Mark read/seen/archived.
     Mark,
+    /// The live badge: a WebSocket to the owner's hub.
+    Stream,
     /// Mark all read/seen, archive all read, delete all.
     Bulk,
     /// Read the caller's preferences.
@@ -295,6 +297,15 @@ pub const ROUTES: &[Route] = &[
         User,
         "changes",
         "Everything changed after a sync position, deletions included",
+        "inbox",
+    ),
+    route(
+        Get,
+        "/v1/notifications/stream",
+        Op::Stream,
+        User,
+        "stream",
+        "Live badge over a WebSocket: {unread, unseen, sync} on connect and after each change",
         "inbox",
     ),
     body(

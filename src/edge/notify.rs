@@ -2,6 +2,7 @@
 //! The flows (dedup, Idempotency-Key, upsert) are in `crate::notify::service`.
 
 use super::http_client::WorkerHttp;
+use super::hub;
 use super::{internal, not_configured, ok_json, ApiResult};
 use crate::api::ErrorCode;
 use crate::api::{notify as api, ApiError};
@@ -9,13 +10,13 @@ use crate::backend::{DataApiClient, RedisRestClient};
 use crate::config::Config;
 use crate::notify::{change_view, view, NotificationStore, NotifyService, Reply, Target};
 use serde_json::{json, Value};
-use worker::{Context, Date, Request, Response};
+use worker::{Context, Date, Env, Request, Response};
 
 fn now_ms() -> i64 {
     Date::now().as_millis() as i64
 }
 
-fn store(cfg: &Config) -> ApiResult<NotificationStore<WorkerHttp>> {
+pub(crate) fn store(cfg: &Config) -> ApiResult<NotificationStore<WorkerHttp>> {
     let api = cfg
         .data_api
         .clone()
@@ -62,9 +63,17 @@ fn defer(ctx: &Context, svc: NotifyService<WorkerHttp>, work: Vec<crate::notify:
     });
 }
 
+/// Pushes the badge of `owner` when `changed` (after the response).
+fn changed(env: &Env, ctx: &Context, owner: &str, changed: bool) {
+    if changed {
+        hub::poke(env, ctx, vec![owner.to_owned()]);
+    }
+}
+
 /// `POST /v1/notifications/events` (service `notify:write`).
 pub async fn create(
     cfg: &Config,
+    env: &Env,
     ctx: &Context,
     req: &Request,
     body: &[u8],
@@ -74,12 +83,15 @@ pub async fn create(
         .create(body, idempotency_key(req).as_deref(), now_ms())
         .await;
     defer(ctx, svc, deferred);
-    respond(&reply?)
+    let reply = reply?;
+    hub::poke(env, ctx, reply.changed.iter().cloned().collect());
+    respond(&reply)
 }
 
 /// `POST /v1/notifications/retractions` (service `notify:write`).
 pub async fn retract(
     cfg: &Config,
+    env: &Env,
     ctx: &Context,
     req: &Request,
     body: &[u8],
@@ -89,7 +101,36 @@ pub async fn retract(
         .retract(body, idempotency_key(req).as_deref(), now_ms())
         .await;
     defer(ctx, svc, deferred);
-    respond(&reply?)
+    let reply = reply?;
+    hub::poke(env, ctx, reply.changed.iter().cloned().collect());
+    respond(&reply)
+}
+
+/// `GET /v1/notifications/stream` (user): the WebSocket goes to the owner's hub.
+pub async fn stream(env: &Env, req: &Request, owner: &str) -> ApiResult<Response> {
+    let upgrade = req
+        .headers()
+        .get("Upgrade")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    if !upgrade.eq_ignore_ascii_case("websocket") {
+        return Err(ApiError::new(
+            426,
+            ErrorCode::UpgradeRequired,
+            "this route speaks WebSocket (Upgrade: websocket)",
+        ));
+    }
+    let protocols = req
+        .headers()
+        .get("Sec-WebSocket-Protocol")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    hub::connect(env, owner, &protocols)
+        .await
+        .ok_or_else(|| not_configured("live badges (the INBOX_HUB Durable Object binding)"))?
+        .map_err(internal)
 }
 
 /// `POST /v1/admin/indexes` (service `admin`): idempotent, run once per deploy.
@@ -133,7 +174,13 @@ pub async fn changes(cfg: &Config, owner: &str, query: &str) -> ApiResult<Respon
 }
 
 /// `POST /v1/notifications/mark` (user): read/seen/archived for one item or all.
-pub async fn mark(cfg: &Config, owner: &str, body: &[u8]) -> ApiResult<Response> {
+pub async fn mark(
+    cfg: &Config,
+    env: &Env,
+    ctx: &Context,
+    owner: &str,
+    body: &[u8],
+) -> ApiResult<Response> {
     let (m, flag) = api::parse_mark(body)?;
     let target = match &m.item_key {
         Some(k) => Target::Item(k),
@@ -142,15 +189,23 @@ pub async fn mark(cfg: &Config, owner: &str, body: &[u8]) -> ApiResult<Response>
     let n = store(cfg)?
         .mark(owner, target, flag, m.value, now_ms())
         .await?;
+    changed(env, ctx, owner, n > 0);
     ok_json(&json!({ "updated": n }))
 }
 
 /// `POST /v1/notifications/bulk` (user): one `updateMany`.
-pub async fn bulk(cfg: &Config, owner: &str, body: &[u8]) -> ApiResult<Response> {
+pub async fn bulk(
+    cfg: &Config,
+    env: &Env,
+    ctx: &Context,
+    owner: &str,
+    body: &[u8],
+) -> ApiResult<Response> {
     let (action, category) = api::parse_bulk(body)?;
     let n = store(cfg)?
         .bulk(owner, action, category.as_deref(), now_ms())
         .await?;
+    changed(env, ctx, owner, n > 0);
     ok_json(&json!({ "updated": n }))
 }
 
@@ -168,7 +223,13 @@ pub async fn set_preferences(cfg: &Config, owner: &str, body: &[u8]) -> ApiResul
 }
 
 /// `DELETE /v1/notifications/items/{itemKey}` (user): leaves a tombstone for other devices.
-pub async fn delete(cfg: &Config, owner: &str, item_key: &str) -> ApiResult<Response> {
+pub async fn delete(
+    cfg: &Config,
+    env: &Env,
+    ctx: &Context,
+    owner: &str,
+    item_key: &str,
+) -> ApiResult<Response> {
     if !store(cfg)?.delete(owner, item_key, now_ms()).await? {
         return Err(ApiError::new(
             404,
@@ -176,11 +237,12 @@ pub async fn delete(cfg: &Config, owner: &str, item_key: &str) -> ApiResult<Resp
             "no such notification",
         ));
     }
+    changed(env, ctx, owner, true);
     ok_json(&json!({ "deleted": true }))
 }
 
 /// Cron housekeeping within the configured subrequest budget.
-pub async fn housekeeping(cfg: &Config) -> Value {
+pub async fn housekeeping(cfg: &Config, env: &Env) -> Value {
     let store = match store(cfg) {
         Ok(s) => s,
         Err(e) => return json!({ "skipped": e.message }),
@@ -194,7 +256,12 @@ pub async fn housekeeping(cfg: &Config) -> Value {
         )
         .await
     {
-        Ok(r) => json!(r),
+        Ok(r) => {
+            // Pokes are subrequests too: stay within the free plan's 50 per invocation.
+            let room = 50_u32.saturating_sub(r.calls + 2) as usize;
+            hub::poke_now(env, r.trimmed_owners.iter().take(room).cloned().collect()).await;
+            json!(r)
+        }
         Err(e) => json!({ "error": e.to_string() }),
     }
 }

@@ -17,6 +17,7 @@
 //! change feed. A deleted item becomes a tombstone (`deleted: true`) until `purgeAt`.
 //! `_id` *is* the notification id (a hash of owner+itemKey), so it is not stored twice.
 
+pub mod badge;
 mod error;
 mod event;
 pub mod preferences;

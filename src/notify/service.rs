@@ -24,6 +24,8 @@ pub struct Reply {
     pub body: Value,
     /// Answered from a stored Idempotency-Key result.
     pub replayed: bool,
+    /// The owner whose inbox this changed (for the live badge).
+    pub changed: Option<String>,
 }
 
 /// Work that must not hold up the response.
@@ -178,6 +180,7 @@ impl<H: HttpClient> NotifyService<H> {
                             status: 200,
                             body: json!({"status": "muted"}),
                             replayed: false,
+                            changed: None,
                         },
                         vec![],
                     ))
@@ -188,6 +191,7 @@ impl<H: HttpClient> NotifyService<H> {
                             status: 200,
                             body: json!({"status": "duplicate"}),
                             replayed: false,
+                            changed: None,
                         },
                         vec![],
                     ))
@@ -211,11 +215,14 @@ impl<H: HttpClient> NotifyService<H> {
                         "status": outcome_name(outcome),
                         "notificationId": super::notification_id(ev.owner(), ev.item_key()),
                     });
+                    let changed =
+                        (outcome != CreateOutcome::AlreadyApplied).then(|| ev.owner().to_owned());
                     Ok((
                         Reply {
                             status,
                             body,
                             replayed: false,
+                            changed,
                         },
                         deferred,
                     ))
@@ -253,6 +260,7 @@ impl<H: HttpClient> NotifyService<H> {
                 status: 200,
                 body: json!({"status": status}),
                 replayed: false,
+                changed: (outcome != RetractOutcome::NotFound).then_some(r.owner),
             })
         };
         (run.await, vec![])
@@ -294,6 +302,7 @@ impl<H: HttpClient> NotifyService<H> {
                             status,
                             body,
                             replayed: true,
+                            changed: None,
                         }),
                         vec![],
                     )

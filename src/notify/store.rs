@@ -423,6 +423,9 @@ pub struct Housekeeping {
     pub calls: u32,
     /// Work was left for the next run because the budget ran out.
     pub budget_exhausted: bool,
+    /// Owners whose inbox was trimmed (their live badge needs a push).
+    #[serde(skip)]
+    pub trimmed_owners: Vec<String>,
 }
 
 impl<H: HttpClient> NotificationStore<H> {
@@ -461,7 +464,11 @@ impl<H: HttpClient> NotificationStore<H> {
                 r.budget_exhausted = true;
                 return Ok(r);
             }
-            r.trimmed += self.trim_owner(owner, keep, now_ms).await?;
+            let n = self.trim_owner(owner, keep, now_ms).await?;
+            r.trimmed += n;
+            if n > 0 {
+                r.trimmed_owners.push(owner.to_owned());
+            }
             r.calls += 2;
         }
         while r.calls + 2 <= budget {
