@@ -243,8 +243,10 @@ test("inbox: sign in, simulate events, merged text, live badge, retract, mark re
   await page.waitForSelector("#items .empty", WAIT);
 
   // Live: an event sent by someone else shows up with the badge, with no action on the page.
+  // The page polls only while its stream is down, so with the stream up this is the push path.
   await page.click("#tab-all");
   await page.waitForSelector('#items [data-key="post:1"]', WAIT);
+  await page.waitForSelector('#inbox[data-live="stream"]', WAIT);
   const r3 = await w.post("/v1/notifications/events", {
     owner, itemKey: "post:3", serviceType: "e2e", categoryType: "system", notificationType: "mention",
     templateType: "default", eventId: `live-${owner}`, sender: { id: "outside", name: "Yara" }, createdTimeMsec: Date.now(),

@@ -1,11 +1,13 @@
 // The inbox half of the console: sign in with a user token, list newest first, badges, marks,
 // category tabs, infinite scroll with the API's cursor, and a live unread badge.
 //
-// Live: `GET /v1/notifications/changes?since=REV` is polled while the page is visible (the API
-// has no push stream yet), and right after anything this page itself changed. Changed items
-// move to the top (the list's order is revision, newest first); a tombstone
-// `{itemKey, deleted: true}` removes its item. Counts come from the list answer's `counts` when
-// the API sends them, else from `GET /v1/notifications/unread-count`.
+// Live: the badge comes from the WebSocket `GET /v1/notifications/stream` (token in the
+// subprotocol list, as browsers must); each push also pulls `changes` since the list's `sync`
+// position. If the stream is refused (no hub configured) or drops, the page polls `changes`
+// every few seconds while visible and reconnects with exponential backoff and full jitter
+// (1 s → 30 s), as the API documents. Changed items move to the top (the list's order is
+// revision, newest first); a tombstone `{itemKey, deleted: true}` removes its item. Counts come
+// with every list page.
 
 import { call, say } from "./api.js";
 
@@ -17,8 +19,8 @@ export const CATEGORIES = ["home", "social", "creator", "system"];
 const TABS = [["all", "All"], ...CATEGORIES.map((c) => [c, c[0].toUpperCase() + c.slice(1)]), ["archived", "Archived"]];
 
 const state = {
-  token: null, tab: "all", items: [], nextCursor: null, loading: false, rev: 0,
-  unread: null, unseen: null, hasCounts: false, timer: null, generation: 0,
+  token: null, tab: "all", items: [], nextCursor: null, loading: false, sync: null,
+  unread: null, unseen: null, timer: null, generation: 0, ws: null, live: false, attempt: 0,
 };
 
 const api = (path, opts = {}) => call(path, { ...opts, token: state.token });
@@ -35,7 +37,7 @@ async function signIn(token) {
   state.token = token;
   say($("signin-status"), "Signing in…");
   try {
-    await api("/v1/notifications/unread-count");
+    await api("/v1/notifications?limit=1&counts=false");
   } catch (e) {
     state.token = null;
     say($("signin-status"), `Sign-in failed: ${e.message}`, true);
@@ -48,15 +50,18 @@ async function signIn(token) {
   $("inbox").hidden = false;
   $("signout-btn").hidden = false;
   await reload();
+  connect();
   schedule();
   return true;
 }
 
 function signOut() {
   sessionStorage.removeItem("token");
-  Object.assign(state, { token: null, items: [], nextCursor: null, rev: 0, unread: null, unseen: null });
+  Object.assign(state, { token: null, items: [], nextCursor: null, sync: null, unread: null, unseen: null });
   state.generation++;
   clearTimeout(state.timer);
+  state.ws?.close(1000, "signed out");
+  state.ws = null;
   $("inbox").hidden = true;
   $("signout-btn").hidden = true;
   $("items").replaceChildren();
@@ -85,9 +90,9 @@ export async function reload() {
     if (gen !== state.generation) return;
     state.items = page.items;
     state.nextCursor = page.nextCursor;
-    for (const it of page.items) state.rev = Math.max(state.rev, it.revision);
+    state.sync = page.sync;
     render();
-    await updateCounts(page);
+    setCounts(page.counts);
   } catch (e) {
     say($("inbox-status"), e.message, true);
   } finally {
@@ -115,15 +120,9 @@ async function loadMore() {
   }
 }
 
-/** Counts from a list answer's `counts` when the API sends them, else the unread-count route. */
-async function updateCounts(page) {
-  if (page) state.hasCounts = Boolean(page.counts);
-  let counts = page?.counts;
-  if (!counts) {
-    counts = state.hasCounts
-      ? (await api("/v1/notifications?limit=1")).counts
-      : await api("/v1/notifications/unread-count");
-  }
+/** Badge counts from a list page or a stream push. */
+function setCounts(counts) {
+  if (!counts) return;
   state.unread = counts.unread ?? null;
   state.unseen = counts.unseen ?? null;
   showCounts();
@@ -143,40 +142,65 @@ function showCounts() {
   $("counts-line").dataset.unread = n ?? "";
 }
 
-/** One round of live sync: changed items since the last revision, then the counts. */
+/** One round of live sync: every change since the last position, then the counts. */
 export async function sync() {
-  if (!state.token) return;
+  if (!state.token || state.sync === null) return;
   const gen = state.generation;
   try {
     let changed = false;
     for (;;) {
-      const c = await api(`/v1/notifications/changes?since=${state.rev}&limit=100`);
+      const c = await api(`/v1/notifications/changes?limit=100&since=${encodeURIComponent(state.sync)}`);
       if (gen !== state.generation) return;
       for (const it of c.items) {
         changed = true;
         state.items = state.items.filter((x) => x.itemKey !== it.itemKey);
         if (!it.deleted && matchesTab(it)) state.items.push(it);
-        if (typeof it.revision === "number") state.rev = Math.max(state.rev, it.revision);
       }
-      state.rev = Math.max(state.rev, c.revision ?? 0);
-      if (c.items.length < 100) break;
+      state.sync = c.sync;
+      if (!c.hasMore) break;
     }
     if (changed) {
       state.items.sort((a, b) => b.revision - a.revision);
       render();
     }
-    await updateCounts();
+    if (!state.live) setCounts((await api("/v1/notifications?limit=1")).counts);
   } catch (e) {
     say($("inbox-status"), `Live update failed: ${e.message}`, true);
   }
 }
 
+/** Polls while the stream is not connected (and the page is visible). */
 function schedule() {
   clearTimeout(state.timer);
   state.timer = setTimeout(async () => {
-    if (document.visibilityState === "visible") await sync();
+    if (!state.live && document.visibilityState === "visible") await sync();
     if (state.token) schedule();
   }, POLL_MS);
+}
+
+/** The live badge stream; on a push, take its counts and pull the changed items. */
+function connect() {
+  if (!state.token || state.ws) return;
+  const url = `${location.origin.replace(/^http/, "ws")}/v1/notifications/stream`;
+  const ws = new WebSocket(url, ["inbox.v1", `auth.${state.token}`]);
+  const gen = state.generation;
+  state.ws = ws;
+  ws.addEventListener("open", () => { state.live = true; state.attempt = 0; $("inbox").dataset.live = "stream"; });
+  ws.addEventListener("message", (e) => {
+    const m = JSON.parse(e.data);
+    if (m.type !== "badge") return;
+    setCounts(m);
+    sync();
+  });
+  ws.addEventListener("close", () => {
+    state.live = false;
+    state.ws = null;
+    $("inbox").dataset.live = "poll";
+    if (!state.token || gen !== state.generation) return;
+    // Full jitter: random(0, min(max, base · 2^attempt)); polling covers the gap.
+    const delay = Math.random() * Math.min(30_000, 1000 * 2 ** state.attempt++);
+    setTimeout(connect, delay);
+  });
 }
 
 function render() {
@@ -241,18 +265,19 @@ async function act(key, action) {
       if (!matchesTab(it)) state.items = state.items.filter((x) => x !== it);
     }
     render();
-    await updateCounts();
+    await sync();
   } catch (e) {
     say($("inbox-status"), e.message, true);
   }
 }
 
+/** "Mark all read" / "mark all seen": one bulk call. */
 async function markAll(flag) {
   try {
-    await api("/v1/notifications/mark", { method: "POST", body: { all: true, flag, value: true } });
+    await api("/v1/notifications/bulk", { method: "POST", body: { action: flag } });
     for (const it of state.items) it[flag] = true;
     render();
-    await updateCounts();
+    await sync();
   } catch (e) {
     say($("inbox-status"), e.message, true);
   }
