@@ -20,5 +20,5 @@ for s in "${sections[@]}"; do
   bash "$s" >> "$tmp"
   echo >> "$tmp"
 done
-mv "$tmp" BENCHMARKS.md
+mv "$tmp" BENCHMARKS.md && chmod 644 BENCHMARKS.md
 echo "[bench-report] wrote BENCHMARKS.md" >&2

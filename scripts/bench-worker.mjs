@@ -8,34 +8,6 @@ import { startWorker, ROOT } from "../tests/js/harness.mjs";
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const now = () => performance.now();
 
-function rng(seed) {
-  let x = seed >>> 0;
-  return () => { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; return x / 4294967296; };
-}
-
-function points(kind, n) {
-  const r = rng(kind === "uniform" ? 1 : 2);
-  const buf = Buffer.alloc(n * 16);
-  if (kind === "uniform") {
-    for (let i = 0; i < n; i++) { buf.writeDoubleLE(r() * 180 - 90, i * 16); buf.writeDoubleLE(r() * 360 - 180, i * 16 + 8); }
-    return buf;
-  }
-  const geo = JSON.parse(fs.readFileSync(path.join(ROOT, "node_modules/@geo-maps/countries-maritime-10m/map.geo.json")));
-  const edges = [];
-  for (const f of geo.features) {
-    const polys = f.geometry.type === "Polygon" ? [f.geometry.coordinates] : f.geometry.coordinates;
-    for (const p of polys) for (const ring of p) for (let i = 1; i < ring.length; i++) edges.push([ring[i - 1], ring[i]]);
-  }
-  for (let i = 0; i < n; i++) {
-    const [a, b] = edges[Math.floor(r() * edges.length)];
-    const t = r();
-    const lat = Math.max(-90, Math.min(90, a[1] + t * (b[1] - a[1]) + (r() - 0.5) * 0.02));
-    const lon = Math.max(-180, Math.min(179.9999999, a[0] + t * (b[0] - a[0]) + (r() - 0.5) * 0.02));
-    buf.writeDoubleLE(lat, i * 16); buf.writeDoubleLE(lon, i * 16 + 8);
-  }
-  return buf;
-}
-
 async function timed(fn) { const t = now(); const r = await fn(); return [now() - t, r]; }
 
 async function throughput(base, p, n = 4000, conc = 8) {
@@ -75,16 +47,8 @@ row("same tile warm, median ms", median(tileWarm).toFixed(2));
 const w = await startWorker();
 const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, "assets/manifest.json")));
 row("geo asset total bytes (index + all tiles = max resident)", manifest.geo.total_bytes);
-for (const kind of ["uniform", "near_border"]) {
-  const n = 100_000, reps = 20;
-  const body = points(kind, n);
-  await w.post("/__bench/geo?repeat=1", body); // load tiles
-  const t0 = median(await Promise.all([0, 1, 2].map(async () => (await timed(() => w.post("/__bench/geo?repeat=0", body)))[0])));
-  const samples = [];
-  for (let k = 0; k < 3; k++) samples.push((await timed(() => w.post(`/__bench/geo?repeat=${reps}`, body)))[0]);
-  const ns = ((median(samples) - t0) * 1e6) / (n * reps);
-  row(`wasm ns/lookup, ${kind}`, ns.toFixed(1), `(${reps}×${n} lookups, minus the repeat=0 request)`);
-}
+// CTC ns/lookup per point set: scripts/bench/ctc_wasm.mjs (four sets, 10 000-point bodies, so
+// one request stays far below the isolate's limits near borders).
 {
   const n = 1_000_000;
   const [t0] = await timed(() => w.get("/__bench/ip?n=0"));

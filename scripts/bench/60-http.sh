@@ -7,8 +7,8 @@ command -v wrk >/dev/null || { apt-get install -y -qq wrk >&2 || { apt-get updat
 cat <<'MD'
 ## The worker over HTTP
 
-`wrk -t1 -c8 --latency` for 6 s per endpoint against Miniflare's workerd socket on loopback (no
-wrangler proxy), the local stack behind it (`scripts/bench/http_load.mjs`). The load generator,
+`wrk -t1 -c8 --latency`, 3 rounds of 3 s per endpoint (endpoints alternating; medians), against
+Miniflare's workerd socket on loopback (no wrangler proxy), the local stack behind it (`scripts/bench/http_load.mjs`). The load generator,
 workerd and the stack share the VM's 2 cores, so the ratios matter, not the absolute rates.
 
 MD
