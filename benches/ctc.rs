@@ -1,34 +1,28 @@
 //! Coordinates → country, native: our tiled index vs the `country-boundaries` crate and `geo`'s
 //! interval-tree point-in-polygon (the oracle), same points, same process.
 //!
-//! `cargo bench --bench ctc` (assets must be built: `bash scripts/build-assets.sh`).
+//! `cargo bench --bench ctc [-- near_border]` (assets must be built: `bash
+//! scripts/build-assets.sh`). Point sets: `ctc_points.rs`.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use edge_geo_notify::geo::{oracle::Oracle, source, CountryIndex, GridPoint, LatLon, Tile};
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use edge_geo_notify::geo::{oracle::Oracle, CountryIndex, GridPoint, LatLon, Tile};
 use std::path::Path;
 
-const N: usize = 100_000;
+#[path = "ctc_points.rs"]
+mod ctc_points;
+use ctc_points::N;
 
 struct Fixture {
     index: CountryIndex<Vec<u8>>,
     tiles: Vec<Option<Tile<Vec<u8>>>>,
     oracle: Oracle,
     cb: country_boundaries::CountryBoundaries,
-    uniform: Vec<(f64, f64)>,
-    border: Vec<(f64, f64)>,
+    sets: Vec<(&'static str, Vec<(f64, f64)>)>,
     index_bytes: Vec<u8>,
 }
 
 fn fixture() -> Fixture {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let nm = root.join("node_modules");
-    let (features, _) = source::load(
-        &nm.join("@geo-maps/countries-maritime-10m/map.geo.json"),
-        &nm.join("i18n-iso-countries/codes.json"),
-    )
-    .expect("source data (npm ci)");
     let geo = root.join("assets/geo");
     let index_bytes = std::fs::read(geo.join("index.bin")).expect("assets built");
     let index = CountryIndex::from_bytes(index_bytes.clone()).expect("index");
@@ -40,24 +34,6 @@ fn fixture() -> Fixture {
                 .map(|b| index.open_tile(t, b).expect("tile"))
         })
         .collect();
-    let mut rng = SmallRng::seed_from_u64(1);
-    let uniform = (0..N)
-        .map(|_| (rng.gen_range(-90.0..90.0), rng.gen_range(-180.0..180.0)))
-        .collect();
-    let edges: Vec<([f64; 2], [f64; 2])> = features
-        .iter()
-        .flat_map(|f| f.parts.iter().flatten())
-        .flat_map(|r| r.windows(2).map(|e| (e[0], e[1])))
-        .collect();
-    let border = (0..N)
-        .map(|_| {
-            let (a, b) = edges[rng.gen_range(0..edges.len())];
-            let t: f64 = rng.gen();
-            let lat = a[1] + t * (b[1] - a[1]) + rng.gen_range(-0.01..0.01);
-            let lon = a[0] + t * (b[0] - a[0]) + rng.gen_range(-0.01..0.01);
-            (lat.clamp(-90.0, 90.0), lon.clamp(-180.0, 179.999_999))
-        })
-        .collect();
     let cb = country_boundaries::CountryBoundaries::from_reader(
         country_boundaries::BOUNDARIES_ODBL_360X180,
     )
@@ -65,17 +41,18 @@ fn fixture() -> Fixture {
     Fixture {
         index,
         tiles,
-        oracle: Oracle::new(&features),
+        oracle: Oracle::new(&ctc_points::features()),
         cb,
-        uniform,
-        border,
+        sets: ctc_points::all_sets(),
         index_bytes,
     }
 }
 
 fn bench(c: &mut Criterion) {
     let f = fixture();
-    for (name, pts) in [("uniform", &f.uniform), ("near_border", &f.border)] {
+    for (name, pts) in &f.sets {
+        let n = pts.len().min(N);
+        let pts = &pts[..n];
         let grid: Vec<GridPoint> = pts
             .iter()
             .map(|&(la, lo)| LatLon::new(la, lo).unwrap().into())
@@ -84,30 +61,30 @@ fn bench(c: &mut Criterion) {
             .iter()
             .map(|&(la, lo)| country_boundaries::LatLon::new(la, lo).unwrap())
             .collect();
-        let mut g = c.benchmark_group(name);
+        let mut g = c.benchmark_group(*name);
         let mut i = 0;
         g.bench_function("ours_tiled_quadtree", |b| {
             b.iter(|| {
-                i = (i + 1) % N;
+                i = (i + 1) % n;
                 black_box(f.index.lookup_with(grid[i], |t| f.tiles[t].as_ref()))
             })
         });
         g.bench_function("ours_from_latlon", |b| {
             b.iter(|| {
-                i = (i + 1) % N;
+                i = (i + 1) % n;
                 let p = GridPoint::from(LatLon::new(pts[i].0, pts[i].1).unwrap());
                 black_box(f.index.lookup_with(p, |t| f.tiles[t].as_ref()))
             })
         });
         g.bench_function("country_boundaries_crate", |b| {
             b.iter(|| {
-                i = (i + 1) % N;
+                i = (i + 1) % n;
                 black_box(f.cb.ids(cbp[i]))
             })
         });
         g.bench_function("geo_interval_tree_oracle", |b| {
             b.iter(|| {
-                i = (i + 1) % N;
+                i = (i + 1) % n;
                 black_box(f.oracle.lookup(pts[i].0, pts[i].1))
             })
         });

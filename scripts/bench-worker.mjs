@@ -8,34 +8,6 @@ import { startWorker, ROOT } from "../tests/js/harness.mjs";
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const now = () => performance.now();
 
-function rng(seed) {
-  let x = seed >>> 0;
-  return () => { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; return x / 4294967296; };
-}
-
-function points(kind, n) {
-  const r = rng(kind === "uniform" ? 1 : 2);
-  const buf = Buffer.alloc(n * 16);
-  if (kind === "uniform") {
-    for (let i = 0; i < n; i++) { buf.writeDoubleLE(r() * 180 - 90, i * 16); buf.writeDoubleLE(r() * 360 - 180, i * 16 + 8); }
-    return buf;
-  }
-  const geo = JSON.parse(fs.readFileSync(path.join(ROOT, "node_modules/@geo-maps/countries-maritime-10m/map.geo.json")));
-  const edges = [];
-  for (const f of geo.features) {
-    const polys = f.geometry.type === "Polygon" ? [f.geometry.coordinates] : f.geometry.coordinates;
-    for (const p of polys) for (const ring of p) for (let i = 1; i < ring.length; i++) edges.push([ring[i - 1], ring[i]]);
-  }
-  for (let i = 0; i < n; i++) {
-    const [a, b] = edges[Math.floor(r() * edges.length)];
-    const t = r();
-    const lat = Math.max(-90, Math.min(90, a[1] + t * (b[1] - a[1]) + (r() - 0.5) * 0.02));
-    const lon = Math.max(-180, Math.min(179.9999999, a[0] + t * (b[0] - a[0]) + (r() - 0.5) * 0.02));
-    buf.writeDoubleLE(lat, i * 16); buf.writeDoubleLE(lon, i * 16 + 8);
-  }
-  return buf;
-}
-
 async function timed(fn) { const t = now(); const r = await fn(); return [now() - t, r]; }
 
 async function throughput(base, p, n = 4000, conc = 8) {
@@ -50,7 +22,8 @@ async function throughput(base, p, n = 4000, conc = 8) {
 const rows = [];
 const row = (what, value, note = "") => { rows.push([what, value, note]); console.error(`${what}: ${value} ${note}`); };
 
-// Cold starts: fresh workerd each time; the first geo request fetches and opens index.bin only.
+// Cold starts: fresh workerd each time; the first geo request opens the index embedded in the
+// wasm (no asset read); the first border point fetches one tile.
 const cold = [], warm = [], openMs = [], tileCold = [], tileWarm = [];
 for (let k = 0; k < 5; k++) {
   const w = await startWorker();
@@ -61,12 +34,12 @@ for (let k = 0; k < 5; k++) {
   const [t2] = await timed(() => w.get("/v1/geo/country?lat=47.698&lon=8.692"));
   const health = (await w.get("/healthz")).body;
   cold.push(c); warm.push(h); openMs.push(health.geo.index_open_ms); tileCold.push(t1); tileWarm.push(t2);
-  if (k === 0) row("index.bin bytes (fetched before the first answer)", health.geo.index_bytes);
+  if (k === 0) row(`index.bin bytes (${health.geo.index_source ?? "ASSETS"}; no asset read before the first answer when embedded)`, health.geo.index_bytes);
   if (k === 0) row("tile bytes after Büsingen lookup (Europe tile)", health.geo.tile_bytes_loaded);
   await w.stop();
 }
-row("cold first request (index fetch + open + answer), median ms", median(cold).toFixed(2));
-row("  in-worker index fetch+open (Date.now, 1 ms resolution), median ms", median(openMs));
+row("cold first request (index open + answer), median ms", median(cold).toFixed(2));
+row("  in-worker index open (Date.now, 1 ms resolution), median ms", median(openMs));
 row("warm request, median ms", median(warm).toFixed(2));
 row("first request needing a tile (fetch + verify + answer), median ms", median(tileCold).toFixed(2));
 row("same tile warm, median ms", median(tileWarm).toFixed(2));
@@ -74,16 +47,8 @@ row("same tile warm, median ms", median(tileWarm).toFixed(2));
 const w = await startWorker();
 const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, "assets/manifest.json")));
 row("geo asset total bytes (index + all tiles = max resident)", manifest.geo.total_bytes);
-for (const kind of ["uniform", "near_border"]) {
-  const n = 100_000, reps = 20;
-  const body = points(kind, n);
-  await w.post("/__bench/geo?repeat=1", body); // load tiles
-  const t0 = median(await Promise.all([0, 1, 2].map(async () => (await timed(() => w.post("/__bench/geo?repeat=0", body)))[0])));
-  const samples = [];
-  for (let k = 0; k < 3; k++) samples.push((await timed(() => w.post(`/__bench/geo?repeat=${reps}`, body)))[0]);
-  const ns = ((median(samples) - t0) * 1e6) / (n * reps);
-  row(`wasm ns/lookup, ${kind}`, ns.toFixed(1), `(${reps}×${n} lookups, minus the repeat=0 request)`);
-}
+// CTC ns/lookup per point set: scripts/bench/ctc_wasm.mjs (four sets, 10 000-point bodies, so
+// one request stays far below the isolate's limits near borders).
 {
   const n = 1_000_000;
   const [t0] = await timed(() => w.get("/__bench/ip?n=0"));

@@ -54,6 +54,8 @@ pub struct BuildStats {
     pub max_leaf_edges: usize,
     /// Deepest level below the top grid.
     pub max_depth: u32,
+    /// Leaves whose last candidate became the default (see `constant_parity`).
+    pub dropped_candidates: usize,
 }
 
 /// The built asset: `index.bin` bytes and one optional byte vector per tile.
@@ -186,22 +188,58 @@ impl Builder {
                 rings: vec![],
             });
         }
+        let quads: Vec<Vec<FeatState>> = quadrants(r)
+            .into_iter()
+            .map(|q| clip_feats(&cov, q))
+            .collect();
+        // Two levels at once when a quadrant will split again: a descent then reads half as
+        // many nodes, and a node's 16 children share one or two cache lines.
+        let wide = shift > MIN_SHIFT + 1 && quads.iter().any(|f| candidate_edges(f) > LEAF_EDGES);
+        let k = if wide { 2 } else { 1 };
         let first = self.tiles[tile].nodes.len();
-        self.tiles[tile].nodes.extend([0; 4]);
-        for (q, child) in quadrants(r).into_iter().enumerate() {
-            let f = clip_feats(&cov, child);
-            let v = self.cell(tile, child, f, depth + 1);
-            self.tiles[tile].nodes[first + q] = v;
+        self.tiles[tile]
+            .nodes
+            .extend(std::iter::repeat_n(0, 1 << (2 * k)));
+        self.stats.nodes += 1 << (2 * k);
+        for (q, (qr, f)) in quadrants(r).into_iter().zip(quads).enumerate() {
+            let (qy, qx) = (q >> 1, q & 1);
+            if !wide {
+                let v = self.cell(tile, qr, f, depth + 1);
+                self.tiles[tile].nodes[first + q] = v;
+                continue;
+            }
+            for (s, sr) in quadrants(qr).into_iter().enumerate() {
+                let (sy, sx) = (s >> 1, s & 1);
+                let g = clip_feats(&f, sr);
+                let v = self.cell(tile, sr, g, depth + 2);
+                self.tiles[tile].nodes[first + ((qy * 2 + sy) << 2 | (qx * 2 + sx))] = v;
+            }
         }
-        self.stats.nodes += 4;
-        (NODE_INTERNAL << 30) | first as u32
+        let wide_flag = if wide { NODE_WIDE } else { 0 };
+        (NODE_INTERNAL << 30) | wide_flag | first as u32
     }
 
-    fn leaf(&mut self, tile: usize, r: Rect, default: u16, cands: &[FeatState]) -> u32 {
-        let all: Vec<Vec<Vec<P>>> = cands
+    fn leaf(&mut self, tile: usize, r: Rect, mut default: u16, cands: &[FeatState]) -> u32 {
+        let mut all: Vec<Vec<Vec<P>>> = cands
             .iter()
             .map(|f| f.rings.iter().flat_map(|ring| chains(ring, r)).collect())
             .collect();
+        // Where the candidates tile the cell between them (a land border: A on one side, B on
+        // the other), a point in none of the others is in the last one, which becomes the
+        // default: half the edges stored and scanned.
+        let mut cands = cands;
+        if let Some(c) = constant_parity(&all, cands, r) {
+            let last = cands[cands.len() - 1].rank as usize;
+            if c {
+                default = self.order_to_feature[last];
+            }
+            cands = &cands[..cands.len() - 1];
+            all.pop();
+            self.stats.dropped_candidates += 1;
+            if cands.is_empty() {
+                return (NODE_UNIFORM << 30) | default as u32;
+            }
+        }
         // Local coordinates take as few whole bytes as the cell needs (most leaves: 3).
         let max = all
             .iter()
@@ -366,6 +404,22 @@ fn clip_feats(feats: &[FeatState], r: Rect) -> Vec<FeatState> {
     out
 }
 
+/// Edges of the candidates [`resolve`] would keep (those that can beat the smallest cover).
+fn candidate_edges(feats: &[FeatState]) -> usize {
+    let limit = feats
+        .iter()
+        .filter(|f| f.rings.is_empty() && f.base)
+        .map(|f| f.rank)
+        .min()
+        .unwrap_or(u16::MAX);
+    feats
+        .iter()
+        .filter(|f| f.rank < limit)
+        .flat_map(|f| &f.rings)
+        .map(|r| r.len() - 1)
+        .sum()
+}
+
 /// Splits a cell's features into the smallest covering one (by rank) and the candidates that
 /// can still beat it.
 fn resolve(feats: Vec<FeatState>) -> (Option<u16>, Vec<FeatState>) {
@@ -458,6 +512,9 @@ fn clip_ring(ring: &[P], r: Rect) -> Option<Vec<P>> {
 /// The other coordinate where segment a→b meets the line `x = v` (or `y = v`), rounded to the
 /// nearest grid unit (≤ 0.5 unit ≈ 1e-8° off the true edge).
 fn at(a: P, b: P, v: i64, vertical: bool) -> i64 {
+    // From the smaller end, so a border two features share (in opposite directions) is cut at
+    // the same unit for both, and `constant_parity` sees the pieces cancel.
+    let (a, b) = if a <= b { (a, b) } else { (b, a) };
     let (a0, a1, b0, b1) = if vertical {
         (a.0, a.1, b.0, b.1)
     } else {
@@ -470,8 +527,51 @@ fn at(a: P, b: P, v: i64, vertical: bool) -> i64 {
     a1 + q as i64
 }
 
-/// Splits a clipped ring into chains of edges that can cross a ray towards +x from inside the
-/// cell: horizontal edges and edges on the west side never do.
+/// `Some(c)` when, for every point of `r`, the XOR of the candidates' insideness is the constant
+/// `c`: their chain edges cancel in pairs (shared borders, stored once per side) except edges on
+/// the east side, whose crossings are then either none or every height of the cell. Then a
+/// point inside none of the other candidates is inside the last one exactly when `c` is true.
+/// Exact: a segment's crossing test gives the same answer in either direction.
+fn constant_parity(all: &[Vec<Vec<P>>], cands: &[FeatState], r: Rect) -> Option<bool> {
+    let mut open = std::collections::HashSet::new();
+    for seg in all.iter().flatten().flat_map(|c| c.windows(2)) {
+        let k = if seg[0] < seg[1] {
+            (seg[0], seg[1])
+        } else {
+            (seg[1], seg[0])
+        };
+        if !open.remove(&k) {
+            open.insert(k);
+        }
+    }
+    let mut toggles = Vec::new();
+    for (a, b) in open {
+        if a.0 != r.x1 || b.0 != r.x1 {
+            return None;
+        }
+        toggles.extend([a.1, b.1]);
+    }
+    toggles.sort_unstable();
+    let mut odd: Vec<i64> = Vec::new();
+    for t in toggles {
+        if odd.last() == Some(&t) {
+            odd.pop();
+        } else {
+            odd.push(t);
+        }
+    }
+    let east = match odd[..] {
+        [] => false,
+        [a, b] if a == r.y0 && b == r.y1 => true,
+        _ => return None,
+    };
+    Some(cands.iter().fold(east, |c, f| c ^ f.base))
+}
+
+/// Splits a clipped ring into y-monotone chains of edges that can cross a ray towards +x from
+/// inside the cell: horizontal edges and edges on the west side never do. A monotone chain
+/// crosses a latitude at most once, so the reader tests its two ends and binary-searches the
+/// one edge instead of scanning every vertex (near borders the scan was most of a lookup).
 fn chains(ring: &[P], r: Rect) -> Vec<Vec<P>> {
     let mut out = Vec::new();
     let mut cur: Vec<P> = Vec::new();
@@ -485,6 +585,13 @@ fn chains(ring: &[P], r: Rect) -> Vec<Vec<P>> {
             cur.clear();
             continue;
         }
+        if cur.len() >= 2 {
+            let prev = cur[cur.len() - 2];
+            // Direction changes at `a`: it ends this chain and starts the next one.
+            if (prev.1 < a.1) != (a.1 < b.1) {
+                out.push(std::mem::replace(&mut cur, vec![a]));
+            }
+        }
         if cur.is_empty() {
             cur.push(a);
         }
@@ -493,7 +600,74 @@ fn chains(ring: &[P], r: Rect) -> Vec<Vec<P>> {
     if cur.len() >= 2 {
         out.push(cur);
     }
-    // A ring whose first and last chains meet at the start vertex could be joined; the saving is
-    // one vertex per ring, not worth the code.
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geo::{CountryIndex, GridPoint, LatLon};
+
+    fn feature(a3: &str, pts: &[(f64, f64)], area: f64) -> SourceFeature {
+        let mut ring: Vec<[f64; 2]> = pts.iter().map(|&(lon, lat)| [lon, lat]).collect();
+        ring.push(ring[0]);
+        SourceFeature {
+            alpha3: a3.into(),
+            alpha2: a3[..2].into(),
+            parts: vec![vec![ring]],
+            area,
+        }
+    }
+
+    fn inside(pts: &[(f64, f64)], lon: f64, lat: f64) -> bool {
+        let mut c = false;
+        for i in 0..pts.len() {
+            let (a, b) = (pts[i], pts[(i + 1) % pts.len()]);
+            if (a.1 > lat) != (b.1 > lat) && lon < a.0 + (lat - a.1) * (b.0 - a.0) / (b.1 - a.1) {
+                c = !c;
+            }
+        }
+        c
+    }
+
+    /// Two countries share a zigzag land border across a 3°×3° block (more than a top cell);
+    /// sea around them. Cells that the two tile drop one side's edges (its country becomes the
+    /// default), and every answer still matches plain point-in-polygon.
+    #[test]
+    fn shared_border_stores_one_side_and_answers_both() {
+        let border = [(11.9, 10.0), (12.1, 11.9), (11.8, 13.0)];
+        let a = [(10.0, 10.0), border[0], border[1], border[2], (10.0, 13.0)];
+        let b = [border[0], (13.0, 10.0), (13.0, 13.0), border[2], border[1]];
+        let features = [feature("AAA", &a, 0.45), feature("BBB", &b, 0.55)];
+        let built = build(&features);
+        assert!(built.stats.dropped_candidates > 0, "{:?}", built.stats);
+        let index = CountryIndex::from_bytes(built.index.as_slice()).unwrap();
+        let tiles: Vec<_> = (0..N_TILES)
+            .map(|t| {
+                built.tiles[t]
+                    .as_deref()
+                    .map(|b| index.open_tile(t, b).unwrap())
+            })
+            .collect();
+        let (mut seen_a, mut seen_b, mut seen_sea) = (0, 0, 0);
+        for i in 0..330 {
+            for j in 0..330 {
+                let (lon, lat) = (9.9 + i as f64 * 0.01 + 1e-4, 9.9 + j as f64 * 0.01 + 1e-4);
+                let want = if inside(&a, lon, lat) {
+                    seen_a += 1;
+                    Some(0)
+                } else if inside(&b, lon, lat) {
+                    seen_b += 1;
+                    Some(1)
+                } else {
+                    seen_sea += 1;
+                    None
+                };
+                let p = GridPoint::from(LatLon::new(lat, lon).unwrap());
+                let got = index.lookup_with(p, |t| tiles[t].as_ref()).unwrap();
+                assert_eq!(got, want, "({lat}, {lon})");
+            }
+        }
+        assert!(seen_a > 1000 && seen_b > 1000 && seen_sea > 1000);
+    }
 }

@@ -326,7 +326,8 @@ impl<S: AsRef<[u8]>> Tile<S> {
             let payload = (v & NODE_PAYLOAD) as usize;
             match v >> 30 {
                 NODE_UNIFORM if payload <= 0xFFFF && ok_country(payload as u16) => {}
-                NODE_INTERNAL if payload + 4 <= self.n_nodes => {}
+                NODE_INTERNAL
+                    if internal_children(v) + (v & NODE_CHILD) as usize <= self.n_nodes => {}
                 NODE_LEAF => validate_leaf(leaves, payload, &ok_country)?,
                 _ => return Err(LoadError::Corrupt("bad node")),
             }
@@ -340,13 +341,15 @@ impl<S: AsRef<[u8]>> Tile<S> {
         let mut shift = TOP_SHIFT;
         let mut v = self.node(root);
         while v >> 30 == NODE_INTERNAL {
+            let k = 1 + (v & NODE_WIDE != 0) as u32;
             // A well-formed tree bottoms out long before; this guards a cyclic (corrupt) one.
-            if shift == 0 {
+            if shift < k {
                 return None;
             }
-            shift -= 1;
-            let q = ((((p.y >> shift) & 1) << 1) | ((p.x >> shift) & 1)) as usize;
-            v = self.node((v & NODE_PAYLOAD) as usize + q);
+            shift -= k;
+            let m = (1 << k) - 1;
+            let q = ((((p.y >> shift) & m) << k) | ((p.x >> shift) & m)) as usize;
+            v = self.node((v & NODE_CHILD) as usize + q);
         }
         let payload = v & NODE_PAYLOAD;
         if v >> 30 == NODE_UNIFORM {
@@ -354,6 +357,15 @@ impl<S: AsRef<[u8]>> Tile<S> {
         }
         let mask = (1i64 << shift) - 1;
         leaf_lookup(self.leaves(), payload as usize, p.x & mask, p.y & mask)
+    }
+}
+
+/// Children of an internal node: 4, or 16 when it is wide.
+fn internal_children(v: u32) -> usize {
+    if v & NODE_WIDE != 0 {
+        16
+    } else {
+        4
     }
 }
 
@@ -431,9 +443,11 @@ fn leaf_lookup(b: &[u8], mut off: usize, x: i64, y: i64) -> Option<u16> {
     country_or_sea(default)
 }
 
-/// Parity of crossings between the ray from (x, y) towards +x and a chain of `n` vertices stored
-/// as n `B`-byte little-endian y values then n x values. A vertex exactly at height `y` counts
-/// as above, so shared vertices are counted once.
+/// Parity of crossings between the ray from (x, y) towards +x and a y-monotone chain of `n`
+/// vertices stored as n `B`-byte little-endian y values then n x values. A vertex exactly at
+/// height `y` counts as above, so shared vertices are counted once. A monotone chain straddles
+/// `y` at most once: its ends tell whether it does, a binary search finds the edge. (A corrupt,
+/// non-monotone chain gives a wrong answer, never a panic; tiles are checksummed.)
 #[inline]
 fn chain_parity<const B: usize>(pts: &[u8], x: i64, y: i64) -> bool {
     #[inline(always)]
@@ -447,19 +461,23 @@ fn chain_parity<const B: usize>(pts: &[u8], x: i64, y: i64) -> bool {
     if n < 2 || xs.len() < n * B {
         return false;
     }
-    let mut parity = false;
-    let mut ay = at::<B>(ys, 0);
-    for i in 1..n {
-        let by = at::<B>(ys, i);
-        if (ay > y) != (by > y) {
-            let (ax, bx) = (at::<B>(xs, i - 1), at::<B>(xs, i));
-            let dy = by - ay;
-            let cross = (bx - ax) * (y - ay) - (x - ax) * dy;
-            if cross != 0 && (cross > 0) == (dy > 0) {
-                parity = !parity;
-            }
-        }
-        ay = by;
+    let first_above = at::<B>(ys, 0) > y;
+    if first_above == (at::<B>(ys, n - 1) > y) {
+        return false;
     }
-    parity
+    // Invariant: vertex lo is on the first vertex's side of y, vertex hi is not.
+    let (mut lo, mut hi) = (0, n - 1);
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if (at::<B>(ys, mid) > y) == first_above {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let (ay, by) = (at::<B>(ys, lo), at::<B>(ys, hi));
+    let (ax, bx) = (at::<B>(xs, lo), at::<B>(xs, hi));
+    let dy = by - ay;
+    let cross = (bx - ax) * (y - ay) - (x - ax) * dy;
+    cross != 0 && (cross > 0) == (dy > 0)
 }

@@ -92,26 +92,36 @@ test("healthz reports asset versions", async () => {
   assert.equal(r.body.geo.countries, 250);
 });
 
-test("missing or corrupt assets give 503 and the worker stays up", async () => {
+test("the index is embedded; missing or corrupt tiles give 503 and the worker stays up", async () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "assets-"));
   fs.cpSync(path.join(ROOT, "assets"), tmp, { recursive: true });
-  const idx = path.join(tmp, "geo/index.bin");
-  const good = fs.readFileSync(idx);
-  const bad = Buffer.from(good);
-  bad[bad.length - 10] ^= 0xff;
-  fs.writeFileSync(idx, bad);
+  const geoDir = path.join(tmp, "geo");
+  // No index.bin in ASSETS at all, and every tile corrupted: open sea and country interiors
+  // (uniform top cells) still answer from the index in the wasm; a border point needs a tile.
+  fs.rmSync(path.join(geoDir, "index.bin"));
+  const tiles = fs.readdirSync(geoDir).filter((f) => /^tile-\d+\.bin$/.test(f));
+  assert.ok(tiles.length > 0);
+  for (const f of tiles) {
+    const b = fs.readFileSync(path.join(geoDir, f));
+    b[b.length - 10] ^= 0xff;
+    fs.writeFileSync(path.join(geoDir, f), b);
+  }
   const broken = await startWorker({ assetsDir: tmp });
   try {
-    let r = await broken.get("/v1/geo/country?lat=1&lon=1");
+    let r = await broken.get("/v1/geo/country?lat=0&lon=-150");
+    assert.equal(r.status, 200);
+    assert.equal(r.body.country, null);
+    const h = await broken.get("/healthz");
+    assert.equal(h.body.geo.index_source, "embedded");
+    assert.equal(h.body.geo.tiles_loaded, 0);
+    r = await broken.get("/v1/geo/country?lat=47.697&lon=8.691");
     assert.equal(r.status, 503);
     assert.equal(r.body.error.code, "asset_corrupt");
     assert.ok(r.headers.get("retry-after"));
-    fs.rmSync(idx);
-    r = await broken.get("/v1/geo/country?lat=1&lon=1");
+    for (const f of tiles) fs.rmSync(path.join(geoDir, f));
+    r = await broken.get("/v1/geo/country?lat=47.697&lon=8.691");
     assert.equal(r.status, 503);
     assert.equal(r.body.error.code, "asset_unavailable");
-    const h = await broken.get("/healthz");
-    assert.equal(h.status, 503);
     // Non-geo routes still work: the isolate did not die.
     assert.equal((await broken.get("/nope")).status, 404);
   } finally {
