@@ -819,6 +819,8 @@ fn components() -> Value {
                             "source": nullable_string,
                             "attribution": { "oneOf": [schema_ref("Attribution"), { "type": "null" }] },
                             "last_update": last_update,
+                            "table_bytes": { "type": ["integer", "null"], "description": "Size of the country table being served" },
+                            "load_ms": { "type": ["number", "null"], "description": "Fetch + open time of that table" },
                         },
                     },
                     "secrets": {

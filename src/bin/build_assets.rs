@@ -117,6 +117,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(out.join("ip"))?;
     let mmdb = std::fs::read(ip_pkg.join(ip.file))?;
     let ip_file = write(&out, "ip/default.mmdb", &mmdb)?;
+    // What the worker loads: the compact table converted from the mmdb (exact, see
+    // tests/ip_table.rs); the mmdb stays for `ipdb-check` and `publish-ipdb.sh` baselines.
+    let db = edge_geo_notify::ip::IpDb::from_bytes(mmdb.as_slice())?;
+    let (db_type, epoch) = db.describe();
+    let meta = edge_geo_notify::ip::update::table_meta(&db_type, epoch, Some(&(ip.attribution)()));
+    let table = edge_geo_notify::ip::convert::table(&db, &meta)?;
+    let table_file = write(&out, "ip/country.bin", &table)?;
 
     let manifest = json!({
         "format_version": edge_geo_notify::geo::format::FORMAT_VERSION,
@@ -134,7 +141,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "source": package(&ip_pkg)?,
             "data_license": ip.data_license,
             "attribution": (ip.attribution)(),
-            "files": [ip_file],
+            "table_format_version": edge_geo_notify::ip::table::VERSION,
+            "files": [ip_file, table_file],
         },
     });
     let text = serde_json::to_string_pretty(&manifest)? + "\n";

@@ -9,8 +9,9 @@ use super::{ok_json, ApiResult};
 use crate::api::{geo as geo_api, ip as ip_api};
 use crate::config::{Config, IpdbSettings};
 use crate::ip::refresh::{self, Check};
+use crate::ip::table::IpTable;
 use crate::ip::update::{self, CappedBuf, Plan, UpdateError, UpdatePolicy, UpdateStatus};
-use crate::ip::{Attribution, IpDb, IpdbRecord};
+use crate::ip::{Attribution, IpdbRecord};
 use futures_util::future::{select, Either};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
@@ -25,14 +26,32 @@ use worker::{AbortController, Context, Date, Delay, Env, Fetch, Request, Respons
 pub const IPDB_CONFIG: &str = "IPDB_CONFIG";
 /// R2 bucket holding published databases.
 pub const IPDB_BUCKET: &str = "IPDB_BUCKET";
-const BUNDLED_PATH: &str = "ip/default.mmdb";
+/// The bundled country table (converted from `ip/default.mmdb` by the asset build).
+const BUNDLED_PATH: &str = "ip/country.bin";
 
-/// The database an isolate serves.
+/// The database an isolate serves: always the compact table, read in place.
 pub struct IpState {
-    db: IpDb<Vec<u8>>,
+    db: IpTable<Vec<u8>>,
     version: String,
     source: &'static str,
     attribution: Option<Attribution>,
+    /// Fetch + open time of the table (ms).
+    load_ms: f64,
+}
+
+/// What a table says about its source (written by `update::table_meta`).
+#[derive(serde::Deserialize, Default)]
+struct TableMeta {
+    #[serde(default)]
+    database_type: String,
+    #[serde(default)]
+    build_epoch: u64,
+    #[serde(default)]
+    attribution: Option<Attribution>,
+}
+
+fn meta_of(t: &IpTable<Vec<u8>>) -> TableMeta {
+    serde_json::from_slice(t.meta()).unwrap_or_default()
 }
 
 #[derive(Default)]
@@ -77,17 +96,16 @@ async fn serving(env: &Env, cfg: &IpdbSettings) -> ApiResult<Rc<IpState>> {
     if let Some(s) = current() {
         return Ok(s);
     }
+    let started = Date::now().as_millis();
     let bytes = fetch_asset(env, BUNDLED_PATH).await?;
-    let db = IpDb::from_bytes(bytes).map_err(|e| corrupt(BUNDLED_PATH, e))?;
-    let (db_type, epoch) = db.describe();
-    // The npm builds do not name their source; the asset build recorded it in the manifest.
-    let manifest = super::state::manifest(env).await;
-    let attribution = serde_json::from_value(manifest["ip"]["attribution"].clone()).ok();
+    let db = IpTable::from_bytes(bytes).map_err(|e| corrupt(BUNDLED_PATH, e))?;
+    let meta = meta_of(&db);
     let state = Rc::new(IpState {
         db,
-        version: format!("bundled:{db_type}:{epoch}"),
+        version: format!("bundled:{}:{}", meta.database_type, meta.build_epoch),
         source: "bundled",
-        attribution,
+        attribution: meta.attribution,
+        load_ms: (Date::now().as_millis() - started) as f64,
     });
     Ok(IP.with(|s| s.borrow_mut().get_or_insert(state).clone()))
 }
@@ -135,6 +153,23 @@ async fn refresh(env: &Env, cfg: &IpdbSettings) {
     });
 }
 
+async fn r2_bytes(bucket: &worker::Bucket, key: &str) -> Result<Option<Vec<u8>>, String> {
+    let Some(o) = bucket
+        .get(key)
+        .execute()
+        .await
+        .map_err(|e| format!("R2 read: {e}"))?
+    else {
+        return Ok(None);
+    };
+    o.body()
+        .ok_or("object has no body")?
+        .bytes()
+        .await
+        .map(Some)
+        .map_err(|e| format!("R2 body: {e}"))
+}
+
 async fn read_status(env: &Env, cfg: &IpdbSettings) -> Option<UpdateStatus> {
     let kv = env.kv(IPDB_CONFIG).ok()?;
     let text = kv
@@ -165,31 +200,34 @@ async fn try_refresh(env: &Env, cfg: &IpdbSettings) -> Result<String, String> {
     let bucket = env
         .bucket(IPDB_BUCKET)
         .map_err(|e| format!("R2 binding: {e}"))?;
-    let object = bucket
-        .get(&record.object_key)
-        .execute()
-        .await
-        .map_err(|e| format!("R2 read: {e}"))?;
-    let bytes = match object {
-        Some(o) => Some(
-            o.body()
-                .ok_or("object has no body")?
-                .bytes()
-                .await
-                .map_err(|e| format!("R2 body: {e}"))?,
-        ),
-        None => None,
+    let db = match &record.table_key {
+        // The publisher stored the converted table: read it, nothing to convert.
+        Some(key) => {
+            let bytes = r2_bytes(&bucket, key).await?;
+            refresh::accept_table(&record, bytes).map_err(|e| e.to_string())?
+        }
+        // Older records name only the mmdb: convert here (off the request path when warm).
+        None => {
+            let bytes = r2_bytes(&bucket, &record.object_key).await?;
+            let mmdb = refresh::accept(&record, bytes).map_err(|e| e.to_string())?;
+            let (db_type, epoch) = mmdb.describe();
+            let meta = crate::ip::update::table_meta(&db_type, epoch, record.attribution.as_ref());
+            let table = crate::ip::convert::table(&mmdb, &meta).map_err(|e| e.to_string())?;
+            IpTable::from_bytes(table).map_err(|e| e.to_string())?
+        }
     };
-    let db = refresh::accept(&record, bytes).map_err(|e| e.to_string())?;
-    let attribution = record
-        .attribution
-        .clone()
-        .or_else(|| Attribution::for_database_type(&db.describe().0));
+    let attribution = record.attribution.clone().or_else(|| {
+        let m = meta_of(&db);
+        m.attribution
+            .or_else(|| Attribution::for_database_type(&m.database_type))
+    });
+    let load_ms = (Date::now().as_millis() - started) as f64;
     let state = Rc::new(IpState {
         db,
         version: record.version.clone(),
         source: "r2",
         attribution,
+        load_ms,
     });
     IP.with(|s| *s.borrow_mut() = Some(state));
     let ms = (Date::now().as_millis() - started) as f64;
@@ -283,6 +321,8 @@ pub fn health() -> Value {
             "version": s.as_ref().map(|s| s.version.clone()),
             "source": s.as_ref().map(|s| s.source),
             "attribution": s.as_ref().and_then(|s| s.attribution.clone()),
+            "table_bytes": s.as_ref().map(|s| s.db.len()),
+            "load_ms": s.as_ref().map(|s| s.load_ms),
             "checks": w.checks,
             "last_check_outcome": w.last_outcome,
             "last_swap_ms": w.last_swap_ms,
@@ -358,8 +398,15 @@ async fn publish(
         .execute()
         .await
         .map_err(|e| format!("R2 write: {e}"))?;
+    if let Some(key) = &v.record.table_key {
+        bucket
+            .put(key, v.table.clone())
+            .execute()
+            .await
+            .map_err(|e| format!("R2 write: {e}"))?;
+    }
     let text = serde_json::to_string(&v.record).map_err(|e| e.to_string())?;
-    // The object is written before the record, so a reader never sees a record without its file.
+    // The objects are written before the record, so a reader never sees a record without them.
     kv.put(key, text)
         .map_err(|e| format!("KV write: {e}"))?
         .execute()

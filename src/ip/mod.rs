@@ -6,10 +6,12 @@
 
 mod agreement;
 mod attribution;
+pub mod convert;
 mod db;
 mod parse;
 pub mod refresh;
 mod special;
+pub mod table;
 pub mod update;
 mod version;
 

@@ -3,6 +3,7 @@
 //! worker adapter only reads KV and R2 and stores what this returns.
 
 use super::db::{IpDb, IpDbError};
+use super::table::{IpTable, TableError};
 use super::version::{IpdbRecord, RecordError};
 
 /// What to do after reading the version record.
@@ -29,6 +30,14 @@ pub enum RefreshError {
     /// The object's bytes do not hash to the record's `sha256`.
     #[error("checksum mismatch for {0}")]
     Checksum(String),
+    /// The converted table is not usable.
+    #[error("{key}: {source}")]
+    InvalidTable {
+        /// Object key.
+        key: String,
+        /// Why it did not open.
+        source: TableError,
+    },
     /// The object is not a usable database.
     #[error("{key}: {source}")]
     Invalid {
@@ -69,6 +78,28 @@ pub fn accept(record: &IpdbRecord, bytes: Option<Vec<u8>>) -> Result<IpDb<Vec<u8
     })
 }
 
+/// Accepts the converted table fetched for `record` (`None` = not in the bucket).
+///
+/// # Errors
+/// [`RefreshError`] when the record names no table, it is missing, does not match its
+/// checksum or does not open.
+pub fn accept_table(
+    record: &IpdbRecord,
+    bytes: Option<Vec<u8>>,
+) -> Result<IpTable<Vec<u8>>, RefreshError> {
+    let (Some(key), Some(sha)) = (&record.table_key, &record.table_sha256) else {
+        return Err(RefreshError::Missing("table".into()));
+    };
+    let bytes = bytes.ok_or_else(|| RefreshError::Missing(key.clone()))?;
+    if super::sha256_hex(&bytes) != *sha {
+        return Err(RefreshError::Checksum(key.clone()));
+    }
+    IpTable::from_bytes(bytes).map_err(|source| RefreshError::InvalidTable {
+        key: key.clone(),
+        source,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +112,8 @@ mod tests {
             object_key: "ipdb/x.mmdb".into(),
             updated_at: String::new(),
             attribution: None,
+            table_key: None,
+            table_sha256: None,
         }
     }
 
@@ -108,5 +141,23 @@ mod tests {
         assert!(e.to_string().starts_with("checksum mismatch"), "{e}");
         let e = accept(&r, Some(garbage)).unwrap_err();
         assert!(e.to_string().contains("not a valid MaxMind DB"), "{e}");
+    }
+
+    #[test]
+    fn accepts_only_a_matching_table() {
+        let junk = b"junk".to_vec();
+        let mut r = record(&sha256_hex(b"db"));
+        assert!(
+            accept_table(&r, Some(junk.clone())).is_err(),
+            "no table named"
+        );
+        r.table_key = Some("ipdb/x.table".into());
+        r.table_sha256 = Some(sha256_hex(&junk));
+        let e = accept_table(&r, None).unwrap_err();
+        assert!(e.to_string().contains("ipdb/x.table missing"), "{e}");
+        let e = accept_table(&r, Some(b"other".to_vec())).unwrap_err();
+        assert!(e.to_string().starts_with("checksum mismatch"), "{e}");
+        let e = accept_table(&r, Some(junk)).unwrap_err();
+        assert!(e.to_string().contains("IP country table truncated"), "{e}");
     }
 }

@@ -58,6 +58,9 @@ pub enum UpdateError {
         /// Required.
         min: usize,
     },
+    /// The search tree could not be converted into a table.
+    #[error("converting to a table: {0}")]
+    Convert(String),
     /// Disagrees with the serving database on too many probes.
     #[error(
         "candidate disagrees with the serving database on {:.1}% of compared probes; at most {:.1}% allowed",
@@ -124,6 +127,8 @@ pub struct Vetted {
     pub record: IpdbRecord,
     /// The database bytes (decompressed).
     pub bytes: Vec<u8>,
+    /// The compact table converted from them (stored next to the database).
+    pub table: Vec<u8>,
     /// How it compares with the serving database.
     pub agreement: Agreement,
 }
@@ -178,12 +183,29 @@ pub fn vet<B: CountryLookup + ?Sized>(
     }
     let (db_type, epoch) = db.describe();
     let attribution = Attribution::for_database_type(&db_type).or(fallback_attribution);
-    let record = IpdbRecord::for_database(sha256, epoch, updated_at, attribution);
+    let mut record = IpdbRecord::for_database(sha256, epoch, updated_at, attribution);
+    let meta = table_meta(&db_type, epoch, record.attribution.as_ref());
+    let table =
+        super::convert::table(&db, &meta).map_err(|e| UpdateError::Convert(e.to_string()))?;
+    record.table_sha256 = Some(sha256_hex(&table));
+    record.table_key = Some(format!("ipdb/{}.table", record.sha256));
+    drop(db);
     Ok(Plan::Publish(Box::new(Vetted {
         record,
         bytes,
+        table,
         agreement,
     })))
+}
+
+/// What a table says about its source: `{database_type, build_epoch, attribution}`.
+pub fn table_meta(db_type: &str, build_epoch: u64, attribution: Option<&Attribution>) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "database_type": db_type,
+        "build_epoch": build_epoch,
+        "attribution": attribution,
+    }))
+    .expect("plain JSON")
 }
 
 /// The outcome of the last scheduled update, kept in KV next to the record (so every isolate's

@@ -19,6 +19,13 @@ pub struct IpdbRecord {
     /// The credit the data's licence asks for; absent in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<Attribution>,
+    /// The compact country table converted from the object (R2 key), when the publisher
+    /// stored one: isolates load it instead of the mmdb.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_key: Option<String>,
+    /// Lower-case hex SHA-256 of the table object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_sha256: Option<String>,
 }
 
 /// Why a record was rejected.
@@ -60,6 +67,8 @@ impl IpdbRecord {
             sha256,
             updated_at,
             attribution,
+            table_key: None,
+            table_sha256: None,
         }
     }
 
@@ -73,16 +82,16 @@ impl IpdbRecord {
         if r.version.is_empty() || r.version.len() > 128 {
             return Err(RecordError::Field("version"));
         }
-        if r.sha256.len() != 64
-            || !r
-                .sha256
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-        {
+        if !is_sha256_hex(&r.sha256) {
             return Err(RecordError::Field("sha256"));
         }
         if r.object_key.is_empty() || r.object_key.len() > 1024 {
             return Err(RecordError::Field("object_key"));
+        }
+        match (&r.table_key, &r.table_sha256) {
+            (None, None) => {}
+            (Some(k), Some(h)) if !k.is_empty() && k.len() <= 1024 && is_sha256_hex(h) => {}
+            _ => return Err(RecordError::Field("table_key/table_sha256")),
         }
         Ok(r)
     }
@@ -91,6 +100,12 @@ impl IpdbRecord {
     pub fn matches(&self, bytes: &[u8]) -> bool {
         sha256_hex(bytes) == self.sha256
     }
+}
+
+fn is_sha256_hex(s: &str) -> bool {
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 /// Lower-case hex SHA-256.

@@ -86,6 +86,11 @@ test("the bundled default is DB-IP Lite, credited in answers and /healthz", asyn
   assert.deepEqual(r.body.ipdb.attribution, DBIP_CREDIT);
   const h = await w.get("/healthz");
   assert.deepEqual(h.body.ipdb.attribution, DBIP_CREDIT);
+  // Served from the converted table, not the mmdb.
+  const table = manifest.ip.files.find((f) => f.path === "ip/country.bin");
+  assert.equal(h.body.ipdb.table_bytes, table.bytes);
+  assert.ok(table.bytes < fs.statSync(BUNDLED).size);
+  assert.equal(typeof h.body.ipdb.load_ms, "number");
   assert.match(fs.readFileSync(path.join(ROOT, "NOTICE"), "utf8"), /DB-IP[\s\S]*converted/);
 });
 
@@ -164,7 +169,9 @@ test("hot swap: new version picked up without restart; bad ones rejected, old on
     [{ ...record, version: "missing", object_key: "ipdb/none.mmdb" }, null, /missing/],
     ["{not json", null, /not valid JSON/],
     [{ ...record, version: "no-sha", sha256: "" }, null, /sha256/],
+    [{ ...record, version: "bad-table", table_key: "ipdb/bad.table", table_sha256: sha256(Buffer.from("not a table")) }, null, /IP country table/],
   ];
+  await r2.put("ipdb/bad.table", Buffer.from("not a table"));
   for (const [rec, obj, pattern] of rejections) {
     if (obj) await r2.put(rec.object_key, obj);
     await kv.put("ipdb/current", typeof rec === "string" ? rec : JSON.stringify(rec));
@@ -250,10 +257,16 @@ test("cron update: .mmdb.gz decompressed in the worker; bad, oversized, slow and
     assert.equal(rec.sha256, sha256(good), "the record names the decompressed database");
     assert.equal(rec.version, s.version);
     assert.deepEqual(rec.attribution, DBIP_CREDIT);
-    const obj = await (await w2.mf.getR2Bucket("IPDB_BUCKET")).get(rec.object_key);
+    const bucket = await w2.mf.getR2Bucket("IPDB_BUCKET");
+    const obj = await bucket.get(rec.object_key);
     assert.equal(sha256(Buffer.from(await obj.arrayBuffer())), rec.sha256);
+    // The converted table is stored next to it, with its own checksum in the record.
+    assert.equal(rec.table_key, `ipdb/${rec.sha256}.table`);
+    const tableObj = Buffer.from(await (await bucket.get(rec.table_key)).arrayBuffer());
+    assert.equal(sha256(tableObj), rec.table_sha256);
     const h = await pollHealthOf(w2, (ipdb) => ipdb.version === rec.version);
     assert.equal(h.source, "r2");
+    assert.equal(h.table_bytes, tableObj.length);
     const r = await w2.get("/v1/geo/ip?ip=8.8.8.8");
     const want = new Reader(good).get("8.8.8.8").country_code;
     assert.deepEqual([r.body.country, r.body.ipdb.version, r.body.ipdb.attribution], [want, rec.version, DBIP_CREDIT]);
