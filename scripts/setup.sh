@@ -6,11 +6,13 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
-# Debian packages: redis-server for the local stack, jq for the operating scripts; python3-venv
-# where the system Python lacks it.
+# Debian packages: redis-server for the local stack, jq for the operating scripts, chromium for
+# the console's end-to-end tests (driven by npm playwright-core, which downloads no browser);
+# python3-venv where the system Python lacks it.
 need_apt=()
 command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v jq >/dev/null 2>&1 || need_apt+=(jq)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
   say "apt-get install ${need_apt[*]}"

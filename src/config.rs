@@ -343,6 +343,13 @@ impl Config {
         if notify.origins_cap == 0 {
             return Err(bad("NOTIFY_ORIGINS_CAP", "must be at least 1"));
         }
+        notify.retracted_cap = v.num("NOTIFY_RETRACTED_CAP", notify.retracted_cap)?;
+        notify.sync_settle_ms = i64::from(v.num::<u32>("NOTIFY_SYNC_SETTLE_MS", 2_000)?);
+        notify.tombstone_ttl_ms =
+            i64::from(v.num::<u32>("NOTIFY_TOMBSTONE_TTL_HOURS", 168)?) * 3_600_000;
+        // The summary templates are code, but checking them here turns a bad one into
+        // `config_invalid` on /healthz rather than a wrong text on some request.
+        crate::notify::check_templates().map_err(|e| bad("templates", e.to_string()))?;
         let mut dedup = crate::dedup::DedupConfig::for_rate(
             v.num("DEDUP_EXPECTED_PER_WINDOW", 3_600_000)?,
             v.num("DEDUP_WINDOW_MS", 600_000)?,

@@ -64,7 +64,7 @@ pub fn query_parsing(data: &[u8]) {
         assert!((-90.0..=90.0).contains(&p.lat()) && (-180.0..=180.0).contains(&p.lon()));
     }
     let _ = api_ip::parse_ip_query(&q);
-    if let Ok(p) = api_notify::parse_list(&q) {
+    if let Ok((p, _)) = api_notify::parse_list(&q) {
         assert!((1..=crate::notify::MAX_PAGE).contains(&p.page_size()));
         let cfg = NotifyConfig::default();
         match list_query("owner", &p, &cfg, NOW_MS) {

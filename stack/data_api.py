@@ -6,6 +6,7 @@ with /__stats, /__faults, /__ttl) and `stack.gateway` (the production ASGI gatew
 
 Routes: POST /action/<name> and POST /app/<appid>/endpoint/data/v1/action/<name>.
 """
+import datetime
 import base64
 import contextlib
 import hashlib
@@ -23,6 +24,17 @@ from .ttl import run_ttl_once
 
 ROUTE = re.compile(r"^(?:/app/[^/]+/endpoint/data/(?:v1|beta))?/action/([A-Za-z]+)$")
 IN_OPTS = json_util.JSONOptions(tz_aware=False)
+def _current_date_ms(upd):
+    """mongomock's `$currentDate` keeps microseconds; a BSON date (what mongod stores) has ms.
+    Without this, `{sync: {$gt: <the same date read back>}}` would match the document itself."""
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    now = now.replace(microsecond=now.microsecond // 1000 * 1000)
+    upd = dict(upd)
+    fields = upd.pop("$currentDate")
+    upd["$set"] = {**upd.get("$set", {}), **{k: now for k in fields}}
+    return upd
+
+
 UPDATE_OPS = {"$set", "$unset", "$inc", "$mul", "$rename", "$setOnInsert", "$min", "$max", "$currentDate",
               "$push", "$pull", "$pullAll", "$addToSet", "$pop", "$bit"}
 ACTIONS = ("find", "findOne", "insertOne", "insertMany", "updateOne", "updateMany", "replaceOne",
@@ -248,6 +260,11 @@ class DataApi:
             out["upsertedId"] = res.upserted_id
         return out
 
+    @property
+    def emulated(self):
+        """True over mongomock (whose quirks we correct); false over a real MongoDB."""
+        return type(self.client).__module__.startswith("mongomock")
+
     def _updateOne(self, coll, body):
         return self._update_result(coll.update_one(self._doc(body, "filter", False), self._update(body),
                                                    upsert=bool(body.get("upsert"))))
@@ -262,6 +279,8 @@ class DataApi:
             unknown = sorted(set(upd) - UPDATE_OPS)
             if unknown:  # mongod rejects these up front, even when nothing matches
                 raise _bad(f"Unknown modifier: {unknown[0]}")
+            if "$currentDate" in upd and self.emulated:
+                upd = _current_date_ms(upd)
             return upd
         if isinstance(upd, list) and upd:
             return upd  # aggregation-pipeline update (real MongoDB only)

@@ -140,7 +140,7 @@ fn retract_rerenders_then_deletes_the_last_origin() {
     }
     stack.reset_stats();
     assert_eq!(
-        block_on(store.retract("u1", "post:1", "cy")).unwrap(),
+        block_on(store.retract("u1", "post:1", "cy", now_ms())).unwrap(),
         RetractOutcome::Updated
     );
     assert_eq!(
@@ -153,30 +153,45 @@ fn retract_rerenders_then_deletes_the_last_origin() {
     assert_eq!(doc["originsCount"], 2);
 
     assert_eq!(
-        block_on(store.retract("u1", "post:1", "cy")).unwrap(),
+        block_on(store.retract("u1", "post:1", "cy", now_ms())).unwrap(),
         RetractOutcome::NotFound
     );
     assert_eq!(
-        block_on(store.retract("u1", "post:1", "ana")).unwrap(),
+        block_on(store.retract("u1", "post:1", "ana", now_ms())).unwrap(),
         RetractOutcome::Updated
     );
     stack.reset_stats();
     assert_eq!(
-        block_on(store.retract("u1", "post:1", "ben")).unwrap(),
+        block_on(store.retract("u1", "post:1", "ben", now_ms())).unwrap(),
         RetractOutcome::Deleted
     );
     assert_eq!(
         stack.data_api_calls(),
-        json!({"updateOne": 1, "deleteOne": 1}),
+        json!({"updateOne": 2}),
         "last origin: 2 calls"
     );
-    assert_eq!(get(&store, "u1", "post:1"), None);
-    // The item can be created afresh afterwards.
-    let again =
+    let tomb = get(&store, "u1", "post:1").unwrap();
+    assert_eq!(
+        (tomb["deleted"].clone(), tomb["originsCount"].clone()),
+        (json!(true), json!(0))
+    );
+    // A create for an event older than the retraction (delivered late) stays out…
+    let late =
         block_on(store.create(&event(&cfg, "u1", "post:1", "ben", t + 9), now_ms())).unwrap();
-    assert_eq!(again, CreateOutcome::Created);
+    assert_eq!(late, CreateOutcome::AlreadyApplied);
+    assert_eq!(get(&store, "u1", "post:1").unwrap()["deleted"], true);
+    // …while a new event (the sender acted again) revives the item from its tombstone.
+    let again = block_on(store.create(&event(&cfg, "u1", "post:1", "ben", now_ms() + 1), now_ms()))
+        .unwrap();
+    assert_eq!(again, CreateOutcome::Merged);
+    let doc = get(&store, "u1", "post:1").unwrap();
+    assert_eq!(
+        (doc["deleted"].clone(), doc["originsCount"].clone()),
+        (json!(false), json!(1))
+    );
+    assert_eq!(summary(&doc).unwrap(), "BEN liked your post");
     assert!(matches!(
-        block_on(store.retract("", "x", "y")),
+        block_on(store.retract("", "x", "y", now_ms())),
         Err(NotifyError::Missing { field: "owner" })
     ));
 }
@@ -215,7 +230,7 @@ fn list_pages_are_stable_under_concurrent_inserts() {
             cursor: cursor.clone(),
             ..ListParams::default()
         };
-        let page = block_on(store.list("u1", &p, now_ms())).unwrap();
+        let page = block_on(store.list("u1", &p, false, now_ms())).unwrap();
         assert_eq!(
             stack.data_api_calls(),
             json!({"find": 1}),
@@ -265,6 +280,7 @@ fn list_pages_are_stable_under_concurrent_inserts() {
             limit: 3,
             ..ListParams::default()
         },
+        false,
         now_ms(),
     ))
     .unwrap();
@@ -279,17 +295,11 @@ fn list_pages_are_stable_under_concurrent_inserts() {
                 cursor: Some("garbage".into()),
                 ..ListParams::default()
             },
+            true,
             now_ms()
         )),
         Err(NotifyError::InvalidCursor)
     ));
-    // changed_since: only what was written after a revision.
-    let rev = first.items[2]["revision"].as_i64().unwrap();
-    let changed = block_on(store.changed_since("u1", rev, 100, now_ms())).unwrap();
-    assert!(changed
-        .iter()
-        .all(|d| d["revision"].as_i64().unwrap() > rev));
-    assert_eq!(changed.len(), 2);
 }
 
 #[test]
@@ -304,31 +314,33 @@ fn unread_count_and_marks() {
     }
     stack.reset_stats();
     assert_eq!(
-        block_on(store.unread_count("u1", None, now_ms())).unwrap(),
+        block_on(store.counts("u1", None, now_ms())).unwrap().unread,
         4
     );
     assert_eq!(stack.data_api_calls(), json!({"aggregate": 1}));
     assert_eq!(
-        block_on(store.unread_count("u1", Some("system"), now_ms())).unwrap(),
+        block_on(store.counts("u1", Some("system"), now_ms()))
+            .unwrap()
+            .unread,
         0
     );
 
     stack.reset_stats();
     assert_eq!(
-        block_on(store.mark("u1", Target::Item("i0"), Flag::Read, true)).unwrap(),
+        block_on(store.mark("u1", Target::Item("i0"), Flag::Read, true, now_ms())).unwrap(),
         1
     );
     assert_eq!(stack.data_api_calls(), json!({"updateOne": 1}));
     assert_eq!(
-        block_on(store.unread_count("u1", None, now_ms())).unwrap(),
+        block_on(store.counts("u1", None, now_ms())).unwrap().unread,
         3
     );
     assert_eq!(
-        block_on(store.mark("u1", Target::Item("i1"), Flag::Archived, true)).unwrap(),
+        block_on(store.mark("u1", Target::Item("i1"), Flag::Archived, true, now_ms())).unwrap(),
         1
     );
     assert_eq!(
-        block_on(store.unread_count("u1", None, now_ms())).unwrap(),
+        block_on(store.counts("u1", None, now_ms())).unwrap().unread,
         2,
         "archived items don't count"
     );
@@ -338,6 +350,7 @@ fn unread_count_and_marks() {
             archived: true,
             ..ListParams::default()
         },
+        false,
         now_ms(),
     ))
     .unwrap();
@@ -348,6 +361,7 @@ fn unread_count_and_marks() {
             unread_only: true,
             ..ListParams::default()
         },
+        false,
         now_ms(),
     ))
     .unwrap();
@@ -355,23 +369,23 @@ fn unread_count_and_marks() {
 
     stack.reset_stats();
     assert_eq!(
-        block_on(store.mark("u1", Target::All, Flag::Read, true)).unwrap(),
+        block_on(store.mark("u1", Target::All, Flag::Read, true, now_ms())).unwrap(),
         3
     );
     assert_eq!(stack.data_api_calls(), json!({"updateMany": 1}));
     assert_eq!(
-        block_on(store.unread_count("u1", None, now_ms())).unwrap(),
+        block_on(store.counts("u1", None, now_ms())).unwrap().unread,
         0
     );
     // New activity on a read item makes it unread again.
     block_on(store.create(&event(&cfg, "u1", "i0", "ben", t + 9), now_ms())).unwrap();
     assert_eq!(
-        block_on(store.unread_count("u1", None, now_ms())).unwrap(),
+        block_on(store.counts("u1", None, now_ms())).unwrap().unread,
         1
     );
 
-    assert!(block_on(store.delete("u1", "i0")).unwrap());
-    assert!(!block_on(store.delete("u1", "i0")).unwrap());
+    assert!(block_on(store.delete("u1", "i0", now_ms())).unwrap());
+    assert!(!block_on(store.delete("u1", "i0", now_ms())).unwrap());
 }
 
 fn body(owner: &str, item: &str, sender: &str, event_id: &str) -> Vec<u8> {
@@ -536,15 +550,15 @@ fn housekeeping_trims_and_expires_in_batches() {
         block_on(store.create(&event(&cfg, "u1", &format!("i{i}"), "ana", t + i), now_ms()))
             .unwrap();
     }
-    assert_eq!(block_on(store.trim_owner("u1", 5)).unwrap(), 2);
-    let left = block_on(store.list("u1", &ListParams::default(), now_ms())).unwrap();
+    assert_eq!(block_on(store.trim_owner("u1", 5, now_ms())).unwrap(), 2);
+    let left = block_on(store.list("u1", &ListParams::default(), false, now_ms())).unwrap();
     let keys: Vec<&str> = left
         .items
         .iter()
         .map(|d| d["itemKey"].as_str().unwrap())
         .collect();
     assert_eq!(keys, ["i6", "i5", "i4", "i3", "i2"]);
-    assert_eq!(block_on(store.trim_owner("u1", 5)).unwrap(), 0);
+    assert_eq!(block_on(store.trim_owner("u1", 5, now_ms())).unwrap(), 0);
     // Items expiring "now + 1 h" are expired from the point of view of a clock 31 days ahead.
     let later = t + 31 * 24 * 3_600_000;
     assert_eq!(block_on(store.delete_expired_batch(later, 3)).unwrap(), 3);

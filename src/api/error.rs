@@ -38,6 +38,8 @@ pub enum ErrorCode {
     InsufficientScope,
     /// `internal`
     Internal,
+    /// `invalid_action`
+    InvalidAction,
     /// `invalid_audience`
     InvalidAudience,
     /// `invalid_characters`
@@ -106,6 +108,8 @@ pub enum ErrorCode {
     UnknownKid,
     /// `unreadable_body`
     UnreadableBody,
+    /// `upgrade_required`
+    UpgradeRequired,
     /// `unsupported_alg`
     UnsupportedAlg,
 }
@@ -128,6 +132,7 @@ impl ErrorCode {
         ErrorCode::IdempotencyKeyReused,
         ErrorCode::InsufficientScope,
         ErrorCode::Internal,
+        ErrorCode::InvalidAction,
         ErrorCode::InvalidAudience,
         ErrorCode::InvalidCharacters,
         ErrorCode::InvalidCoordinate,
@@ -162,6 +167,7 @@ impl ErrorCode {
         ErrorCode::UnknownCategory,
         ErrorCode::UnknownKid,
         ErrorCode::UnreadableBody,
+        ErrorCode::UpgradeRequired,
         ErrorCode::UnsupportedAlg,
     ];
 
@@ -189,6 +195,8 @@ impl ErrorCode {
             ErrorCode::InvalidCoordinate => "invalid_coordinate",
             ErrorCode::InvalidCursor => "invalid_cursor",
             ErrorCode::InvalidFlag => "invalid_flag",
+            ErrorCode::InvalidAction => "invalid_action",
+            ErrorCode::UpgradeRequired => "upgrade_required",
             ErrorCode::InvalidIdempotencyKey => "invalid_idempotency_key",
             ErrorCode::InvalidIp => "invalid_ip",
             ErrorCode::InvalidIssuer => "invalid_issuer",

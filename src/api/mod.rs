@@ -1,6 +1,7 @@
 //! The HTTP surface as plain functions (parse, render); the worker adapter wires them to
 //! `worker::Request`/`Response`. Platform-free so its rules are unit-tested natively.
 
+pub mod console;
 mod error;
 pub mod geo;
 pub mod idempotency;

@@ -3,7 +3,7 @@
 use super::error::ApiError;
 use crate::api::ErrorCode;
 use crate::backend::BackendError;
-use crate::notify::{Flag, ListParams, NewEvent, NotifyError, MAX_PAGE};
+use crate::notify::{Bulk, Flag, ListParams, NewEvent, NotifyError, MAX_PAGE};
 use serde::Deserialize;
 
 /// Maps the notification core's errors onto HTTP: validation → 400/422, backend → 503.
@@ -126,15 +126,17 @@ fn bool_param(name: &str, v: &str) -> Result<bool, ApiError> {
     }
 }
 
-/// Parses list parameters: `limit` (1–100), `cursor`, `category`, `unread`, `archived`.
+/// Parses list parameters: `limit` (1–100), `cursor`, `category`, `unread`, `archived`, and
+/// `counts` (default true: the badge counts come with the page).
 ///
 /// # Errors
 /// `invalid_parameter` (400) for a bad limit or boolean.
-pub fn parse_list(query: &str) -> Result<ListParams, ApiError> {
+pub fn parse_list(query: &str) -> Result<(ListParams, bool), ApiError> {
     let mut p = ListParams {
         limit: 20,
         ..ListParams::default()
     };
+    let mut counts = true;
     for (k, v) in super::query::pairs(query) {
         match k.as_ref() {
             "limit" => p.limit = parse_limit(&v)?,
@@ -142,36 +144,59 @@ pub fn parse_list(query: &str) -> Result<ListParams, ApiError> {
             "category" => p.category = Some(v.into_owned()),
             "unread" => p.unread_only = bool_param("unread", &v)?,
             "archived" => p.archived = bool_param("archived", &v)?,
+            "counts" => counts = bool_param("counts", &v)?,
             _ => {}
         }
     }
-    Ok(p)
+    Ok((p, counts))
 }
 
-/// Parses `since` (a revision) and `limit` for incremental sync.
+/// Parses `since` (a `sync` position from a list or an earlier `changes` answer; absent = the
+/// whole feed) and `limit`.
 ///
 /// # Errors
-/// `missing_parameter`, `invalid_parameter` (400).
-pub fn parse_changes(query: &str) -> Result<(i64, u32), ApiError> {
+/// `invalid_parameter` (400).
+pub fn parse_changes(query: &str) -> Result<(Option<String>, u32), ApiError> {
     let mut since = None;
     let mut limit = MAX_PAGE;
     for (k, v) in super::query::pairs(query) {
         match k.as_ref() {
-            "since" => {
-                since = Some(v.parse::<i64>().map_err(|_| {
-                    ApiError::bad_request(
-                        ErrorCode::InvalidParameter,
-                        "since must be a revision number",
-                    )
-                })?)
-            }
+            "since" if !v.is_empty() => since = Some(v.into_owned()),
             "limit" => limit = parse_limit(&v)?,
             _ => {}
         }
     }
-    let since = since
-        .ok_or_else(|| ApiError::bad_request(ErrorCode::MissingParameter, "since is required"))?;
     Ok((since, limit))
+}
+
+/// Body of a bulk action.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct BulkBody {
+    action: String,
+    category: Option<String>,
+}
+
+/// Parses `{"action": "read"|"seen"|"archiveRead"|"delete", "category"?}`.
+///
+/// # Errors
+/// `invalid_json`, `invalid_action` (400).
+pub fn parse_bulk(body: &[u8]) -> Result<(Bulk, Option<String>), ApiError> {
+    let b: BulkBody = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("bulk: {e}")))?;
+    let action = match b.action.as_str() {
+        "read" => Bulk::Read,
+        "seen" => Bulk::Seen,
+        "archiveRead" => Bulk::ArchiveRead,
+        "delete" => Bulk::Delete,
+        other => {
+            return Err(ApiError::bad_request(
+                ErrorCode::InvalidAction,
+                format!("action {other:?}: use read, seen, archiveRead or delete"),
+            ))
+        }
+    };
+    Ok((action, b.category))
 }
 
 /// Optional `category` of the unread-count route.
@@ -185,7 +210,8 @@ mod tests {
 
     #[test]
     fn list_params() {
-        let p = parse_list("limit=5&unread=true&category=social").unwrap();
+        let (p, counts) = parse_list("limit=5&unread=true&category=social&counts=false").unwrap();
+        assert!(!counts);
         assert_eq!(
             (p.limit, p.unread_only, p.category.as_deref()),
             (5, true, Some("social"))
@@ -199,11 +225,19 @@ mod tests {
             parse_list("unread=maybe").unwrap_err().code,
             "invalid_parameter"
         );
+        assert_eq!(parse_changes("limit=3").unwrap(), (None, 3));
         assert_eq!(
-            parse_changes("limit=3").unwrap_err().code,
-            "missing_parameter"
+            parse_changes("since=WzEsIiJd&limit=3").unwrap(),
+            (Some("WzEsIiJd".into()), 3)
         );
-        assert_eq!(parse_changes("since=12&limit=3").unwrap(), (12, 3));
+        assert_eq!(
+            parse_bulk(br#"{"action":"archiveRead","category":"social"}"#).unwrap(),
+            (Bulk::ArchiveRead, Some("social".into()))
+        );
+        assert_eq!(
+            parse_bulk(br#"{"action":"nuke"}"#).unwrap_err().code,
+            "invalid_action"
+        );
     }
 
     #[test]

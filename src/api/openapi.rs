@@ -145,6 +145,24 @@ fn detail(op: Op) -> Detail {
             errors: vec![(503, codes(ASSET_503))],
             ..none()
         },
+        Op::ConsoleAsset => Detail {
+            description: "Static files of the console, served with its Content-Security-Policy; no other asset is reachable here.",
+            params: vec![json!({
+                "name": "file", "in": "path", "required": true,
+                "schema": { "type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$" },
+            })],
+            responses: vec![(
+                200,
+                json!({ "description": "The file", "content": {
+                    "text/javascript": { "schema": { "type": "string" } },
+                    "text/css": { "schema": { "type": "string" } },
+                    "application/octet-stream": { "schema": { "type": "string" } },
+                    "image/svg+xml": { "schema": { "type": "string" } },
+                } }),
+            )],
+            errors: vec![(404, codes(&["not_found"])), (503, codes(ASSET_503))],
+            ..none()
+        },
         Op::CountryOne => Detail {
             description: "Maritime boundaries: `country` is null on the open sea.",
             params: lat_lon_params(true),
@@ -270,13 +288,14 @@ fn detail(op: Op) -> Detail {
             ..none()
         },
         Op::List => Detail {
-            description: "Newest first; pass `nextCursor` back as `cursor` for the next page (null on the last).",
+            description: "Newest first; pass `nextCursor` back as `cursor` for the next page (null on the last). `counts` (the badge over the whole unarchived inbox) comes in the same Data API call unless `counts=false`. `sync` is the change-feed position this page is a snapshot of: pass it to `changes` as `since`.",
             params: vec![
                 query("limit", false, "Page size.", list_limit(20)),
                 query("cursor", false, "`nextCursor` of the previous page.", json!({ "type": "string" })),
                 query("category", false, "Only this `categoryType`.", json!({ "type": "string" })),
                 query("unread", false, "Only unread items.", boolean_param()),
                 query("archived", false, "Archived items instead of the inbox.", boolean_param()),
+                query("counts", false, "Include `counts` (default true).", boolean_param()),
             ],
             responses: vec![(200, json_response("One page", schema_ref("Page")))],
             errors: vec![
@@ -289,13 +308,7 @@ fn detail(op: Op) -> Detail {
         },
         Op::UnreadCount => Detail {
             params: vec![query("category", false, "Only this `categoryType`.", json!({ "type": "string" }))],
-            responses: vec![(
-                200,
-                json_response(
-                    "Unread items",
-                    json!({ "type": "object", "required": ["unread"], "properties": { "unread": { "type": "integer", "minimum": 0 } } }),
-                ),
-            )],
+            responses: vec![(200, json_response("Badge counts", schema_ref("Counts")))],
             errors: vec![
                 (422, codes(KEY_422)),
                 (502, codes(BACKEND_502)),
@@ -304,28 +317,93 @@ fn detail(op: Op) -> Detail {
             ..none()
         },
         Op::Changes => Detail {
-            description: "Items whose revision is greater than `since`, for clients that cache; `revision` is the highest returned (or `since`).",
+            description: "Every change after `since` (a `sync` from a list page or an earlier answer; omit it for the whole feed), oldest first: created, merged, retracted, read/seen/archived items as full items, deleted, trimmed or expired ones as `{itemKey, deleted: true}`. Apply entries by `itemKey`; an entry can repeat (the position is held a moment behind now so a late write is never missed). Call again at once while `hasMore`.",
             params: vec![
-                query("since", true, "A revision from an earlier answer (0 for everything).", json!({ "type": "integer" })),
-                query("limit", false, "Most items returned.", list_limit(crate::notify::MAX_PAGE)),
+                query("since", false, "`sync` from a list page or an earlier answer.", json!({ "type": "string" })),
+                query("limit", false, "Most entries returned.", list_limit(crate::notify::MAX_PAGE)),
             ],
             responses: vec![(
                 200,
                 json_response(
-                    "Changed items",
+                    "Changes",
                     json!({
                         "type": "object",
-                        "required": ["items", "revision"],
+                        "required": ["items", "sync", "hasMore"],
                         "properties": {
-                            "items": { "type": "array", "items": schema_ref("Notification") },
-                            "revision": { "type": "integer" },
+                            "items": { "type": "array", "items": { "oneOf": [schema_ref("Notification"), schema_ref("Tombstone")] } },
+                            "sync": { "type": "string" },
+                            "hasMore": { "type": "boolean" },
                         },
                     }),
                 ),
             )],
             errors: vec![
                 (422, codes(KEY_422)),
-                (400, codes(&["missing_parameter", "invalid_parameter"])),
+                (400, codes(&["invalid_parameter", "invalid_cursor"])),
+                (502, codes(BACKEND_502)),
+                (503, codes(BACKEND_503)),
+            ],
+            ..none()
+        },
+        Op::Stream => Detail {
+            description: "A WebSocket (`Upgrade: websocket`). Browsers authenticate with the subprotocol list `[\"inbox.v1\", \"auth.<token>\"]` (they cannot set headers on a WebSocket); other clients may send `Authorization`. The server pushes `{type: \"badge\", unread, unseen, sync, reconnect}` on connect and after each change to the inbox (at most one push per 250 ms; bursts are coalesced). It is a hint channel: the list and `changes` stay the truth, and a missed push is repaired by reconnecting. Send `refresh` to get the badge now. Reconnect with exponential backoff from `reconnect.baseMs` to `reconnect.maxMs` with full jitter.",
+            responses: vec![(101, json!({ "description": "Switching to the WebSocket protocol" }))],
+            errors: vec![
+                (426, codes(&["upgrade_required"])),
+                (503, codes(&["not_configured"])),
+            ],
+            ..none()
+        },
+        Op::Bulk => Detail {
+            description: "One Data API call over the live inbox, or one category: `read`, `seen` (clears the badge, items stay unread), `archiveRead`, `delete` (other devices see deletions in `changes`).",
+            request: Some(json!({
+                "type": "object",
+                "required": ["action"],
+                "additionalProperties": false,
+                "properties": {
+                    "action": { "type": "string", "enum": ["read", "seen", "archiveRead", "delete"] },
+                    "category": { "type": "string" },
+                },
+            })),
+            responses: vec![(
+                200,
+                json_response(
+                    "Items changed",
+                    json!({ "type": "object", "required": ["updated"], "properties": { "updated": { "type": "integer", "minimum": 0 } } }),
+                ),
+            )],
+            errors: vec![
+                (422, codes(KEY_422)),
+                (400, codes(&["invalid_json", "invalid_action"])),
+                (502, codes(BACKEND_502)),
+                (503, codes(BACKEND_503)),
+            ],
+            ..none()
+        },
+        Op::GetPreferences => Detail {
+            description: "`enforced` is false when no Redis is configured: preferences are kept but events are not filtered.",
+            responses: vec![(200, json_response("Preferences", schema_ref("Preferences")))],
+            errors: vec![
+                (422, codes(KEY_422)),
+                (502, codes(BACKEND_502)),
+                (503, codes(BACKEND_503)),
+            ],
+            ..none()
+        },
+        Op::PutPreferences => Detail {
+            description: "Replaces both lists. Events of a muted category or type are answered `muted` and not stored. A 503 after the document was saved means the change is not yet in effect: retry the same request.",
+            request: Some(json!({
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "mutedCategories": { "type": "array", "maxItems": 32, "items": { "type": "string" } },
+                    "mutedTypes": { "type": "array", "maxItems": 32, "items": { "type": "string" } },
+                },
+            })),
+            responses: vec![(200, json_response("Stored", schema_ref("Preferences")))],
+            errors: vec![
+                (400, codes(&["invalid_json"])),
+                (422, codes(&["missing_field", "field_too_long", "invalid_characters", "unknown_category"])),
                 (502, codes(BACKEND_502)),
                 (503, codes(BACKEND_503)),
             ],
@@ -410,13 +488,13 @@ fn detail(op: Op) -> Detail {
                 (
                     200,
                     json!({
-                        "description": "Merged into an existing item, already applied, or a duplicate event id",
+                        "description": "Merged into an existing item, already applied (also: the sender was retracted after this event), a duplicate event id, or muted by the recipient",
                         "headers": replayed_header(),
                         "content": { "application/json": { "schema": {
                             "type": "object",
                             "required": ["status"],
                             "properties": {
-                                "status": { "enum": ["merged", "already_applied", "duplicate"] },
+                                "status": { "enum": ["merged", "already_applied", "duplicate", "muted"] },
                                 "notificationId": { "type": "string" },
                             },
                         } } },
@@ -526,6 +604,7 @@ fn error_description(status: u16) -> &'static str {
         409 => "Conflict",
         413 => "Body larger than the operation's limit",
         422 => "Well-formed but invalid",
+        426 => "This route only speaks WebSocket",
         429 => "Rate limited",
         500 => "Internal error",
         502 => "The backend refused a request",
@@ -661,6 +740,7 @@ fn method_key(m: Method) -> &'static str {
     match m {
         Method::Get => "get",
         Method::Post => "post",
+        Method::Put => "put",
         Method::Delete => "delete",
     }
 }
@@ -902,10 +982,38 @@ fn components() -> Value {
             },
             "Page": {
                 "type": "object",
-                "required": ["items", "nextCursor"],
+                "required": ["items", "nextCursor", "sync"],
                 "properties": {
                     "items": { "type": "array", "items": schema_ref("Notification") },
                     "nextCursor": { "type": ["string", "null"] },
+                    "counts": schema_ref("Counts"),
+                    "sync": { "type": "string", "description": "Change-feed position of this snapshot." },
+                },
+            },
+            "Counts": {
+                "type": "object",
+                "required": ["unread", "unseen"],
+                "properties": {
+                    "unread": { "type": "integer", "minimum": 0 },
+                    "unseen": { "type": "integer", "minimum": 0, "description": "The badge." },
+                },
+            },
+            "Tombstone": {
+                "type": "object",
+                "required": ["itemKey", "deleted"],
+                "additionalProperties": false,
+                "properties": {
+                    "itemKey": { "type": "string" },
+                    "deleted": { "const": true },
+                },
+            },
+            "Preferences": {
+                "type": "object",
+                "required": ["mutedCategories", "mutedTypes", "enforced"],
+                "properties": {
+                    "mutedCategories": { "type": "array", "items": { "type": "string", "enum": categories.clone() } },
+                    "mutedTypes": { "type": "array", "items": { "type": "string" } },
+                    "enforced": { "type": "boolean" },
                 },
             },
         },

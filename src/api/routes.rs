@@ -13,6 +13,8 @@ pub enum Method {
     Get,
     /// POST
     Post,
+    /// PUT
+    Put,
     /// DELETE
     Delete,
 }
@@ -24,6 +26,7 @@ impl Method {
         match self {
             Method::Get => "GET",
             Method::Post => "POST",
+            Method::Put => "PUT",
             Method::Delete => "DELETE",
         }
     }
@@ -32,6 +35,7 @@ impl Method {
         match s {
             "GET" => Some(Method::Get),
             "POST" => Some(Method::Post),
+            "PUT" => Some(Method::Put),
             "DELETE" => Some(Method::Delete),
             _ => None,
         }
@@ -71,6 +75,8 @@ pub enum Op {
     OpenApi,
     /// `GET /` — the web console.
     Console,
+    /// `GET /www/{file}` — the console's script, style and world outline.
+    ConsoleAsset,
     /// Coordinates → country, one point.
     CountryOne,
     /// Coordinates → country, a batch.
@@ -83,12 +89,20 @@ pub enum Op {
     Me,
     /// One page of the caller's inbox.
     List,
-    /// Unread count.
+    /// Unread and unseen counts.
     UnreadCount,
-    /// Items changed after a revision.
+    /// The change feed after a sync position.
     Changes,
     /// Mark read/seen/archived.
     Mark,
+    /// The live badge: a WebSocket to the owner's hub.
+    Stream,
+    /// Mark all read/seen, archive all read, delete all.
+    Bulk,
+    /// Read the caller's preferences.
+    GetPreferences,
+    /// Replace the caller's preferences.
+    PutPreferences,
     /// Delete one item.
     DeleteItem,
     /// A service creates a notification event.
@@ -178,7 +192,7 @@ const fn bench(mut r: Route) -> Route {
 }
 
 use Access::{Public, Service, User};
-use Method::{Delete, Get, Post};
+use Method::{Delete, Get, Post, Put};
 
 /// Every route of the worker.
 pub const ROUTES: &[Route] = &[
@@ -207,6 +221,15 @@ pub const ROUTES: &[Route] = &[
         Public,
         "console",
         "The web console",
+        "ops",
+    ),
+    route(
+        Get,
+        "/www/{file}",
+        Op::ConsoleAsset,
+        Public,
+        "consoleAsset",
+        "A file of the web console (script, style, world outline)",
         "ops",
     ),
     per_ip(route(
@@ -275,7 +298,7 @@ pub const ROUTES: &[Route] = &[
         Op::UnreadCount,
         User,
         "unreadCount",
-        "The caller's unread count",
+        "The caller's unread and unseen counts",
         "inbox",
     ),
     route(
@@ -284,8 +307,50 @@ pub const ROUTES: &[Route] = &[
         Op::Changes,
         User,
         "changes",
-        "Items changed after a revision",
+        "Everything changed after a sync position, deletions included",
         "inbox",
+    ),
+    route(
+        Get,
+        "/v1/notifications/stream",
+        Op::Stream,
+        User,
+        "stream",
+        "Live badge over a WebSocket: {unread, unseen, sync} on connect and after each change",
+        "inbox",
+    ),
+    body(
+        route(
+            Post,
+            "/v1/notifications/bulk",
+            Op::Bulk,
+            User,
+            "bulk",
+            "Mark all read or seen, archive all read, or delete all",
+            "inbox",
+        ),
+        KIB,
+    ),
+    route(
+        Get,
+        "/v1/notifications/preferences",
+        Op::GetPreferences,
+        User,
+        "getPreferences",
+        "The caller's muted categories and types",
+        "inbox",
+    ),
+    body(
+        route(
+            Put,
+            "/v1/notifications/preferences",
+            Op::PutPreferences,
+            User,
+            "putPreferences",
+            "Replace the caller's muted categories and types",
+            "inbox",
+        ),
+        8 * KIB,
     ),
     body(
         route(
@@ -544,7 +609,7 @@ mod tests {
         for r in ROUTES {
             assert_eq!(
                 r.body_limit > 0,
-                r.method == Method::Post && r.op != Op::AdminIndexes
+                matches!(r.method, Method::Post | Method::Put) && r.op != Op::AdminIndexes
             );
             if r.access == Access::User {
                 assert_eq!(r.rate_limit, RateLimit::PerUser);

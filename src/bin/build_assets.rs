@@ -1,14 +1,16 @@
 //! Builds everything the worker loads at run time from pinned npm packages:
-//! `assets/geo/{index,tile-NNN}.bin`, `assets/ip/default.mmdb`, `assets/manifest.json`.
+//! `assets/geo/{index,tile-NNN}.bin`, `assets/ip/default.mmdb`, the console's world map
+//! `assets/www/outline.bin`, and `assets/manifest.json`.
 //!
-//! Usage: `build-assets [--node-modules DIR] [--out DIR] [--update] [--ipdb dbip|iptoasn]`
-//! (defaults: `node_modules`, `assets`, `$IPDB_BUNDLE` or `dbip`). Same inputs give the same
-//! bytes (no timestamps, deterministic order), so the committed `manifest.json` acts as a
-//! lockfile: unless `--update` is given, a build whose manifest (versions, sizes, SHA-256 of
-//! every file) differs from the committed one fails. The lockfile pins the default IPDB; a
-//! build that bundles another one on purpose checks only the geo part.
+//! Usage: `build-assets [--node-modules DIR] [--out DIR] [--update] [--outline-epsilon DEG]
+//! [--ipdb dbip|iptoasn]` (defaults: `node_modules`, `assets`, 0.05°, `$IPDB_BUNDLE` or
+//! `dbip`). Same inputs give the same bytes (no timestamps, deterministic order), so the
+//! committed `manifest.json` acts as a lockfile: unless `--update` is given, a build whose
+//! manifest (versions, sizes, SHA-256 of every file) differs from the committed one fails. The
+//! lockfile pins the default IPDB; a build that bundles another one on purpose checks only the
+//! rest.
 
-use edge_geo_notify::geo::{build, source};
+use edge_geo_notify::geo::{build, outline, source};
 use edge_geo_notify::ip::Attribution;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -66,6 +68,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut out = PathBuf::from("assets");
     let mut update = false;
     let mut ipdb = std::env::var("IPDB_BUNDLE").unwrap_or_else(|_| "dbip".into());
+    let mut epsilon = outline::EPSILON_DEG;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -73,6 +76,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "--out" => out = args.next().ok_or("--out needs a value")?.into(),
             "--update" => update = true,
             "--ipdb" => ipdb = args.next().ok_or("--ipdb needs a value")?,
+            "--outline-epsilon" => {
+                epsilon = args
+                    .next()
+                    .ok_or("--outline-epsilon needs a value")?
+                    .parse()?;
+            }
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -113,6 +122,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let total: u64 = geo_files.iter().filter_map(|f| f["bytes"].as_u64()).sum();
     eprintln!("wrote {} geo files, {total} bytes", geo_files.len());
 
+    let (outline_bytes, outline_stats) =
+        outline::build(&features, epsilon, outline::UNITS_PER_DEGREE);
+    std::fs::create_dir_all(out.join("www"))?;
+    let outline_file = write(&out, "www/outline.bin", &outline_bytes)?;
+    eprintln!("wrote the console outline: {outline_stats:?}");
+
     let ip_pkg = modules.join(ip.package);
     std::fs::create_dir_all(out.join("ip"))?;
     let mmdb = std::fs::read(ip_pkg.join(ip.file))?;
@@ -136,6 +151,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "stats": built.stats,
             "total_bytes": total,
             "files": geo_files,
+        },
+        "outline": {
+            "format_version": outline::OUTLINE_VERSION,
+            "stats": outline_stats,
+            "file": outline_file,
         },
         "ip": {
             "source": package(&ip_pkg)?,
@@ -164,7 +184,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Whether `manifest` matches the committed text: all of it when the bundled IPDB is the one
-/// the lockfile pins, else the geo part only (another IPDB is a deliberate local choice).
+/// the lockfile pins, else all but the `ip` part (another IPDB is a deliberate local choice).
 fn same_lock(old: &str, manifest: &Value, ip_package: &str) -> bool {
     let Ok(old) = serde_json::from_str::<Value>(old) else {
         return false;
@@ -172,7 +192,12 @@ fn same_lock(old: &str, manifest: &Value, ip_package: &str) -> bool {
     if old["ip"]["source"]["package"] == ip_package {
         return old == *manifest;
     }
-    old["geo"] == manifest["geo"] && old["format_version"] == manifest["format_version"]
+    let rest = |m: &Value| {
+        let mut m = m.clone();
+        m.as_object_mut().map(|o| o.remove("ip"));
+        m
+    };
+    rest(&old) == rest(manifest)
 }
 
 fn write(out: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Value> {

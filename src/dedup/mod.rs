@@ -25,7 +25,10 @@
 
 mod store;
 
-pub use store::{commit, parse_reserve_reply, release, reserve, scripts, Reservation};
+pub use store::{
+    commit, parse_reserve_reply, release, reserve, reserve_unless_muted, scripts, MuteCheck,
+    Reservation,
+};
 
 use sha2::{Digest, Sha256};
 

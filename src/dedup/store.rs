@@ -23,6 +23,17 @@ pub enum Reservation {
     Duplicate,
     /// Another worker holds a live lease: answer "retry later" rather than double-process.
     InFlight,
+    /// The recipient muted this kind of event (only from [`reserve_unless_muted`]).
+    Muted,
+}
+
+/// The recipient's muted set and the members that would mute this event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MuteCheck<'a> {
+    /// Redis key of the owner's muted set.
+    pub key: &'a str,
+    /// Members that mute the event (its category and type).
+    pub members: &'a [String],
 }
 
 /// Reserves `slot` for `lease_ms` in one EVALSHA round trip.
@@ -38,6 +49,26 @@ pub async fn reserve<H: HttpClient>(
     let at = slot.expire_at_ms.to_string();
     let reply = redis
         .evalsha_or_eval(&RESERVE, &[&slot.key], &[&slot.field, &lease, &at])
+        .await?;
+    parse_reserve_reply(&reply)
+}
+
+/// [`reserve`], first checking the recipient's muted set in the same EVALSHA round trip.
+///
+/// # Errors
+/// Backend failures; a malformed script reply is [`BackendError::Decode`].
+pub async fn reserve_unless_muted<H: HttpClient>(
+    redis: &RedisRestClient<H>,
+    slot: &Slot,
+    lease_ms: u64,
+    mute: &MuteCheck<'_>,
+) -> Result<Reservation, BackendError> {
+    let lease = lease_ms.max(1).to_string();
+    let at = slot.expire_at_ms.to_string();
+    let mut args: Vec<&str> = vec![&slot.field, &lease, &at];
+    args.extend(mute.members.iter().map(String::as_str));
+    let reply = redis
+        .evalsha_or_eval(&RESERVE, &[slot.key.as_str(), mute.key], &args)
         .await?;
     parse_reserve_reply(&reply)
 }
@@ -84,6 +115,7 @@ pub fn parse_reserve_reply(reply: &Value) -> Result<Reservation, BackendError> {
         }),
         Some("duplicate") => Ok(Reservation::Duplicate),
         Some("in_flight") => Ok(Reservation::InFlight),
+        Some("muted") => Ok(Reservation::Muted),
         _ => Err(BackendError::Decode(format!(
             "dedup reserve: unexpected reply {reply}"
         ))),

@@ -10,6 +10,16 @@ pub const ASSETS: &str = "ASSETS";
 
 /// Fetches `path` from the assets directory; any failure is a 503 `asset_unavailable`.
 pub async fn fetch_asset(env: &Env, path: &str) -> ApiResult<Vec<u8>> {
+    fetch_optional(env, path).await?.ok_or_else(|| {
+        ApiError::unavailable(
+            ErrorCode::AssetUnavailable,
+            format!("asset {path} answered 404"),
+        )
+    })
+}
+
+/// Like [`fetch_asset`], with `None` for a file that does not exist.
+pub async fn fetch_optional(env: &Env, path: &str) -> ApiResult<Option<Vec<u8>>> {
     let unavailable = |m: String| ApiError::unavailable(ErrorCode::AssetUnavailable, m);
     let assets = env
         .assets(ASSETS)
@@ -18,6 +28,9 @@ pub async fn fetch_asset(env: &Env, path: &str) -> ApiResult<Vec<u8>> {
         .fetch(format!("https://assets.invalid/{path}"), None)
         .await
         .map_err(|e| unavailable(format!("fetching {path}: {e}")))?;
+    if resp.status_code() == 404 {
+        return Ok(None);
+    }
     if resp.status_code() != 200 {
         return Err(unavailable(format!(
             "asset {path} answered {}",
@@ -26,6 +39,7 @@ pub async fn fetch_asset(env: &Env, path: &str) -> ApiResult<Vec<u8>> {
     }
     resp.bytes()
         .await
+        .map(Some)
         .map_err(|e| unavailable(format!("reading {path}: {e}")))
 }
 

@@ -2,8 +2,10 @@
 //! limits and 404/405 come from the route table in `crate::api::routes`; flows live in the core.
 
 mod assets;
+mod console;
 mod geo;
 mod http_client;
+mod hub;
 mod ip;
 mod notify;
 mod state;
@@ -70,6 +72,13 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
         Ok(r) => (r, None),
         Err(e) => (error_response(&e, &rid)?, Some(e)),
     };
+    if resp.status_code() == 101 {
+        // A WebSocket handed over by the hub: its headers are the handshake's, leave them be.
+        log(
+            &json!({ "rid": rid, "method": method, "path": path, "status": 101, "caller": caller.label() }),
+        );
+        return Ok(resp);
+    }
     let headers = resp.headers_mut();
     headers.set("X-Request-Id", &rid)?;
     if let (Some(o), Ok(cfg)) = (&origin, &st.config) {
@@ -108,7 +117,7 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
         }
     };
     let ipdb = ip::publish_from_source(&env, cfg).await;
-    let hk = notify::housekeeping(cfg).await;
+    let hk = notify::housekeeping(cfg, &env).await;
     log(&json!({"cron": "done", "ipdb": ipdb, "housekeeping": hk}));
 }
 
@@ -178,7 +187,8 @@ async fn handle(
     match route.op {
         Op::Healthz => healthz(env, st).await,
         Op::OpenApi => ok_json(&crate::api::openapi::document()),
-        Op::Console => static_page(env).await,
+        Op::Console => console::page(env).await,
+        Op::ConsoleAsset => console::file(env, &matched.param.clone().unwrap_or_default()).await,
         Op::CountryOne => geo::get_country(env, &query).await,
         Op::CountryBatch => geo::post_country(env, &body).await,
         Op::IpOne => ip::get_ip(env, ctx, cfg, &query).await,
@@ -187,13 +197,17 @@ async fn handle(
         Op::List => notify::list(cfg, owner()?, &query).await,
         Op::UnreadCount => notify::unread_count(cfg, owner()?, &query).await,
         Op::Changes => notify::changes(cfg, owner()?, &query).await,
-        Op::Mark => notify::mark(cfg, owner()?, &body).await,
+        Op::Mark => notify::mark(cfg, env, ctx, owner()?, &body).await,
+        Op::Stream => notify::stream(env, &req, owner()?).await,
+        Op::Bulk => notify::bulk(cfg, env, ctx, owner()?, &body).await,
+        Op::GetPreferences => notify::preferences(cfg, ctx, owner()?).await,
+        Op::PutPreferences => notify::set_preferences(cfg, owner()?, &body).await,
         Op::DeleteItem => {
             let key = matched.param.unwrap_or_default();
-            notify::delete(cfg, owner()?, &key).await
+            notify::delete(cfg, env, ctx, owner()?, &key).await
         }
-        Op::CreateEvent => notify::create(cfg, ctx, &req, &body).await,
-        Op::Retract => notify::retract(cfg, ctx, &req, &body).await,
+        Op::CreateEvent => notify::create(cfg, env, ctx, &req, &body).await,
+        Op::Retract => notify::retract(cfg, env, ctx, &req, &body).await,
         Op::AdminIndexes => notify::ensure_indexes(cfg).await,
         Op::BenchNoop => ok_json(&json!({ "ok": true })),
         Op::BenchGeo => geo::bench(&body, env, bench_n(&query, "repeat", 1)?).await,
@@ -238,7 +252,16 @@ async fn authorize(req: &Request, route: &Route, cfg: &Config, st: &State) -> Ap
             let v = st.verifier.as_ref().ok_or_else(|| {
                 not_configured("user authentication (AUTH_HS256_SECRET or AUTH_JWKS_URL)")
             })?;
-            let token = bearer(req).ok_or(AuthError::Missing)?;
+            // Browsers cannot set headers on a WebSocket: the stream also takes the token from
+            // its subprotocol list.
+            let token = bearer(req)
+                .or_else(|| {
+                    let p = req.headers().get("Sec-WebSocket-Protocol").ok().flatten()?;
+                    (route.op == Op::Stream)
+                        .then(|| crate::notify::badge::token_from_protocols(&p).map(str::to_owned))
+                        .flatten()
+                })
+                .ok_or(AuthError::Missing)?;
             let sub = v.verify(&token, Date::now().as_millis() as f64).await?;
             Ok(Caller::User(sub))
         }
@@ -437,17 +460,6 @@ async fn healthz(env: &Env, st: &State) -> ApiResult<Response> {
     Response::from_json(&body)
         .map(|r| r.with_status(if ok { 200 } else { 503 }))
         .map_err(internal)
-}
-
-async fn static_page(env: &Env) -> ApiResult<Response> {
-    let bytes = assets::fetch_asset(env, "www/index.html").await?;
-    let headers = Headers::new();
-    headers
-        .set("content-type", "text/html; charset=utf-8")
-        .map_err(internal)?;
-    Ok(Response::from_bytes(bytes)
-        .map_err(internal)?
-        .with_headers(headers))
 }
 
 /// Bench: verifies the request's own bearer token `n` times with warm caches (timed from outside

@@ -2,20 +2,21 @@
 //! The flows (dedup, Idempotency-Key, upsert) are in `crate::notify::service`.
 
 use super::http_client::WorkerHttp;
+use super::hub;
 use super::{internal, not_configured, ok_json, ApiResult};
 use crate::api::ErrorCode;
 use crate::api::{notify as api, ApiError};
 use crate::backend::{DataApiClient, RedisRestClient};
 use crate::config::Config;
-use crate::notify::{view, NotificationStore, NotifyService, Reply, Target};
+use crate::notify::{change_view, view, NotificationStore, NotifyService, Reply, Target};
 use serde_json::{json, Value};
-use worker::{Context, Date, Request, Response};
+use worker::{Context, Date, Env, Request, Response};
 
 fn now_ms() -> i64 {
     Date::now().as_millis() as i64
 }
 
-fn store(cfg: &Config) -> ApiResult<NotificationStore<WorkerHttp>> {
+pub(crate) fn store(cfg: &Config) -> ApiResult<NotificationStore<WorkerHttp>> {
     let api = cfg
         .data_api
         .clone()
@@ -62,9 +63,17 @@ fn defer(ctx: &Context, svc: NotifyService<WorkerHttp>, work: Vec<crate::notify:
     });
 }
 
+/// Pushes the badge of `owner` when `changed` (after the response).
+fn changed(env: &Env, ctx: &Context, owner: &str, changed: bool) {
+    if changed {
+        hub::poke(env, ctx, vec![owner.to_owned()]);
+    }
+}
+
 /// `POST /v1/notifications/events` (service `notify:write`).
 pub async fn create(
     cfg: &Config,
+    env: &Env,
     ctx: &Context,
     req: &Request,
     body: &[u8],
@@ -74,20 +83,54 @@ pub async fn create(
         .create(body, idempotency_key(req).as_deref(), now_ms())
         .await;
     defer(ctx, svc, deferred);
-    respond(&reply?)
+    let reply = reply?;
+    hub::poke(env, ctx, reply.changed.iter().cloned().collect());
+    respond(&reply)
 }
 
 /// `POST /v1/notifications/retractions` (service `notify:write`).
 pub async fn retract(
     cfg: &Config,
+    env: &Env,
     ctx: &Context,
     req: &Request,
     body: &[u8],
 ) -> ApiResult<Response> {
     let svc = service(cfg)?;
-    let (reply, deferred) = svc.retract(body, idempotency_key(req).as_deref()).await;
+    let (reply, deferred) = svc
+        .retract(body, idempotency_key(req).as_deref(), now_ms())
+        .await;
     defer(ctx, svc, deferred);
-    respond(&reply?)
+    let reply = reply?;
+    hub::poke(env, ctx, reply.changed.iter().cloned().collect());
+    respond(&reply)
+}
+
+/// `GET /v1/notifications/stream` (user): the WebSocket goes to the owner's hub.
+pub async fn stream(env: &Env, req: &Request, owner: &str) -> ApiResult<Response> {
+    let upgrade = req
+        .headers()
+        .get("Upgrade")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    if !upgrade.eq_ignore_ascii_case("websocket") {
+        return Err(ApiError::new(
+            426,
+            ErrorCode::UpgradeRequired,
+            "this route speaks WebSocket (Upgrade: websocket)",
+        ));
+    }
+    let protocols = req
+        .headers()
+        .get("Sec-WebSocket-Protocol")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    hub::connect(env, owner, &protocols)
+        .await
+        .ok_or_else(|| not_configured("live badges (the INBOX_HUB Durable Object binding)"))?
+        .map_err(internal)
 }
 
 /// `POST /v1/admin/indexes` (service `admin`): idempotent, run once per deploy.
@@ -96,63 +139,110 @@ pub async fn ensure_indexes(cfg: &Config) -> ApiResult<Response> {
     ok_json(&json!({ "indexes": names }))
 }
 
-/// `GET /v1/notifications` (user): one page, one Data API call.
+/// `GET /v1/notifications` (user): one page with the badge counts, one Data API call.
 pub async fn list(cfg: &Config, owner: &str, query: &str) -> ApiResult<Response> {
-    let params = api::parse_list(query)?;
-    let page = store(cfg)?.list(owner, &params, now_ms()).await?;
+    let (params, with_counts) = api::parse_list(query)?;
+    let page = store(cfg)?
+        .list(owner, &params, with_counts, now_ms())
+        .await?;
     let items: Vec<Value> = page.items.iter().map(view).collect();
-    ok_json(&json!({ "items": items, "nextCursor": page.next_cursor }))
+    let mut body = json!({ "items": items, "nextCursor": page.next_cursor, "sync": page.sync });
+    if let Some(c) = page.counts {
+        body["counts"] = json!(c);
+    }
+    ok_json(&body)
 }
 
 /// `GET /v1/notifications/unread-count` (user): one aggregate call.
 pub async fn unread_count(cfg: &Config, owner: &str, query: &str) -> ApiResult<Response> {
     let category = api::parse_category(query);
-    let n = store(cfg)?
-        .unread_count(owner, category.as_deref(), now_ms())
+    let c = store(cfg)?
+        .counts(owner, category.as_deref(), now_ms())
         .await?;
-    ok_json(&json!({ "unread": n }))
+    ok_json(&json!(c))
 }
 
-/// `GET /v1/notifications/changes?since=` (user): items changed after a revision.
+/// `GET /v1/notifications/changes?since=` (user): the change feed, one call per page.
 pub async fn changes(cfg: &Config, owner: &str, query: &str) -> ApiResult<Response> {
     let (since, limit) = api::parse_changes(query)?;
-    let docs = store(cfg)?
-        .changed_since(owner, since, limit, now_ms())
+    let now = now_ms();
+    let page = store(cfg)?
+        .changes(owner, since.as_deref(), limit, now)
         .await?;
-    let latest = docs
-        .iter()
-        .filter_map(|d| d.get("revision").and_then(Value::as_i64))
-        .max()
-        .unwrap_or(since);
-    let items: Vec<Value> = docs.iter().map(view).collect();
-    ok_json(&json!({ "items": items, "revision": latest }))
+    let items: Vec<Value> = page.items.iter().map(|d| change_view(d, now)).collect();
+    ok_json(&json!({ "items": items, "sync": page.sync, "hasMore": page.has_more }))
 }
 
 /// `POST /v1/notifications/mark` (user): read/seen/archived for one item or all.
-pub async fn mark(cfg: &Config, owner: &str, body: &[u8]) -> ApiResult<Response> {
+pub async fn mark(
+    cfg: &Config,
+    env: &Env,
+    ctx: &Context,
+    owner: &str,
+    body: &[u8],
+) -> ApiResult<Response> {
     let (m, flag) = api::parse_mark(body)?;
     let target = match &m.item_key {
         Some(k) => Target::Item(k),
         None => Target::All,
     };
-    let n = store(cfg)?.mark(owner, target, flag, m.value).await?;
+    let n = store(cfg)?
+        .mark(owner, target, flag, m.value, now_ms())
+        .await?;
+    changed(env, ctx, owner, n > 0);
     ok_json(&json!({ "updated": n }))
 }
 
-/// `DELETE /v1/notifications/items/{itemKey}` (user).
-pub async fn delete(cfg: &Config, owner: &str, item_key: &str) -> ApiResult<Response> {
-    if !store(cfg)?.delete(owner, item_key).await? {
+/// `POST /v1/notifications/bulk` (user): one `updateMany`.
+pub async fn bulk(
+    cfg: &Config,
+    env: &Env,
+    ctx: &Context,
+    owner: &str,
+    body: &[u8],
+) -> ApiResult<Response> {
+    let (action, category) = api::parse_bulk(body)?;
+    let n = store(cfg)?
+        .bulk(owner, action, category.as_deref(), now_ms())
+        .await?;
+    changed(env, ctx, owner, n > 0);
+    ok_json(&json!({ "updated": n }))
+}
+
+/// `GET /v1/notifications/preferences` (user).
+pub async fn preferences(cfg: &Config, ctx: &Context, owner: &str) -> ApiResult<Response> {
+    let svc = service(cfg)?;
+    let (reply, deferred) = svc.preferences(owner).await;
+    defer(ctx, svc, deferred);
+    ok_json(&reply?)
+}
+
+/// `PUT /v1/notifications/preferences` (user).
+pub async fn set_preferences(cfg: &Config, owner: &str, body: &[u8]) -> ApiResult<Response> {
+    ok_json(&service(cfg)?.set_preferences(owner, body).await?)
+}
+
+/// `DELETE /v1/notifications/items/{itemKey}` (user): leaves a tombstone for other devices.
+pub async fn delete(
+    cfg: &Config,
+    env: &Env,
+    ctx: &Context,
+    owner: &str,
+    item_key: &str,
+) -> ApiResult<Response> {
+    if !store(cfg)?.delete(owner, item_key, now_ms()).await? {
         return Err(ApiError::new(
             404,
             ErrorCode::NotFound,
             "no such notification",
         ));
     }
+    changed(env, ctx, owner, true);
     ok_json(&json!({ "deleted": true }))
 }
 
 /// Cron housekeeping within the configured subrequest budget.
-pub async fn housekeeping(cfg: &Config) -> Value {
+pub async fn housekeeping(cfg: &Config, env: &Env) -> Value {
     let store = match store(cfg) {
         Ok(s) => s,
         Err(e) => return json!({ "skipped": e.message }),
@@ -166,7 +256,12 @@ pub async fn housekeeping(cfg: &Config) -> Value {
         )
         .await
     {
-        Ok(r) => json!(r),
+        Ok(r) => {
+            // Pokes are subrequests too: stay within the free plan's 50 per invocation.
+            let room = 50_u32.saturating_sub(r.calls + 2) as usize;
+            hub::poke_now(env, r.trimmed_owners.iter().take(room).cloned().collect()).await;
+            json!(r)
+        }
         Err(e) => json!({ "error": e.to_string() }),
     }
 }

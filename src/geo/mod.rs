@@ -12,6 +12,8 @@ mod index;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod oracle;
 #[cfg(not(target_arch = "wasm32"))]
+pub mod outline;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod source;
 
 pub use coord::{grid_x, grid_y, lat_of, lon_of, CoordError, GridPoint, LatLon, WORLD_H, WORLD_W};

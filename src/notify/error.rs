@@ -14,6 +14,13 @@ pub enum NotifyError {
         /// Field name as in the API (`owner`, `sender.id`, …).
         field: &'static str,
     },
+    /// The type's template names a message argument the event lacks.
+    MissingArgument {
+        /// Argument name.
+        name: &'static str,
+        /// The event's `notificationType`.
+        kind: String,
+    },
     /// A field exceeds its size limit.
     TooLong {
         /// Field name.
@@ -47,7 +54,7 @@ impl NotifyError {
     #[must_use]
     pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Missing { .. } => ErrorCode::MissingField,
+            Self::Missing { .. } | Self::MissingArgument { .. } => ErrorCode::MissingField,
             Self::TooLong { .. } => ErrorCode::FieldTooLong,
             Self::InvalidChars { .. } => ErrorCode::InvalidCharacters,
             Self::UnknownCategory { .. } => ErrorCode::UnknownCategory,
@@ -68,6 +75,10 @@ impl fmt::Display for NotifyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Missing { field } => write!(f, "`{field}` is required"),
+            Self::MissingArgument { name, kind } => write!(
+                f,
+                "`messageArguments.{name}` is required by the `{kind}` template"
+            ),
             Self::TooLong { field, max } => write!(f, "`{field}` exceeds {max}"),
             Self::InvalidChars { field } => write!(f, "`{field}` contains invalid characters"),
             Self::UnknownCategory { value } => write!(f, "unknown categoryType `{value}`"),

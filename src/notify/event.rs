@@ -151,6 +151,15 @@ impl NotificationEvent {
             }
             no_controls("messageArguments.value", v)?;
         }
+        if let Some(name) = super::required_args(&raw.notification_type)
+            .iter()
+            .find(|n| !raw.message_arguments.contains_key(**n))
+        {
+            return Err(NotifyError::MissingArgument {
+                name,
+                kind: raw.notification_type,
+            });
+        }
         if !cfg.categories.contains(&raw.category_type) {
             return Err(NotifyError::UnknownCategory {
                 value: raw.category_type,
@@ -233,7 +242,7 @@ fn no_controls(field: &'static str, v: &str) -> Result<(), NotifyError> {
 }
 
 /// `[A-Za-z0-9_.-]+`: type names end up in template lookups and metrics labels.
-fn ident(field: &'static str, v: &str, max: usize) -> Result<(), NotifyError> {
+pub(crate) fn ident(field: &'static str, v: &str, max: usize) -> Result<(), NotifyError> {
     text(field, v, max)?;
     if !v
         .bytes()
@@ -302,6 +311,7 @@ pub(crate) mod tests {
             );
         };
         check(&|r| r.owner.clear(), "missing_field");
+        check(&|r| r.notification_type = "reply".into(), "missing_field");
         check(&|r| r.item_key = "x".repeat(257), "field_too_long");
         check(
             &|r| r.notification_type = "li ke".into(),

@@ -6,34 +6,45 @@
 //!
 //! ```text
 //! { _id: notificationId, owner, itemKey, serviceType, categoryType, notificationType, templateType,
-//!   createdTime: Date, expireAt: Date, revision: i64, originsCount: i32,
+//!   createdTime: Date, expireAt: Date, purgeAt: Date, revision: i64, sync: Date,
+//!   originsCount: i32,
 //!   origins: [ { s: senderId, n: name, a?: avatar, t: createdTimeMsec, l?: landing, e: eventId } ],
-//!   read, seen, archived, landing?, messageArguments? }
+//!   x?: [ { s: senderId, t: retractedAtMsec } ],          // retracted senders, capped
+//!   read, seen, archived, deleted, landing?, messageArguments? }
 //! ```
+//! `revision` orders the list (write clock, so a late event still lands on top); `sync` is
+//! stamped by the database on *every* change, including flags and deletions, and drives the
+//! change feed. A deleted item becomes a tombstone (`deleted: true`) until `purgeAt`.
 //! `_id` *is* the notification id (a hash of owner+itemKey), so it is not stored twice.
 
+pub mod badge;
 mod error;
 mod event;
+pub mod preferences;
 mod query;
 mod render;
 mod rules;
 pub mod service;
 pub mod store;
+mod template;
 
 pub use error::NotifyError;
 pub use event::{NewEvent, NewSender, NotificationEvent, Sender};
+pub use preferences::Preferences;
 pub use query::{
-    changed_since, decode_cursor, delete_one, encode_cursor, expired_batch, expired_delete,
-    indexes, list_query, mark, owners_over_cap, trim_owner_cutoff, trim_owner_delete,
-    unread_count_pipeline, Cursor, FindQuery, Flag, ListParams, MarkQuery, Target, MAX_PAGE,
+    bulk, changes, counts_pipeline, decode_cursor, delete_one, encode_cursor, expired_batch,
+    expired_delete, indexes, list_pipeline, list_query, mark, next_sync, owners_over_cap,
+    tombstone_update, trim_owner_cutoff, trim_owner_delete, Bulk, Cursor, FindQuery, Flag,
+    ListParams, MarkQuery, Target, MAX_PAGE,
 };
-pub use render::{summary, view};
+pub use render::{change_view, summary, view};
 pub use rules::{
     classify_create_result, create_upsert, notification_id, retract_delete, retract_update,
     revision, CreateOutcome, CreateStep, RetractOutcome,
 };
 pub use service::{Deferred, NotifyService, Reply};
-pub use store::{Housekeeping, NotificationStore, Page};
+pub use store::{Changes, Counts, Housekeeping, NotificationStore, Page};
+pub use template::{check_templates, required_args, TemplateError};
 
 /// Tunables of the notification center.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +61,14 @@ pub struct NotifyConfig {
     pub list_origins: u32,
     /// How far in the future an event's `createdTimeMsec` may be (clock skew).
     pub max_future_skew_ms: i64,
+    /// How long a deleted item's tombstone stays for the change feed (and keeps refusing
+    /// delayed creates of retracted senders).
+    pub tombstone_ttl_ms: i64,
+    /// Retracted senders remembered per item (newest by retraction time).
+    pub retracted_cap: u32,
+    /// How far behind "now" a change-feed position is held (clock skew and commit order between
+    /// the worker and the database); changes inside it may be delivered twice, never missed.
+    pub sync_settle_ms: i64,
 }
 
 impl Default for NotifyConfig {
@@ -63,6 +82,9 @@ impl Default for NotifyConfig {
             ttl_ms: 30 * 24 * 3_600_000,
             list_origins: 3,
             max_future_skew_ms: 5 * 60_000,
+            tombstone_ttl_ms: 7 * 24 * 3_600_000,
+            retracted_cap: 20,
+            sync_settle_ms: 2_000,
         }
     }
 }

@@ -82,9 +82,34 @@ pub fn decode_cursor(s: &str) -> Result<Cursor, NotifyError> {
     }
 }
 
+/// Items a user can see: theirs, not deleted, not expired.
 fn live(owner: &str, now_ms: i64) -> Value {
-    // TTL deletion runs about once a minute: expired items must be filtered in the query too.
-    json!({ "owner": owner, "expireAt": { "$gt": ejson::date(now_ms) } })
+    // TTL deletion is lazy (and now purges tombstones only), so expiry is filtered in the query.
+    json!({ "owner": owner, "deleted": { "$ne": true }, "expireAt": { "$gt": ejson::date(now_ms) } })
+}
+
+/// The write that turns an item into a tombstone: what the change feed reports as deleted.
+///
+/// Keeps `_id`, the keys and the retracted-sender list (so a delayed create stays refused),
+/// drops the rest, and lives `tombstone_ttl_ms` before the TTL index purges it (`purgeAt`).
+/// `expireAt` moves to now so every live filter skips it even before `deleted` is read.
+#[must_use]
+pub fn tombstone_update(cfg: &NotifyConfig, now_ms: i64) -> Value {
+    json!({
+        "$set": {
+            "deleted": true, "origins": [], "originsCount": 0,
+            "read": true, "seen": true, "archived": false,
+            "expireAt": ejson::date(now_ms),
+            "purgeAt": ejson::date(now_ms.saturating_add(cfg.tombstone_ttl_ms)),
+        },
+        "$unset": { "messageArguments": "", "landing": "" },
+        "$currentDate": { "sync": true },
+    })
+}
+
+/// Marks the document as changed for the feed: the database's clock at apply time.
+fn touch(update: &mut Value) {
+    update["$currentDate"] = json!({ "sync": true });
 }
 
 /// One list page, newest change first: `find` with filter + sort + limit (one round trip).
@@ -156,29 +181,107 @@ fn list_projection(list_origins: u32) -> Value {
     p
 }
 
-/// Aggregation counting unread, unarchived, live items (optionally one category).
+/// One list page plus the inbox's `unread`/`unseen` counts in one `aggregate` call (`$facet`).
+///
+/// The counts cover the whole live inbox (not archived), whatever the page's filters: they are
+/// the badge. The page is [`list_query`]'s filter, sort, limit and projection.
+///
+/// # Errors
+/// [`NotifyError::InvalidCursor`].
+pub fn list_pipeline(
+    owner: &str,
+    p: &ListParams,
+    cfg: &NotifyConfig,
+    now_ms: i64,
+) -> Result<Value, NotifyError> {
+    let q = list_query(owner, p, cfg, now_ms)?;
+    let mut page = q.filter;
+    for k in ["owner", "deleted", "expireAt"] {
+        page.as_object_mut().map(|m| m.remove(k));
+    }
+    let mut project = q.options.projection.unwrap_or_default();
+    project["origins"] = json!({ "$slice": ["$origins", cfg.list_origins.max(1)] });
+    Ok(json!([
+        { "$match": live(owner, now_ms) },
+        { "$facet": {
+            "items": [
+                { "$match": page },
+                { "$sort": q.options.sort },
+                { "$limit": q.options.limit },
+                { "$project": project },
+            ],
+            "unread": [{ "$match": { "read": false, "archived": false } }, { "$count": "n" }],
+            "unseen": [{ "$match": { "seen": false, "archived": false } }, { "$count": "n" }],
+        } },
+    ]))
+}
+
+/// Aggregation counting unread and unseen, unarchived, live items (optionally one category).
 #[must_use]
-pub fn unread_count_pipeline(owner: &str, category: Option<&str>, now_ms: i64) -> Value {
+pub fn counts_pipeline(owner: &str, category: Option<&str>, now_ms: i64) -> Value {
     let mut m = live(owner, now_ms);
-    m["read"] = false.into();
     m["archived"] = false.into();
     if let Some(c) = category {
         m["categoryType"] = c.into();
     }
-    json!([{ "$match": m }, { "$count": "unread" }])
+    json!([
+        { "$match": m },
+        { "$facet": {
+            "unread": [{ "$match": { "read": false } }, { "$count": "n" }],
+            "unseen": [{ "$match": { "seen": false } }, { "$count": "n" }],
+        } },
+    ])
 }
 
-/// Items whose revision is above `revision` (created or merged since), oldest change first.
+/// The change feed after a sync position, oldest change first, tombstones included.
+///
+/// Every write stamps `sync` with the database's clock at apply time (`$currentDate`), so a
+/// request that lands late still sorts after what a client has already read; `(sync, _id)`
+/// breaks ties within a millisecond. Fetches `limit + 1` to know if more follow.
 #[must_use]
-pub fn changed_since(owner: &str, revision: i64, limit: u32, now_ms: i64) -> FindQuery {
-    let mut filter = live(owner, now_ms);
-    filter["revision"] = json!({ "$gt": revision });
+pub fn changes(owner: &str, after: Option<&Cursor>, limit: u32) -> FindQuery {
+    let mut filter = json!({ "owner": owner });
+    if let Some(c) = after {
+        filter["$or"] = json!([
+            { "sync": { "$gt": ejson::date(c.revision) } },
+            { "sync": ejson::date(c.revision), "_id": { "$gt": c.id } },
+        ]);
+    } else {
+        filter["sync"] = json!({ "$exists": true });
+    }
     FindQuery {
         filter,
         options: FindOptions {
-            sort: Some(json!({ "revision": 1, "_id": 1 })),
-            limit: Some(limit.clamp(1, MAX_PAGE)),
+            sort: Some(json!({ "sync": 1, "_id": 1 })),
+            limit: Some(limit.clamp(1, MAX_PAGE) + 1),
             ..FindOptions::default()
+        },
+    }
+}
+
+/// Where the next `changes` call resumes: after the last item read, but never later than
+/// `now - settle` — a write whose stamp is older than that but not yet visible (clock skew
+/// between the worker and the database, commit order) is then read again rather than missed.
+/// Clients apply the feed idempotently (replace by `itemKey`), so a repeat is harmless.
+/// Returns the position and whether it was held back.
+#[must_use]
+pub fn next_sync(
+    last: Option<&Cursor>,
+    from: Option<&Cursor>,
+    now_ms: i64,
+    settle_ms: i64,
+) -> (Cursor, bool) {
+    let hold = Cursor {
+        revision: now_ms.saturating_sub(settle_ms),
+        id: String::new(),
+    };
+    let key = |c: &Cursor| (c.revision, c.id.clone());
+    match last.or(from) {
+        Some(c) if key(c) <= key(&hold) => (c.clone(), false),
+        // Never move a client backwards from where it already was.
+        _ => match from {
+            Some(f) if key(f) > key(&hold) => (f.clone(), true),
+            _ => (hold, true),
         },
     }
 }
@@ -226,39 +329,98 @@ pub struct MarkQuery {
     pub update: Value,
 }
 
-/// Sets `flag` to `value` on one or all items. "All" only touches items that differ, so the
-/// write volume is the number of actual changes. Revision is not bumped: flags don't reorder.
+/// Sets `flag` to `value` on one or all live items. "All" only touches items that differ, so
+/// the write volume is the number of actual changes. Revision (the list order) is not bumped;
+/// `sync` is, so other devices learn of it.
 #[must_use]
-pub fn mark(owner: &str, target: Target<'_>, flag: Flag, value: bool) -> MarkQuery {
+pub fn mark(owner: &str, target: Target<'_>, flag: Flag, value: bool, now_ms: i64) -> MarkQuery {
     let f = flag.field();
     let (many, filter) = match target {
-        Target::Item(key) => (false, json!({ "owner": owner, "itemKey": key })),
-        Target::All => (true, json!({ "owner": owner, f: { "$ne": value } })),
+        Target::Item(key) => (
+            false,
+            json!({ "owner": owner, "itemKey": key, "deleted": { "$ne": true } }),
+        ),
+        Target::All => {
+            let mut m = live(owner, now_ms);
+            m[f] = json!({ "$ne": value });
+            (true, m)
+        }
     };
+    let mut update = json!({ "$set": { f: value } });
+    touch(&mut update);
     MarkQuery {
         many,
         filter,
-        update: json!({ "$set": { f: value } }),
+        update,
     }
 }
 
-/// `deleteOne` filter for an item.
+/// A bulk action over the live inbox (optionally one category); each is one `updateMany`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bulk {
+    /// Mark every item read.
+    Read,
+    /// Mark every item seen (clears the badge; items stay unread).
+    Seen,
+    /// Archive every read item.
+    ArchiveRead,
+    /// Delete everything (tombstones, so other devices learn of it).
+    Delete,
+}
+
+/// `(filter, update)` for an `updateMany` doing `action`.
+#[must_use]
+pub fn bulk(
+    owner: &str,
+    action: Bulk,
+    category: Option<&str>,
+    cfg: &NotifyConfig,
+    now_ms: i64,
+) -> (Value, Value) {
+    let mut filter = live(owner, now_ms);
+    if let Some(c) = category {
+        filter["categoryType"] = c.into();
+    }
+    let mut update = match action {
+        Bulk::Read => {
+            filter["read"] = json!({ "$ne": true });
+            json!({ "$set": { "read": true } })
+        }
+        Bulk::Seen => {
+            filter["seen"] = json!({ "$ne": true });
+            json!({ "$set": { "seen": true } })
+        }
+        Bulk::ArchiveRead => {
+            filter["read"] = true.into();
+            filter["archived"] = json!({ "$ne": true });
+            json!({ "$set": { "archived": true } })
+        }
+        Bulk::Delete => return (filter, tombstone_update(cfg, now_ms)),
+    };
+    touch(&mut update);
+    (filter, update)
+}
+
+/// `updateOne` filter deleting an item (with [`tombstone_update`]).
 #[must_use]
 pub fn delete_one(owner: &str, item_key: &str) -> Value {
-    json!({ "owner": owner, "itemKey": item_key })
+    json!({ "owner": owner, "itemKey": item_key, "deleted": { "$ne": true } })
 }
 
 /// Index specs for `createIndexes`: every query above is served by one of them.
 ///
-/// `(owner, revision)` serves list pages, `changed_since` and trimming; `(owner, categoryType,
-/// revision)` serves per-inbox lists (the seed's `createdTime` variants would not serve our sort).
+/// `(owner, revision)` serves list pages and trimming; `(owner, categoryType, revision)` per-inbox
+/// lists (the seed's `createdTime` variants would not serve our sort); `(owner, sync)` the change
+/// feed. The TTL index is on `purgeAt` (expiry + the tombstone's life), not `expireAt`: an expired
+/// item must outlive its expiry long enough to be reported as deleted.
 #[must_use]
 pub fn indexes() -> Vec<Value> {
     vec![
         json!({ "key": { "owner": 1, "itemKey": 1 }, "name": "owner_itemKey", "unique": true }),
         json!({ "key": { "owner": 1, "revision": -1 }, "name": "owner_revision" }),
         json!({ "key": { "owner": 1, "categoryType": 1, "revision": -1 }, "name": "owner_category_revision" }),
-        json!({ "key": { "expireAt": 1 }, "name": "expireAt_ttl", "expireAfterSeconds": 0 }),
+        json!({ "key": { "owner": 1, "sync": 1 }, "name": "owner_sync" }),
+        json!({ "key": { "purgeAt": 1 }, "name": "purgeAt_ttl", "expireAfterSeconds": 0 }),
     ]
 }
 
@@ -267,7 +429,7 @@ pub fn indexes() -> Vec<Value> {
 #[must_use]
 pub fn trim_owner_cutoff(owner: &str, keep: u32) -> FindQuery {
     FindQuery {
-        filter: json!({ "owner": owner }),
+        filter: json!({ "owner": owner, "deleted": { "$ne": true } }),
         options: FindOptions {
             projection: Some(json!({ "revision": 1 })),
             sort: Some(json!({ "revision": -1, "_id": -1 })),
@@ -277,16 +439,17 @@ pub fn trim_owner_cutoff(owner: &str, keep: u32) -> FindQuery {
     }
 }
 
-/// Housekeeping 2/2: `deleteMany` filter removing the cutoff item and everything older.
+/// Housekeeping 2/2: `updateMany` filter tombstoning the cutoff item and everything older.
 #[must_use]
 pub fn trim_owner_delete(owner: &str, cutoff_revision: i64) -> Value {
-    json!({ "owner": owner, "revision": { "$lte": cutoff_revision } })
+    json!({ "owner": owner, "deleted": { "$ne": true }, "revision": { "$lte": cutoff_revision } })
 }
 
 /// Owners holding more than `max` items (nightly; a full scan, so run it off-peak).
 #[must_use]
 pub fn owners_over_cap(max: u32, batch: u32) -> Value {
     json!([
+        { "$match": { "deleted": { "$ne": true } } },
         { "$group": { "_id": "$owner", "n": { "$sum": 1 } } },
         { "$match": { "n": { "$gt": max } } },
         { "$limit": batch.max(1) },
@@ -297,7 +460,7 @@ pub fn owners_over_cap(max: u32, batch: u32) -> Value {
 #[must_use]
 pub fn expired_batch(now_ms: i64, batch: u32) -> FindQuery {
     FindQuery {
-        filter: json!({ "expireAt": { "$lte": ejson::date(now_ms) } }),
+        filter: json!({ "deleted": { "$ne": true }, "expireAt": { "$lte": ejson::date(now_ms) } }),
         options: FindOptions {
             projection: Some(json!({ "_id": 1 })),
             limit: Some(batch.max(1)),
@@ -306,11 +469,11 @@ pub fn expired_batch(now_ms: i64, batch: u32) -> FindQuery {
     }
 }
 
-/// `deleteMany` filter for a batch from [`expired_batch`] (re-checks expiry: an item may have
-/// been merged, and so extended, in between).
+/// `updateMany` filter tombstoning a batch from [`expired_batch`] (re-checks expiry: an item
+/// may have been merged, and so extended, in between).
 #[must_use]
 pub fn expired_delete(ids: &[Value], now_ms: i64) -> Value {
-    json!({ "_id": { "$in": ids }, "expireAt": { "$lte": ejson::date(now_ms) } })
+    json!({ "_id": { "$in": ids }, "deleted": { "$ne": true }, "expireAt": { "$lte": ejson::date(now_ms) } })
 }
 
 #[cfg(test)]
@@ -359,14 +522,69 @@ mod tests {
     }
 
     #[test]
+    fn sync_positions_hold_back_inside_the_settle_window() {
+        let c = |revision, id: &str| Cursor {
+            revision,
+            id: id.into(),
+        };
+        // Old enough: resume right after the last item read.
+        assert_eq!(
+            next_sync(Some(&c(100, "b")), None, 1000, 500),
+            (c(100, "b"), false)
+        );
+        // Too recent: resume at now - settle, so a late-visible write is re-read, not missed.
+        assert_eq!(
+            next_sync(Some(&c(900, "b")), Some(&c(100, "a")), 1000, 500),
+            (c(500, ""), true)
+        );
+        // Nothing read: stay, or start at now - settle.
+        assert_eq!(
+            next_sync(None, Some(&c(100, "a")), 1000, 500),
+            (c(100, "a"), false)
+        );
+        assert_eq!(next_sync(None, None, 1000, 500), (c(500, ""), true));
+        // Never backwards.
+        assert_eq!(
+            next_sync(Some(&c(950, "x")), Some(&c(700, "a")), 1000, 500),
+            (c(700, "a"), true)
+        );
+        let q = changes("u", Some(&c(5, "i")), 10);
+        assert_eq!(q.filter["$or"][1]["_id"], json!({"$gt": "i"}));
+        assert_eq!(q.options.limit, Some(11));
+    }
+
+    #[test]
+    fn bulk_actions_are_one_update_over_the_live_inbox() {
+        let cfg = NotifyConfig::default();
+        let (f, u) = bulk("u", Bulk::ArchiveRead, Some("social"), &cfg, 9);
+        assert_eq!(
+            (f["read"].clone(), f["categoryType"].clone()),
+            (json!(true), json!("social"))
+        );
+        assert_eq!(u["$set"], json!({"archived": true}));
+        let (f, u) = bulk("u", Bulk::Delete, None, &cfg, 9);
+        assert_eq!(f["deleted"], json!({"$ne": true}));
+        assert_eq!(u["$set"]["deleted"], true);
+        assert_eq!(u["$set"]["purgeAt"], ejson::date(9 + cfg.tombstone_ttl_ms));
+        for a in [Bulk::Read, Bulk::Seen, Bulk::ArchiveRead, Bulk::Delete] {
+            assert_eq!(
+                bulk("u", a, None, &cfg, 9).1["$currentDate"],
+                json!({"sync": true})
+            );
+        }
+    }
+
+    #[test]
     fn mark_all_touches_only_items_that_change() {
-        let m = mark("u", Target::All, Flag::Read, true);
+        let m = mark("u", Target::All, Flag::Read, true, 7);
         assert!(m.many);
-        assert_eq!(m.filter, json!({"owner": "u", "read": {"$ne": true}}));
-        assert_eq!(m.update, json!({"$set": {"read": true}}));
-        let one = mark("u", Target::Item("k"), Flag::Archived, false);
+        assert_eq!(m.filter["read"], json!({"$ne": true}));
+        assert_eq!(m.filter["deleted"], json!({"$ne": true}));
+        assert_eq!(m.update["$set"], json!({"read": true}));
+        assert_eq!(m.update["$currentDate"], json!({"sync": true}));
+        let one = mark("u", Target::Item("k"), Flag::Archived, false, 7);
         assert!(!one.many);
-        assert_eq!(one.filter, json!({"owner": "u", "itemKey": "k"}));
+        assert_eq!(one.filter["itemKey"], "k");
     }
 
     #[test]
@@ -376,6 +594,7 @@ mod tests {
             specs[2]["key"].to_string(),
             r#"{"owner":1,"categoryType":1,"revision":-1}"#
         );
-        assert_eq!(specs[3]["expireAfterSeconds"], 0);
+        assert_eq!(specs[4]["key"], json!({"purgeAt": 1}));
+        assert_eq!(specs[4]["expireAfterSeconds"], 0);
     }
 }

@@ -2,18 +2,8 @@
 
 use serde_json::{json, Map, Value};
 
+use super::template::{self, Piece};
 use crate::backend::ejson;
-
-/// Summary template per `notificationType`; `{actor}` and `{<messageArgument>}` are substituted.
-fn template(notification_type: &str) -> &'static str {
-    match notification_type {
-        "like" => "{actor} liked your post",
-        "comment" => "{actor} commented on your post",
-        "follow" => "{actor} started following you",
-        "mention" => "{actor} mentioned you",
-        _ => "{actor} sent you a notification",
-    }
-}
 
 /// "Ana", "Ana and Ben", "Ana and 3 others": newest origin first, `originsCount` for the rest.
 fn actor(doc: &Value) -> Option<String> {
@@ -37,9 +27,10 @@ fn actor(doc: &Value) -> Option<String> {
 
 /// The item's one-line text, re-rendered after merges and retractions; `None` for an empty item.
 ///
-/// Placeholders are filled in one pass over the template: a name or argument value is never read
-/// as a template itself, so `{post}` in a sender's name stays literal and nested arguments cannot
-/// grow the text (found by review while fuzzing, fuzz/regressions/body_parsing/).
+/// One pass over pre-parsed pieces: a name or argument value is never read as a template itself,
+/// so `{post}` in a sender's name stays literal and nested arguments cannot grow the text (found
+/// by review while fuzzing, fuzz/regressions/body_parsing/). A document missing an argument
+/// (stored before its template named it) gets the generic text rather than a hole.
 #[must_use]
 pub fn summary(doc: &Value) -> Option<String> {
     let kind = doc
@@ -48,23 +39,19 @@ pub fn summary(doc: &Value) -> Option<String> {
         .unwrap_or_default();
     let actor = actor(doc)?;
     let args = doc.get("messageArguments").and_then(Value::as_object);
-    let mut text = String::new();
-    let mut rest = template(kind);
-    while let Some((head, tail)) = rest.split_once('{') {
-        let (name, tail) = tail.split_once('}').unwrap_or((tail, ""));
-        text.push_str(head);
-        match (name, args.and_then(|a| a.get(name)?.as_str())) {
-            ("actor", _) => text.push_str(&actor),
-            (_, Some(v)) => text.push_str(v),
-            (_, None) => {
-                text.push('{');
-                text.push_str(name);
-                text.push('}');
-            }
-        }
-        rest = tail;
+    let arg = |n: &str| args.and_then(|a| a.get(n)?.as_str());
+    let (mut pieces, needs) = template::template(kind);
+    if needs.iter().any(|n| arg(n).is_none()) {
+        pieces = template::fallback();
     }
-    text.push_str(rest);
+    let mut text = String::new();
+    for p in pieces {
+        match p {
+            Piece::Text(t) => text.push_str(t),
+            Piece::Actor => text.push_str(&actor),
+            Piece::Arg(n) => text.push_str(arg(n).unwrap_or_default()),
+        }
+    }
     Some(text)
 }
 
@@ -122,6 +109,22 @@ pub fn view(doc: &Value) -> Value {
     })
 }
 
+/// A change-feed entry: the item's view, or `{itemKey, deleted: true}` for a tombstone or an
+/// item past its expiry (which the cron has not turned into a tombstone yet).
+#[must_use]
+pub fn change_view(doc: &Value, now_ms: i64) -> Value {
+    let gone = doc.get("deleted").and_then(Value::as_bool) == Some(true)
+        || doc
+            .get("expireAt")
+            .and_then(ejson::date_ms)
+            .is_some_and(|t| t <= now_ms);
+    if gone {
+        json!({ "itemKey": doc.get("itemKey").cloned().unwrap_or(Value::Null), "deleted": true })
+    } else {
+        view(doc)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +167,11 @@ mod tests {
         let mut d = doc("like", 1, &["{post} {actor}"]);
         d["messageArguments"] = json!({"post": "x"});
         assert_eq!(summary(&d).unwrap(), "{post} {actor} liked your post");
+        let mut r = doc("reply", 1, &["Ana"]);
+        r["messageArguments"] = json!({"excerpt": "{actor}!"});
+        assert_eq!(summary(&r).unwrap(), "Ana replied: {actor}!");
+        r["messageArguments"] = json!({});
+        assert_eq!(summary(&r).unwrap(), "Ana sent you a notification");
     }
 
     #[test]

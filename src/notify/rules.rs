@@ -41,10 +41,16 @@ pub fn revision(now_ms: i64, event_id: &str) -> i64 {
 /// * Origins are kept newest-first **by event time** (`$sort {t:-1}` then `$slice cap`), so
 ///   out-of-order delivery still keeps the newest `cap`; `originsCount` counts every sender.
 /// * `createdTime`/`expireAt` only move forward (`$max`); flags reset so the item resurfaces.
+/// * A tombstone (deleted item) is revived by the same update: its origins are empty and its
+///   count 0, so the push and the increment start it afresh.
 #[must_use]
 pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) -> (Value, Value) {
-    let filter =
-        json!({ "owner": ev.owner, "itemKey": ev.item_key, "origins.s": { "$ne": ev.sender.id } });
+    // A sender retracted at or after this event's time stays out: a create delayed past its
+    // retraction (the worker timed out, the request landed later) must not bring it back.
+    let filter = json!({
+        "owner": ev.owner, "itemKey": ev.item_key, "origins.s": { "$ne": ev.sender.id },
+        "$nor": [{ "x": { "$elemMatch": { "s": ev.sender.id, "t": { "$gte": ev.created_time_msec } } } }],
+    });
     let mut origin = Map::new();
     origin.insert("s".into(), ev.sender.id.clone().into());
     origin.insert("n".into(), ev.sender.name.clone().into());
@@ -58,7 +64,7 @@ pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) ->
     origin.insert("e".into(), ev.event_id.clone().into());
     let mut set = json!({
         "revision": revision(now_ms, &ev.event_id),
-        "read": false, "seen": false, "archived": false,
+        "read": false, "seen": false, "archived": false, "deleted": false,
     });
     if let Some(l) = &ev.landing {
         set["landing"] = l.clone().into();
@@ -77,8 +83,14 @@ pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) ->
         "$max": {
             "createdTime": ejson::date(ev.created_time_msec),
             "expireAt": ejson::date(ev.created_time_msec.saturating_add(cfg.ttl_ms)),
+            "purgeAt": ejson::date(
+                ev.created_time_msec
+                    .saturating_add(cfg.ttl_ms)
+                    .saturating_add(cfg.tombstone_ttl_ms),
+            ),
         },
         "$set": set,
+        "$currentDate": { "sync": true },
     });
     (filter, update)
 }
@@ -134,31 +146,91 @@ pub fn classify_create_result(
 pub enum RetractOutcome {
     /// The origin was removed; the item remains (re-render its summary).
     Updated,
-    /// The sender was the last one: the item was deleted.
+    /// The sender was the last one stored: the item was deleted (a tombstone).
     Deleted,
-    /// The sender is not in the item (already retracted, never merged, or evicted by the cap).
+    /// The sender is not in the item (already retracted, not yet arrived, or dropped by the
+    /// cap); the retraction is remembered so a late create of it is refused.
     NotFound,
 }
 
-/// Retract step 1: pull the sender when others remain → `(filter, update)` for `updateOne`.
+fn push_retracted(sender_id: &str, now_ms: i64, cfg: &NotifyConfig) -> Value {
+    json!({ "x": { "$each": [{ "s": sender_id, "t": now_ms }], "$sort": { "t": -1 }, "$slice": cfg.retracted_cap.max(1) } })
+}
+
+/// Retract step 1: pull the sender when other senders remain *in the array* → `updateOne`.
 ///
-/// The Data API has no findAndModify, so we cannot learn the new count from the update. Instead
-/// the guard `originsCount > 1` picks the branch up front: this update never leaves an empty item,
-/// and when it misses, [`retract_delete`] (guard `≤ 1`) removes the item outright. A merged item
-/// costs 1 call, a single-sender item 2. `originsCount ≥ origins.len()` always holds (the cap only
-/// drops origins, never counts), so the guards are exact.
+/// The Data API has no findAndModify, so the branch is picked by guards rather than by reading
+/// the result: `origins.1` exists means at least two origins are stored, so pulling one never
+/// leaves an empty array. (`originsCount` can be larger than the array once the cap dropped older
+/// senders; guarding on it would leave `origins: []` with a count no retraction could remove.)
+/// The sender goes on the retracted list either way, so a delayed create stays refused.
 #[must_use]
-pub fn retract_update(owner: &str, item_key: &str, sender_id: &str) -> (Value, Value) {
+pub fn retract_update(
+    owner: &str,
+    item_key: &str,
+    sender_id: &str,
+    cfg: &NotifyConfig,
+    now_ms: i64,
+) -> (Value, Value) {
     (
-        json!({ "owner": owner, "itemKey": item_key, "origins.s": sender_id, "originsCount": { "$gt": 1 } }),
-        json!({ "$pull": { "origins": { "s": sender_id } }, "$inc": { "originsCount": -1 } }),
+        json!({ "owner": owner, "itemKey": item_key, "deleted": { "$ne": true },
+                "origins.s": sender_id, "origins.1": { "$exists": true } }),
+        json!({
+            "$pull": { "origins": { "s": sender_id } },
+            "$inc": { "originsCount": -1 },
+            "$push": push_retracted(sender_id, now_ms, cfg),
+            "$currentDate": { "sync": true },
+        }),
     )
 }
 
-/// Retract step 2: delete the item when this sender is its only one → `deleteOne` filter.
+/// Retract step 2: the sender is the only stored origin → tombstone the item (`updateOne`).
+///
+/// Even when `originsCount` says older senders existed: with none left in the array the item
+/// cannot be rendered ("Ana and 3 others" with no Ana), so it goes.
 #[must_use]
-pub fn retract_delete(owner: &str, item_key: &str, sender_id: &str) -> Value {
-    json!({ "owner": owner, "itemKey": item_key, "origins.s": sender_id, "originsCount": { "$lte": 1 } })
+pub fn retract_delete(
+    owner: &str,
+    item_key: &str,
+    sender_id: &str,
+    cfg: &NotifyConfig,
+    now_ms: i64,
+) -> (Value, Value) {
+    let mut update = super::query::tombstone_update(cfg, now_ms);
+    update["$push"] = push_retracted(sender_id, now_ms, cfg);
+    (
+        json!({ "owner": owner, "itemKey": item_key, "deleted": { "$ne": true },
+                "origins.s": sender_id, "origins.1": { "$exists": false } }),
+        update,
+    )
+}
+
+/// Retract step 3: the sender is not stored (not yet arrived, already gone, or dropped by the
+/// cap) → remember the retraction, creating a tombstone if there is no item (`updateOne`, upsert).
+///
+/// This is what closes the delayed-create race: a create for this sender with an event time up
+/// to now finds it on the list and is refused, even if it lands after the retraction.
+#[must_use]
+pub fn retract_record(
+    owner: &str,
+    item_key: &str,
+    sender_id: &str,
+    cfg: &NotifyConfig,
+    now_ms: i64,
+) -> (Value, Value) {
+    (
+        json!({ "owner": owner, "itemKey": item_key, "origins.s": { "$ne": sender_id } }),
+        json!({
+            "$push": push_retracted(sender_id, now_ms, cfg),
+            "$setOnInsert": {
+                "_id": notification_id(owner, item_key),
+                "deleted": true, "origins": [], "originsCount": 0,
+                "read": true, "seen": true, "archived": false,
+                "expireAt": ejson::date(now_ms),
+                "purgeAt": ejson::date(now_ms.saturating_add(cfg.tombstone_ttl_ms)),
+            },
+        }),
+    )
 }
 
 #[cfg(test)]
@@ -182,9 +254,10 @@ mod tests {
             ..NotifyConfig::default()
         };
         let (filter, update) = create_upsert(&ev("s1"), &cfg, NOW + 5);
+        assert_eq!(filter["origins.s"], json!({"$ne": "s1"}));
         assert_eq!(
-            filter,
-            json!({"owner": "u1", "itemKey": "post:1", "origins.s": {"$ne": "s1"}})
+            filter["$nor"][0]["x"]["$elemMatch"],
+            json!({"s": "s1", "t": {"$gte": NOW}})
         );
         let push = &update["$push"]["origins"];
         assert_eq!(push["$slice"], 3);
@@ -268,12 +341,22 @@ mod tests {
 
     #[test]
     fn retract_guards_are_complementary() {
-        let (f, u) = retract_update("u", "k", "s");
-        assert_eq!(f["originsCount"], json!({"$gt": 1}));
-        assert_eq!(u["$pull"], json!({"origins": {"s": "s"}}));
-        assert_eq!(
-            retract_delete("u", "k", "s")["originsCount"],
-            json!({"$lte": 1})
-        );
+        let cfg = NotifyConfig {
+            retracted_cap: 4,
+            ..NotifyConfig::default()
+        };
+        let (f1, u1) = retract_update("u", "k", "s", &cfg, 9);
+        let (f2, u2) = retract_delete("u", "k", "s", &cfg, 9);
+        assert_eq!(f1["origins.1"], json!({"$exists": true}));
+        assert_eq!(f2["origins.1"], json!({"$exists": false}));
+        assert_eq!(u1["$pull"], json!({"origins": {"s": "s"}}));
+        assert_eq!(u2["$set"]["deleted"], true);
+        for u in [&u1, &u2] {
+            assert_eq!(u["$push"]["x"]["$slice"], 4);
+            assert_eq!(u["$push"]["x"]["$each"][0], json!({"s": "s", "t": 9}));
+        }
+        let (f3, u3) = retract_record("u", "k", "s", &cfg, 9);
+        assert_eq!(f3["origins.s"], json!({"$ne": "s"}));
+        assert_eq!(u3["$setOnInsert"]["deleted"], true);
     }
 }

@@ -5,10 +5,12 @@
 //!
 //! Redis is an optimisation here, never a dependency: when it is unset or down, or another request
 //! holds the event's lease, the event is still written (the upsert's filter makes it idempotent on
-//! its own) and an Idempotency-Key runs unguarded (only the replay flag is lost).
+//! its own) and an Idempotency-Key runs unguarded (only the replay flag is lost). The owner's
+//! muted set is checked inside the same reservation script (see [`preferences`]).
 
+use super::preferences::{self, Preferences};
 use super::{CreateOutcome, NotificationEvent, NotificationStore, NotifyError, RetractOutcome};
-use crate::api::{idempotency as idem, notify as parse, ApiError};
+use crate::api::{idempotency as idem, notify as parse, ApiError, ErrorCode};
 use crate::backend::{HttpClient, RedisRestClient, Script};
 use crate::dedup::{self, DedupConfig, Reservation, Slot};
 use serde_json::{json, Value};
@@ -22,6 +24,8 @@ pub struct Reply {
     pub body: Value,
     /// Answered from a stored Idempotency-Key result.
     pub replayed: bool,
+    /// The owner whose inbox this changed (for the live badge).
+    pub changed: Option<String>,
 }
 
 /// Work that must not hold up the response.
@@ -38,6 +42,8 @@ pub enum Deferred {
     },
     /// Free an Idempotency-Key after a 5xx so the client's retry runs.
     FreeKey(String),
+    /// Rewrite an owner's muted-set mirror from the stored preferences.
+    PublishMutes(String, Preferences),
 }
 
 /// The notification service over the two backends.
@@ -90,14 +96,63 @@ impl<H: HttpClient> NotifyService<H> {
     }
 
     /// Removes a sender from an item.
-    pub async fn retract(&self, body: &[u8], idempotency_key: Option<&str>) -> Flow {
+    pub async fn retract(&self, body: &[u8], idempotency_key: Option<&str>, now_ms: i64) -> Flow {
         self.guarded(
             "retractions",
             body,
             idempotency_key,
-            self.retract_inner(body),
+            self.retract_inner(body, now_ms),
         )
         .await
+    }
+
+    /// The owner's preferences, with whether muting is enforced; refreshes the Redis mirror
+    /// after the response (read repair).
+    pub async fn preferences(&self, owner: &str) -> (Result<Value, ApiError>, Vec<Deferred>) {
+        match preferences::load(self.store.api(), self.store.config(), owner).await {
+            Ok(p) => {
+                let body = self.preferences_body(&p);
+                let repair = self
+                    .redis
+                    .as_ref()
+                    .map(|_| Deferred::PublishMutes(owner.to_owned(), p));
+                (Ok(body), repair.into_iter().collect())
+            }
+            Err(e) => (Err(parse::notify_error(e)), vec![]),
+        }
+    }
+
+    /// Replaces the owner's preferences: the document first (the truth), then the mirror. If
+    /// the mirror write fails the answer is 503 and a retry (same body) converges; until then
+    /// the next GET repairs it.
+    ///
+    /// # Errors
+    /// `invalid_json` (400), validation (422), backend failures (502/503).
+    pub async fn set_preferences(&self, owner: &str, body: &[u8]) -> Result<Value, ApiError> {
+        let p: Preferences = serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad_request(ErrorCode::InvalidJson, format!("preferences: {e}"))
+        })?;
+        let p = p
+            .normalized(self.store.config())
+            .map_err(parse::notify_error)?;
+        preferences::save(self.store.api(), self.store.config(), owner, &p).await?;
+        if let Some(r) = &self.redis {
+            preferences::publish(r, owner, &p).await.map_err(|e| {
+                ApiError::unavailable(
+                    e.code(),
+                    format!("saved, but not yet in effect (retry the request): {e}"),
+                )
+            })?;
+        }
+        Ok(self.preferences_body(&p))
+    }
+
+    fn preferences_body(&self, p: &Preferences) -> Value {
+        json!({
+            "mutedCategories": p.muted_categories,
+            "mutedTypes": p.muted_types,
+            "enforced": self.redis.is_some(),
+        })
     }
 
     async fn create_inner(&self, body: &[u8], now_ms: i64) -> Flow {
@@ -106,17 +161,37 @@ impl<H: HttpClient> NotifyService<H> {
             let ev = NotificationEvent::new(raw, self.store.config(), now_ms)
                 .map_err(parse::notify_error)?;
             let slot = dedup::slot(&self.dedup, ev.event_id(), ev.created_time_msec());
+            let key = preferences::mute_key(ev.owner());
+            let members = preferences::mute_members(ev.category_type(), &ev.notification_type);
+            let mute = dedup::MuteCheck {
+                key: &key,
+                members: &members,
+            };
             let reservation = match &self.redis {
-                Some(r) => dedup::reserve(r, &slot, self.dedup.lease_ms).await.ok(),
+                Some(r) => dedup::reserve_unless_muted(r, &slot, self.dedup.lease_ms, &mute)
+                    .await
+                    .ok(),
                 None => None,
             };
             let token = match reservation {
+                Some(Reservation::Muted) => {
+                    return Ok((
+                        Reply {
+                            status: 200,
+                            body: json!({"status": "muted"}),
+                            replayed: false,
+                            changed: None,
+                        },
+                        vec![],
+                    ))
+                }
                 Some(Reservation::Duplicate) => {
                     return Ok((
                         Reply {
                             status: 200,
                             body: json!({"status": "duplicate"}),
                             replayed: false,
+                            changed: None,
                         },
                         vec![],
                     ))
@@ -140,11 +215,14 @@ impl<H: HttpClient> NotifyService<H> {
                         "status": outcome_name(outcome),
                         "notificationId": super::notification_id(ev.owner(), ev.item_key()),
                     });
+                    let changed =
+                        (outcome != CreateOutcome::AlreadyApplied).then(|| ev.owner().to_owned());
                     Ok((
                         Reply {
                             status,
                             body,
                             replayed: false,
+                            changed,
                         },
                         deferred,
                     ))
@@ -165,12 +243,12 @@ impl<H: HttpClient> NotifyService<H> {
         }
     }
 
-    async fn retract_inner(&self, body: &[u8]) -> Flow {
+    async fn retract_inner(&self, body: &[u8], now_ms: i64) -> Flow {
         let run = async {
             let r = parse::parse_retraction(body)?;
             let outcome = self
                 .store
-                .retract(&r.owner, &r.item_key, &r.sender_id)
+                .retract(&r.owner, &r.item_key, &r.sender_id, now_ms)
                 .await
                 .map_err(parse::notify_error)?;
             let status = match outcome {
@@ -182,6 +260,7 @@ impl<H: HttpClient> NotifyService<H> {
                 status: 200,
                 body: json!({"status": status}),
                 replayed: false,
+                changed: (outcome != RetractOutcome::NotFound).then_some(r.owner),
             })
         };
         (run.await, vec![])
@@ -223,6 +302,7 @@ impl<H: HttpClient> NotifyService<H> {
                             status,
                             body,
                             replayed: true,
+                            changed: None,
                         }),
                         vec![],
                     )
@@ -269,6 +349,7 @@ impl<H: HttpClient> NotifyService<H> {
                     .await
                     .map(|_| ()),
                 Deferred::FreeKey(key) => redis.command(&["DEL", key.as_str()]).await.map(|_| ()),
+                Deferred::PublishMutes(owner, p) => preferences::publish(redis, owner, p).await,
             };
             if let Err(e) = r {
                 failures.push(format!("deferred {w:?} failed: {e}"));

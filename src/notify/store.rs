@@ -16,6 +16,46 @@ pub struct Page {
     pub items: Vec<Value>,
     /// Cursor for the next page, if there is one.
     pub next_cursor: Option<String>,
+    /// The inbox's badge counts, read in the same call (when asked for).
+    pub counts: Option<Counts>,
+    /// Change-feed position that this page is a snapshot of (pass it to `changes`).
+    pub sync: String,
+}
+
+/// Badge counts over the live, unarchived inbox.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    /// Items not read.
+    pub unread: u64,
+    /// Items not seen (the badge; "mark all seen" clears it while items stay unread).
+    pub unseen: u64,
+}
+
+/// One page of the change feed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Changes {
+    /// Changed documents, oldest change first; tombstones have `deleted: true`.
+    pub items: Vec<Value>,
+    /// Where the next call resumes.
+    pub sync: String,
+    /// More changes are ready now (call again at once with `sync`).
+    pub has_more: bool,
+}
+
+fn count(facet: &Value, name: &str) -> u64 {
+    facet
+        .get(name)
+        .and_then(|a| a.get(0))
+        .and_then(|d| d.get("n"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}
+
+fn sync_of(doc: &Value) -> Option<query::Cursor> {
+    Some(query::Cursor {
+        revision: doc.get("sync").and_then(crate::backend::ejson::date_ms)?,
+        id: doc.get("_id")?.as_str()?.to_owned(),
+    })
 }
 
 /// The notification center over one Data API collection.
@@ -76,7 +116,9 @@ impl<H: HttpClient> NotificationStore<H> {
         unreachable!("classify_create_result finishes by the second attempt")
     }
 
-    /// Removes a sender's origin; deletes the item when none is left (see [`rules::retract_update`]).
+    /// Removes a sender's origin; tombstones the item when no stored origin is left; always
+    /// remembers the retraction (see [`rules::retract_update`]). 1 call for a merged item, 2 for
+    /// its last sender, 3 when the sender is not there.
     ///
     /// # Errors
     /// Validation of the keys, backend failures.
@@ -85,31 +127,34 @@ impl<H: HttpClient> NotificationStore<H> {
         owner: &str,
         item_key: &str,
         sender_id: &str,
+        now_ms: i64,
     ) -> Result<RetractOutcome, NotifyError> {
         check_keys(owner, Some(item_key))?;
         super::event::text("sender.id", sender_id, super::event::limits::ID)?;
-        let coll = &self.cfg.collection;
-        let (filter, update) = rules::retract_update(owner, item_key, sender_id);
-        let delete = rules::retract_delete(owner, item_key, sender_id);
-        // Two rounds: a concurrent create can flip the count guard between our two calls.
-        for _ in 0..2 {
-            if self
-                .api
-                .update_one(coll, &filter, &update, false)
-                .await?
-                .matched
-                > 0
-            {
+        let (coll, cfg) = (&self.cfg.collection, &self.cfg);
+        let (f1, u1) = rules::retract_update(owner, item_key, sender_id, cfg, now_ms);
+        let (f2, u2) = rules::retract_delete(owner, item_key, sender_id, cfg, now_ms);
+        let (f3, u3) = rules::retract_record(owner, item_key, sender_id, cfg, now_ms);
+        // Rounds: a concurrent create can flip a guard between two calls; each round re-reads.
+        for _ in 0..3 {
+            if self.api.update_one(coll, &f1, &u1, false).await?.matched > 0 {
                 return Ok(RetractOutcome::Updated);
             }
-            if self.api.delete_one(coll, &delete).await? > 0 {
+            if self.api.update_one(coll, &f2, &u2, false).await?.matched > 0 {
                 return Ok(RetractOutcome::Deleted);
+            }
+            match self.api.update_one(coll, &f3, &u3, true).await {
+                Ok(_) => return Ok(RetractOutcome::NotFound),
+                // The sender arrived between step 2 and 3: go round again.
+                Err(crate::backend::BackendError::DuplicateKey { .. }) => {}
+                Err(e) => return Err(e.into()),
             }
         }
         Ok(RetractOutcome::NotFound)
     }
 
-    /// One page (one call).
+    /// One page, with the badge counts when `with_counts` (one call either way: `aggregate`
+    /// with `$facet`, or a plain `find`).
     ///
     /// # Errors
     /// Invalid cursor, backend failures.
@@ -117,14 +162,34 @@ impl<H: HttpClient> NotificationStore<H> {
         &self,
         owner: &str,
         params: &ListParams,
+        with_counts: bool,
         now_ms: i64,
     ) -> Result<Page, NotifyError> {
         check_keys(owner, None)?;
-        let q = query::list_query(owner, params, &self.cfg, now_ms)?;
-        let mut items = self
-            .api
-            .find(&self.cfg.collection, &q.filter, &q.options)
-            .await?;
+        let coll = &self.cfg.collection;
+        let (sync, _) = query::next_sync(None, None, now_ms, self.cfg.sync_settle_ms);
+        let (mut items, counts) = if with_counts {
+            let pipeline = query::list_pipeline(owner, params, &self.cfg, now_ms)?;
+            let mut facet = self
+                .api
+                .aggregate(coll, &pipeline)
+                .await?
+                .into_iter()
+                .next()
+                .unwrap_or_default();
+            let counts = Counts {
+                unread: count(&facet, "unread"),
+                unseen: count(&facet, "unseen"),
+            };
+            let items = match facet.get_mut("items").map(Value::take) {
+                Some(Value::Array(a)) => a,
+                _ => vec![],
+            };
+            (items, Some(counts))
+        } else {
+            let q = query::list_query(owner, params, &self.cfg, now_ms)?;
+            (self.api.find(coll, &q.filter, &q.options).await?, None)
+        };
         let size = params.page_size() as usize;
         let next_cursor = if items.len() > size {
             items.truncate(size);
@@ -136,51 +201,77 @@ impl<H: HttpClient> NotificationStore<H> {
         } else {
             None
         };
-        Ok(Page { items, next_cursor })
+        Ok(Page {
+            items,
+            next_cursor,
+            counts,
+            sync: query::encode_cursor(&sync),
+        })
     }
 
-    /// Unread, unarchived, live items (one call).
+    /// Badge counts, optionally for one category (one call).
     ///
     /// # Errors
     /// Backend failures.
-    pub async fn unread_count(
+    pub async fn counts(
         &self,
         owner: &str,
         category: Option<&str>,
         now_ms: i64,
-    ) -> Result<u64, NotifyError> {
+    ) -> Result<Counts, NotifyError> {
         check_keys(owner, None)?;
-        let docs = self
+        let facet = self
             .api
             .aggregate(
                 &self.cfg.collection,
-                &query::unread_count_pipeline(owner, category, now_ms),
+                &query::counts_pipeline(owner, category, now_ms),
             )
-            .await?;
-        Ok(docs
-            .first()
-            .and_then(|d| d.get("unread"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0))
+            .await?
+            .into_iter()
+            .next()
+            .unwrap_or_default();
+        Ok(Counts {
+            unread: count(&facet, "unread"),
+            unseen: count(&facet, "unseen"),
+        })
     }
 
-    /// Items created or merged after `revision` (one call).
+    /// Everything that changed after `since` (a position from a list or an earlier call; `None`
+    /// for the whole feed), tombstones included (one call).
     ///
     /// # Errors
-    /// Backend failures.
-    pub async fn changed_since(
+    /// Invalid position, backend failures.
+    pub async fn changes(
         &self,
         owner: &str,
-        revision: i64,
+        since: Option<&str>,
         limit: u32,
         now_ms: i64,
-    ) -> Result<Vec<Value>, NotifyError> {
+    ) -> Result<Changes, NotifyError> {
         check_keys(owner, None)?;
-        let q = query::changed_since(owner, revision, limit, now_ms);
-        Ok(self
+        let from = since.map(query::decode_cursor).transpose()?;
+        let q = query::changes(owner, from.as_ref(), limit);
+        let mut items = self
             .api
             .find(&self.cfg.collection, &q.filter, &q.options)
-            .await?)
+            .await?;
+        let full = items.len() > limit.clamp(1, super::MAX_PAGE) as usize;
+        if full {
+            items.pop();
+        }
+        let last = items.last().and_then(sync_of);
+        let (pos, held) = query::next_sync(
+            last.as_ref(),
+            from.as_ref(),
+            now_ms,
+            self.cfg.sync_settle_ms,
+        );
+        Ok(Changes {
+            items,
+            sync: query::encode_cursor(&pos),
+            // A held-back position would hand out the same page again: wait for the next poll.
+            has_more: full && !held,
+        })
     }
 
     /// Sets a flag on one item or all; returns how many items changed (one call).
@@ -193,6 +284,7 @@ impl<H: HttpClient> NotificationStore<H> {
         target: query::Target<'_>,
         flag: query::Flag,
         value: bool,
+        now_ms: i64,
     ) -> Result<u64, NotifyError> {
         check_keys(
             owner,
@@ -202,7 +294,7 @@ impl<H: HttpClient> NotificationStore<H> {
                 None
             },
         )?;
-        let m = query::mark(owner, target, flag, value);
+        let m = query::mark(owner, target, flag, value, now_ms);
         let coll = &self.cfg.collection;
         let r = if m.many {
             self.api
@@ -216,24 +308,62 @@ impl<H: HttpClient> NotificationStore<H> {
         Ok(r.modified)
     }
 
-    /// Deletes an item; `true` if it existed (one call).
+    /// Deletes an item, leaving a tombstone for other devices; `true` if it existed (one call).
     ///
     /// # Errors
     /// Backend failures.
-    pub async fn delete(&self, owner: &str, item_key: &str) -> Result<bool, NotifyError> {
+    pub async fn delete(
+        &self,
+        owner: &str,
+        item_key: &str,
+        now_ms: i64,
+    ) -> Result<bool, NotifyError> {
         check_keys(owner, Some(item_key))?;
+        let update = query::tombstone_update(&self.cfg, now_ms);
         Ok(self
             .api
-            .delete_one(&self.cfg.collection, &query::delete_one(owner, item_key))
+            .update_one(
+                &self.cfg.collection,
+                &query::delete_one(owner, item_key),
+                &update,
+                false,
+            )
             .await?
+            .matched
             > 0)
     }
 
-    /// Nightly: keeps the owner's newest `keep` items; returns how many were deleted (≤ 2 calls).
+    /// A bulk action over the live inbox or one category; returns the items changed (one call).
     ///
     /// # Errors
     /// Backend failures.
-    pub async fn trim_owner(&self, owner: &str, keep: u32) -> Result<u64, NotifyError> {
+    pub async fn bulk(
+        &self,
+        owner: &str,
+        action: query::Bulk,
+        category: Option<&str>,
+        now_ms: i64,
+    ) -> Result<u64, NotifyError> {
+        check_keys(owner, None)?;
+        let (filter, update) = query::bulk(owner, action, category, &self.cfg, now_ms);
+        Ok(self
+            .api
+            .update_many(&self.cfg.collection, &filter, &update, false)
+            .await?
+            .modified)
+    }
+
+    /// Nightly: keeps the owner's newest `keep` items, tombstoning the rest; returns how many
+    /// (≤ 2 calls).
+    ///
+    /// # Errors
+    /// Backend failures.
+    pub async fn trim_owner(
+        &self,
+        owner: &str,
+        keep: u32,
+        now_ms: i64,
+    ) -> Result<u64, NotifyError> {
         let q = query::trim_owner_cutoff(owner, keep);
         let coll = &self.cfg.collection;
         let Some(cut) = self
@@ -248,13 +378,15 @@ impl<H: HttpClient> NotificationStore<H> {
         let Some(rev) = cut.get("revision").and_then(Value::as_i64) else {
             return Ok(0);
         };
+        let update = query::tombstone_update(&self.cfg, now_ms);
         Ok(self
             .api
-            .delete_many(coll, &query::trim_owner_delete(owner, rev))
-            .await?)
+            .update_many(coll, &query::trim_owner_delete(owner, rev), &update, false)
+            .await?
+            .modified)
     }
 
-    /// Deletes up to `batch` expired items (2 calls); call until it returns 0.
+    /// Tombstones up to `batch` expired items (2 calls); call until it returns 0.
     ///
     /// # Errors
     /// Backend failures.
@@ -271,24 +403,29 @@ impl<H: HttpClient> NotificationStore<H> {
         if ids.is_empty() {
             return Ok(0);
         }
+        let update = query::tombstone_update(&self.cfg, now_ms);
         Ok(self
             .api
-            .delete_many(coll, &query::expired_delete(&ids, now_ms))
-            .await?)
+            .update_many(coll, &query::expired_delete(&ids, now_ms), &update, false)
+            .await?
+            .modified)
     }
 }
 
 /// What one housekeeping run did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Housekeeping {
-    /// Items deleted from owners over the cap.
+    /// Items tombstoned from owners over the cap.
     pub trimmed: u64,
-    /// Expired items deleted.
+    /// Expired items tombstoned.
     pub expired: u64,
     /// Data API calls spent.
     pub calls: u32,
     /// Work was left for the next run because the budget ran out.
     pub budget_exhausted: bool,
+    /// Owners whose inbox was trimmed (their live badge needs a push).
+    #[serde(skip)]
+    pub trimmed_owners: Vec<String>,
 }
 
 impl<H: HttpClient> NotificationStore<H> {
@@ -327,7 +464,11 @@ impl<H: HttpClient> NotificationStore<H> {
                 r.budget_exhausted = true;
                 return Ok(r);
             }
-            r.trimmed += self.trim_owner(owner, keep).await?;
+            let n = self.trim_owner(owner, keep, now_ms).await?;
+            r.trimmed += n;
+            if n > 0 {
+                r.trimmed_owners.push(owner.to_owned());
+            }
             r.calls += 2;
         }
         while r.calls + 2 <= budget {

@@ -94,6 +94,7 @@ export async function startWorker({ assetsDir = path.join(ROOT, "assets"), bindi
     },
     bindings: { ENABLE_BENCH: "true", IPDB_KV_KEY: "ipdb/current", ...bindings },
     kvNamespaces: ["IPDB_CONFIG"],
+    durableObjects: { INBOX_HUB: "InboxHub" },
     r2Buckets: ["IPDB_BUCKET"],
     // A fixed request.cf (Miniflare would otherwise try to download one).
     cf: { country: "GB", colo: "LHR", asn: 64512 },

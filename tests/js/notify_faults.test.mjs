@@ -1,7 +1,9 @@
 // Fault tolerance: 10 000 create/retract operations with client retries while both backends
 // inject ~10% faults (fail before applying, apply then fail, delays past the worker's timeout).
-// Afterwards every operation is applied exactly once: no lost sender, no duplicate origin, and
-// every count matches.
+// Creates and retractions are interleaved in one stream: a retraction often runs before its
+// create has landed (still queued, retrying, or held by the stack past the worker's timeout).
+// Afterwards every operation is applied exactly once: no lost sender, no duplicate origin, no
+// retracted sender brought back, and every count matches.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker, AUTH } from "./harness.mjs";
@@ -58,7 +60,7 @@ test("10 000 operations under ~10% faults on both backends: exactly once", { tim
   const stats = { retries: 0, transport: 0 };
   const expected = new Map(); // `${owner}|${item}` -> Set(sender)
   const t0 = Date.now();
-  const creates = Array.from({ length: CREATES }, (_, i) => async () => {
+  const create = (i) => async () => {
     const owner = `o${i % OWNERS}`, item = `k${Math.floor(i / OWNERS) % ITEMS}`, sender = `s${i}`;
     const ev = {
       owner, itemKey: item, serviceType: "feed", categoryType: "social", notificationType: "comment",
@@ -66,29 +68,37 @@ test("10 000 operations under ~10% faults on both backends: exactly once", { tim
     };
     const status = await untilApplied("/v1/notifications/events", ev, stats);
     assert.ok(["created", "merged", "already_applied", "duplicate"].includes(status), status);
-    const key = `${owner}|${item}`;
-    if (!expected.has(key)) expected.set(key, new Set());
-    expected.get(key).add(sender);
-  });
-  await pool(creates, CONCURRENCY);
-  // Delayed requests still held by the stack would apply after later retractions: wait until
-  // both servers have drained (their in-flight gauges read zero), not for a fixed time.
-  await stack.until(() => true, "delayed creates to drain", 60_000);
-  const retractions = Array.from({ length: RETRACTS }, (_, j) => async () => {
-    const i = j * 4; // every 4th sender
+  };
+  const retract = (i) => async () => {
     const owner = `o${i % OWNERS}`, item = `k${Math.floor(i / OWNERS) % ITEMS}`;
     const status = await untilApplied("/v1/notifications/retractions", { owner, itemKey: item, senderId: `s${i}` }, stats);
+    stats[status] = (stats[status] ?? 0) + 1;
     assert.ok(["updated", "deleted", "not_found"].includes(status), status);
-    expected.get(`${owner}|${item}`).delete(`s${i}`);
-  });
-  await pool(retractions, CONCURRENCY);
-  await stack.until(() => true, "delayed retractions to drain", 60_000);
+  };
+  // Every 4th sender is retracted, its retraction queued right behind its create: with 12
+  // workers they often run at the same time, or the retraction first.
+  const jobs = [];
+  for (let i = 0; i < CREATES; i++) {
+    jobs.push(create(i));
+    if (i % 4 === 0) jobs.push(retract(i));
+  }
+  assert.equal(jobs.length, CREATES + RETRACTS);
+  for (let i = 0; i < CREATES; i++) {
+    const key = `o${i % OWNERS}|k${Math.floor(i / OWNERS) % ITEMS}`;
+    if (!expected.has(key)) expected.set(key, new Set());
+    if (i % 4 !== 0) expected.get(key).add(`s${i}`);
+  }
+  await pool(jobs, CONCURRENCY);
+  // Requests still held by the stack apply late: wait until both servers have drained (their
+  // in-flight gauges read zero), not for a fixed time.
+  await stack.until(() => true, "delayed requests to drain", 60_000);
   const fired = { data: await stack.faultsFired("data"), redis: await stack.faultsFired("redis") };
   await stack.clearFaults();
 
   const docs = (await stack.dataApi("find", { collection: "notifications", filter: {}, limit: 100000 })).documents;
   let lost = 0, duplicates = 0, countMismatch = 0, stray = 0;
-  const byKey = new Map(docs.map((d) => [`${d.owner}|${d.itemKey}`, d]));
+  // Tombstones (deleted items) count as absent.
+  const byKey = new Map(docs.filter((d) => !d.deleted).map((d) => [`${d.owner}|${d.itemKey}`, d]));
   for (const [key, senders] of expected) {
     const d = byKey.get(key);
     if (senders.size === 0) { if (d) stray++; continue; }
@@ -99,7 +109,8 @@ test("10 000 operations under ~10% faults on both backends: exactly once", { tim
     stray += got.filter((s) => !senders.has(s)).length;
     if (d.originsCount !== senders.size) countMismatch++;
   }
-  console.log(`faults fired (fail_before, fail_after, delay): ${JSON.stringify(fired)}; client retries ${stats.retries}, transport errors ${stats.transport}; ${docs.length} items`);
+  console.log(`faults fired (fail_before, fail_after, delay): ${JSON.stringify(fired)}; client retries ${stats.retries}, transport errors ${stats.transport}; retractions: ${stats.updated ?? 0} updated, ${stats.deleted ?? 0} deleted, ${stats.not_found ?? 0} before their create landed; ${docs.length} items`);
+  assert.ok((stats.not_found ?? 0) > 0, "some retractions really ran before their create");
   assert.ok(stats.retries > 500, `faults really happened (${stats.retries} retries)`);
   // "Both backends": every kind of fault fired on each, many times (~4%/4%/2% of thousands).
   for (const which of ["data", "redis"]) {

@@ -46,8 +46,8 @@ test("admin indexes through the gateway: unique + TTL indexes exist, idempotent"
   assert.equal(status, 200);
   const byName = Object.fromEntries(body.indexes.map((i) => [i.name, i]));
   assert.equal(byName.owner_itemKey.unique, true);
-  assert.equal(byName.expireAt_ttl.expireAfterSeconds, 0);
-  assert.ok(byName.owner_revision && byName.owner_category_revision);
+  assert.equal(byName.purgeAt_ttl.expireAfterSeconds, 0);
+  assert.ok(byName.owner_revision && byName.owner_category_revision && byName.owner_sync);
 });
 
 test("create, duplicate, merge, list, unread, mark, retract, delete", async () => {
@@ -142,7 +142,7 @@ test("everything went to the gateway (not the dev emulator), logged without keys
   const requests = gw.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === "request");
   const byAction = {};
   for (const l of requests) if (l.key === "key0") byAction[l.action] = (byAction[l.action] ?? 0) + 1;
-  for (const a of ["createIndexes", "updateOne", "find", "deleteOne"]) {
+  for (const a of ["createIndexes", "updateOne", "find", "aggregate", "updateMany"]) {
     assert.ok(byAction[a] > 0, `worker sent ${a} with key0: ${JSON.stringify(byAction)}`);
   }
   const text = gw.logs.join("\n");

@@ -160,6 +160,12 @@ impl Stack {
         self.dev("redis_rest_url", "POST", "/__stats/reset", "");
     }
 
+    /// Installs fault rules on the Redis bridge (`{"rules":[…]}`; match is the command name).
+    #[allow(dead_code)]
+    pub fn redis_faults(&self, rules: &str) {
+        self.dev("redis_rest_url", "POST", "/__faults", rules);
+    }
+
     /// Installs fault rules on the Data API (`{"rules":[…]}`).
     pub fn data_api_faults(&self, rules: &str) {
         self.dev("data_api_url", "POST", "/__faults", rules);

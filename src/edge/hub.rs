@@ -1,0 +1,212 @@
+//! The live badge: one Durable Object per owner (`INBOX_HUB`) holds that owner's WebSockets
+//! through the Hibernation API, so idle connections cost nothing, and pushes `{unread, unseen,
+//! sync}` after each change. When to push is decided in `crate::notify::badge`.
+
+use std::cell::Cell;
+
+use serde_json::json;
+use worker::{
+    durable_object, Context, Date, DurableObject, Env, Headers, Request, RequestInit, Response,
+    Result, State, WebSocket, WebSocketIncomingMessage, WebSocketPair,
+};
+
+use super::state;
+use crate::notify::badge::{self, Poke};
+use crate::notify::{encode_cursor, next_sync};
+
+/// The binding's name.
+pub const BINDING: &str = "INBOX_HUB";
+const OWNER_HEADER: &str = "X-Inbox-Owner";
+const OWNER_KEY: &str = "owner";
+
+fn now() -> f64 {
+    Date::now().as_millis() as f64
+}
+
+fn hub_request(path: &str, owner: &str, upgrade: Option<&str>) -> Result<Request> {
+    let headers = Headers::new();
+    headers.set(OWNER_HEADER, owner)?;
+    if let Some(protocols) = upgrade {
+        headers.set("Upgrade", "websocket")?;
+        headers.set("Sec-WebSocket-Protocol", protocols)?;
+    }
+    Request::new_with_init(
+        &format!("https://hub{path}"),
+        RequestInit::new().with_headers(headers),
+    )
+}
+
+/// Hands an authenticated WebSocket upgrade (with the client's offered subprotocols) to the
+/// owner's hub; `None` without the binding.
+pub async fn connect(env: &Env, owner: &str, protocols: &str) -> Option<Result<Response>> {
+    let ns = env.durable_object(BINDING).ok()?;
+    let run = async {
+        let stub = ns.id_from_name(owner)?.get_stub()?;
+        stub.fetch_with_request(hub_request("/connect", owner, Some(protocols))?)
+            .await
+    };
+    Some(run.await)
+}
+
+/// Tells the owners' hubs their inbox changed, after the response (nothing without the binding).
+pub fn poke(env: &Env, ctx: &Context, owners: Vec<String>) {
+    if owners.is_empty() || env.durable_object(BINDING).is_err() {
+        return;
+    }
+    let env = env.clone();
+    ctx.wait_until(async move { poke_now(&env, owners).await });
+}
+
+/// [`poke`], awaited (for the cron, which has no response to go after).
+pub async fn poke_now(env: &Env, owners: Vec<String>) {
+    let Ok(ns) = env.durable_object(BINDING) else {
+        return;
+    };
+    for owner in owners {
+        let sent = async {
+            let stub = ns.id_from_name(&owner)?.get_stub()?;
+            stub.fetch_with_request(hub_request("/poke", &owner, None)?)
+                .await
+        };
+        if let Err(e) = sent.await {
+            // A lost poke is repaired by the client's next connect (the socket is a hint).
+            worker::console_warn!(
+                "{}",
+                json!({ "hub": "poke failed", "error": e.to_string() })
+            );
+        }
+    }
+}
+
+/// The per-owner hub.
+#[durable_object]
+pub struct InboxHub {
+    state: State,
+    env: Env,
+    /// When this instance last pushed (forgotten on hibernation: then the next change pushes at
+    /// once, which is what a quiet inbox wants anyway).
+    last_push: Cell<Option<f64>>,
+}
+
+impl InboxHub {
+    /// The badge message for `owner` (one Data API call).
+    async fn badge(&self, owner: &str) -> Result<String> {
+        let st = state::get(&self.env);
+        let cfg = st
+            .config
+            .as_ref()
+            .map_err(|e| worker::Error::RustError(e.to_string()))?;
+        let store = super::notify::store(cfg).map_err(|e| worker::Error::RustError(e.message))?;
+        let t = now() as i64;
+        let counts = store
+            .counts(owner, None, t)
+            .await
+            .map_err(|e| worker::Error::RustError(e.to_string()))?;
+        let (pos, _) = next_sync(None, None, t, cfg.notify.sync_settle_ms);
+        Ok(badge::message(counts, &encode_cursor(&pos)).to_string())
+    }
+
+    async fn push(&self, owner: &str) -> Result<()> {
+        let sockets = self.state.get_websockets();
+        if sockets.is_empty() {
+            return Ok(());
+        }
+        let msg = self.badge(owner).await?;
+        self.last_push.set(Some(now()));
+        for ws in sockets {
+            // A socket closing right now is not an error for the others.
+            let _ = ws.send_with_str(&msg);
+        }
+        Ok(())
+    }
+
+    async fn owner(&self) -> Result<Option<String>> {
+        self.state.storage().get(OWNER_KEY).await
+    }
+}
+
+impl DurableObject for InboxHub {
+    fn new(state: State, env: Env) -> Self {
+        Self {
+            state,
+            env,
+            last_push: Cell::new(None),
+        }
+    }
+
+    async fn fetch(&self, req: Request) -> Result<Response> {
+        let owner = req.headers().get(OWNER_HEADER)?.unwrap_or_default();
+        if owner.is_empty() {
+            return Response::error("owner missing", 400);
+        }
+        if req.path() == "/poke" {
+            let scheduled = self.state.storage().get_alarm().await?.is_some();
+            let sockets = self.state.get_websockets().len();
+            match badge::on_poke(sockets, now(), self.last_push.get(), scheduled) {
+                Poke::Idle | Poke::AlreadyScheduled => {}
+                Poke::PushNow => self.push(&owner).await?,
+                Poke::PushIn(ms) => self.state.storage().set_alarm(ms as i64).await?,
+            }
+            return Response::empty();
+        }
+        // Alarms carry no request: remember whose hub this is.
+        self.state.storage().put(OWNER_KEY, &owner).await?;
+        let pair = WebSocketPair::new()?;
+        self.state.accept_web_socket(&pair.server);
+        // Every connect starts with a fresh badge: that is what repairs a missed push.
+        match self.badge(&owner).await {
+            Ok(msg) => pair.server.send_with_str(msg)?,
+            Err(e) => worker::console_warn!(
+                "{}",
+                json!({ "hub": "badge failed", "error": e.to_string() })
+            ),
+        }
+        let offered = req
+            .headers()
+            .get("Sec-WebSocket-Protocol")?
+            .unwrap_or_default();
+        let mut resp = Response::from_websocket(pair.client)?;
+        // Answer the protocol only when offered: a client that did not offer it would fail.
+        if badge::offers_protocol(&offered) {
+            resp.headers_mut()
+                .set("Sec-WebSocket-Protocol", badge::PROTOCOL)?;
+        }
+        Ok(resp)
+    }
+
+    async fn alarm(&self) -> Result<Response> {
+        if let Some(owner) = self.owner().await? {
+            self.push(&owner).await?;
+        }
+        Response::empty()
+    }
+
+    async fn websocket_message(
+        &self,
+        ws: WebSocket,
+        message: WebSocketIncomingMessage,
+    ) -> Result<()> {
+        // "refresh" asks for the badge now (e.g. after the app returns to the foreground).
+        if matches!(message, WebSocketIncomingMessage::String(ref s) if s == "refresh") {
+            if let Some(owner) = self.owner().await? {
+                ws.send_with_str(self.badge(&owner).await?)?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn websocket_close(
+        &self,
+        ws: WebSocket,
+        code: usize,
+        _reason: String,
+        _was_clean: bool,
+    ) -> Result<()> {
+        // Complete the closing handshake; 1005/1006 cannot be sent back.
+        let code = u16::try_from(code)
+            .ok()
+            .filter(|c| *c >= 1000 && *c != 1005 && *c != 1006);
+        let _ = ws.close(code.or(Some(1000)), Some("bye"));
+        Ok(())
+    }
+}

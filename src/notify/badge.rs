@@ -1,0 +1,118 @@
+//! The live badge: what a connected client is pushed, and when (platform-free; the Durable
+//! Object in `edge::hub` holds the sockets and calls these).
+//!
+//! The socket is a hint channel: the list and the change feed stay the truth. A push says
+//! "this is your badge now, and the feed position it goes with"; a missed push is repaired by
+//! the next connect, which always starts with a fresh badge.
+
+use serde_json::{json, Value};
+
+use super::Counts;
+
+/// WebSocket subprotocol the server speaks (answered in `Sec-WebSocket-Protocol`).
+pub const PROTOCOL: &str = "inbox.v1";
+/// Prefix of the subprotocol entry that carries the user's token (browsers cannot set headers
+/// on a WebSocket): `new WebSocket(url, ["inbox.v1", "auth." + jwt])`.
+pub const TOKEN_PREFIX: &str = "auth.";
+/// At most one push per this window; changes inside it are coalesced into the next push.
+pub const COALESCE_MS: f64 = 250.0;
+/// Reconnect advice sent with every push: exponential backoff from `base` to `max`, full jitter.
+pub const RECONNECT: (u32, u32) = (1_000, 30_000);
+
+/// The token in a `Sec-WebSocket-Protocol` request header, if one of its entries carries it.
+#[must_use]
+pub fn token_from_protocols(header: &str) -> Option<&str> {
+    header
+        .split(',')
+        .map(str::trim)
+        .find_map(|p| p.strip_prefix(TOKEN_PREFIX))
+        .filter(|t| !t.is_empty())
+}
+
+/// True when the client offered our protocol (so the server can answer with it).
+#[must_use]
+pub fn offers_protocol(header: &str) -> bool {
+    header.split(',').map(str::trim).any(|p| p == PROTOCOL)
+}
+
+/// The pushed message.
+#[must_use]
+pub fn message(counts: Counts, sync: &str) -> Value {
+    json!({
+        "type": "badge",
+        "unread": counts.unread,
+        "unseen": counts.unseen,
+        "sync": sync,
+        "reconnect": { "baseMs": RECONNECT.0, "maxMs": RECONNECT.1, "jitter": "full" },
+    })
+}
+
+/// What to do when told the inbox changed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Poke {
+    /// Nobody is listening: nothing to compute.
+    Idle,
+    /// Push now (leading edge).
+    PushNow,
+    /// A push went out less than a window ago: push when the window ends (trailing edge), so a
+    /// burst costs one push per window and the last change is never left out.
+    PushIn(f64),
+    /// A trailing push is already scheduled; it will include this change.
+    AlreadyScheduled,
+}
+
+/// Leading- and trailing-edge throttle: `last_push` is when the last push went out (if this
+/// instance remembers one), `scheduled` whether an alarm is pending.
+#[must_use]
+pub fn on_poke(sockets: usize, now: f64, last_push: Option<f64>, scheduled: bool) -> Poke {
+    if sockets == 0 {
+        return Poke::Idle;
+    }
+    if scheduled {
+        return Poke::AlreadyScheduled;
+    }
+    match last_push {
+        Some(t) if now - t < COALESCE_MS => Poke::PushIn((t + COALESCE_MS - now).max(1.0)),
+        _ => Poke::PushNow,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_come_from_the_protocol_list() {
+        assert_eq!(
+            token_from_protocols("inbox.v1, auth.aaa.bbb.ccc"),
+            Some("aaa.bbb.ccc")
+        );
+        assert_eq!(token_from_protocols("inbox.v1"), None);
+        assert_eq!(token_from_protocols("auth."), None);
+        assert!(offers_protocol("auth.x, inbox.v1"));
+        assert!(!offers_protocol("inbox.v2"));
+    }
+
+    #[test]
+    fn bursts_cost_one_push_per_window_and_keep_the_last_change() {
+        assert_eq!(on_poke(0, 0.0, None, false), Poke::Idle);
+        assert_eq!(on_poke(2, 1000.0, None, false), Poke::PushNow);
+        assert_eq!(on_poke(2, 1000.0, Some(900.0), false), Poke::PushIn(150.0));
+        assert_eq!(
+            on_poke(2, 1000.0, Some(900.0), true),
+            Poke::AlreadyScheduled
+        );
+        assert_eq!(on_poke(1, 1000.0, Some(700.0), false), Poke::PushNow);
+        let m = message(
+            Counts {
+                unread: 3,
+                unseen: 1,
+            },
+            "s",
+        );
+        assert_eq!(
+            (m["unread"].clone(), m["unseen"].clone(), m["sync"].clone()),
+            (json!(3), json!(1), json!("s"))
+        );
+    }
+}

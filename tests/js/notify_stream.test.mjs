@@ -1,0 +1,99 @@
+// Live badges end to end: WebSockets held by the per-owner Durable Object (Hibernation API) in
+// workerd, pushes after changes made through the API, against the local stack.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { startWorker, AUTH, asUser, userToken } from "./harness.mjs";
+import { startStack } from "./stack.mjs";
+import { BadgeSocket } from "./badge.mjs";
+
+const SERVICE = { authorization: "Bearer svc", "content-type": "application/json" };
+let stack, w;
+
+before(async () => {
+  stack = await startStack();
+  w = await startWorker({ bindings: { ...stack.bindings, SERVICE_TOKEN: "svc", ...AUTH } });
+  assert.equal((await w.post("/v1/admin/indexes", {}, SERVICE)).status, 200);
+});
+after(async () => { await w?.stop(); await stack?.stop(); });
+
+let seq = 0;
+const create = (owner, itemKey = `i${seq}`) => w.post("/v1/notifications/events", {
+  owner, itemKey, serviceType: "feed", categoryType: "social", notificationType: "like", templateType: "default",
+  eventId: `ev-${++seq}`, sender: { id: `s${seq}`, name: `S${seq}` }, createdTimeMsec: Date.now(),
+}, SERVICE);
+
+test("every device of an owner gets the badge on connect and after each change; another owner's never does", async () => {
+  await create("ana", "a0");
+  const phone = await BadgeSocket.open(w.base, "ana").opened;
+  const laptop = await BadgeSocket.open(w.base, "ana").opened;
+  const bob = await BadgeSocket.open(w.base, "bob").opened;
+  assert.equal(phone.ws.protocol, "inbox.v1");
+  for (const s of [phone, laptop]) {
+    const m = await s.next(() => true, "the connect badge");
+    assert.deepEqual([m.type, m.unread, m.unseen], ["badge", 1, 1]);
+    assert.equal(typeof m.sync, "string");
+    assert.deepEqual(m.reconnect, { baseMs: 1000, maxMs: 30000, jitter: "full" });
+  }
+  assert.equal((await bob.next(() => true)).unread, 0);
+
+  // Create → both of Ana's devices.
+  assert.equal((await create("ana", "a1")).status, 201);
+  await Promise.all([phone, laptop].map((s) => s.next((m) => m.unread === 2, "unread 2")));
+  // Mark all seen → the badge (unseen) clears, unread stays.
+  await fetch(`${w.base}/v1/notifications/bulk`, { method: "POST", headers: asUser("ana"), body: JSON.stringify({ action: "seen" }) });
+  await phone.next((m) => m.unread === 2 && m.unseen === 0, "unseen 0");
+  // Delete → the count drops.
+  await fetch(`${w.base}/v1/notifications/items/a0`, { method: "DELETE", headers: asUser("ana") });
+  await laptop.next((m) => m.unread === 1, "unread 1 after the delete");
+  // A retraction of Ana's last sender on a1 → 0.
+  const [item] = (await (await fetch(`${w.base}/v1/notifications`, { headers: asUser("ana") })).json()).items;
+  await w.post("/v1/notifications/retractions", { owner: "ana", itemKey: "a1", senderId: item.origins[0].senderId }, SERVICE);
+  await phone.next((m) => m.unread === 0, "unread 0 after the retraction");
+
+  // Bob's socket only ever carried Bob's badge.
+  await create("bob", "b0");
+  await bob.next((m) => m.unread === 1, "Bob's own change");
+  assert.deepEqual(bob.messages.map((m) => m.unread), [0, 1]);
+  await Promise.all([phone, laptop, bob].map((s) => s.close()));
+});
+
+test("a burst is coalesced into few pushes whose last one is exact", async () => {
+  const s = await BadgeSocket.open(w.base, "burst").opened;
+  await s.next(() => true, "the connect badge");
+  const before = s.messages.length;
+  const results = await Promise.all(Array.from({ length: 30 }, (_, i) => create("burst", `x${i}`)));
+  assert.ok(results.every((r) => r.status === 201));
+  await s.next((m) => m.unread === 30, "the burst's final count");
+  const pushes = s.messages.length - before;
+  console.log(`30 concurrent creates → ${pushes} pushes`);
+  assert.ok(pushes < 30, `coalesced (${pushes} pushes for 30 changes)`);
+  // The socket is a hint: "refresh" asks for the badge now.
+  const n = s.messages.length;
+  s.ws.send("refresh");
+  const answer = await s.next((m) => s.messages.indexOf(m) >= n, "the refresh answer");
+  assert.equal(answer.unread, 30);
+  await s.close();
+});
+
+test("stream refusals: no upgrade → 426, bad token → handshake refused, no binding → 503", async () => {
+  const plain = await fetch(`${w.base}/v1/notifications/stream`, { headers: asUser("ana") });
+  assert.equal(plain.status, 426);
+  assert.equal((await plain.json()).error.code, "upgrade_required");
+  const bad = BadgeSocket.open(w.base, "ana", { token: userToken("ana") + "x" });
+  await assert.rejects(bad.opened, /refused/);
+  const bare = await startWorker({ bindings: { ...stack.bindings, ...AUTH }, options: { durableObjects: {} } });
+  try {
+    const r = await fetch(`${bare.base}/v1/notifications/stream`, { headers: { ...asUser("ana"), upgrade: "websocket" } }).catch((e) => e);
+    // Node's fetch may refuse to send an Upgrade header; then check with a socket instead.
+    if (r instanceof Error) {
+      await assert.rejects(BadgeSocket.open(bare.base, "ana").opened, /refused/);
+    } else {
+      assert.equal(r.status, 503);
+      assert.equal((await r.json()).error.code, "not_configured");
+    }
+    // Without the hub every other route behaves as before.
+    assert.equal((await bare.get("/healthz")).status, 200);
+  } finally {
+    await bare.stop();
+  }
+});
