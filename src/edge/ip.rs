@@ -1,32 +1,57 @@
 //! IP → country in the worker: the bundled default IPDB, and hot swap from a KV version record
 //! pointing at an R2 object, re-checked at most every `IPDB_CHECK_INTERVAL_SECONDS` per isolate.
-//! A candidate is served only after its SHA-256 matches the record and it opens as an mmdb;
-//! any failure keeps the current database and is logged and shown in `/healthz`.
+//! The decisions (which record to follow, which object to accept, which download to publish)
+//! are in `crate::ip::{refresh, update}`; this file only reads and writes KV, R2, assets and
+//! the network, and keeps the outcome for `/healthz`.
 
 use super::assets::{corrupt, fetch_asset};
-use super::http_client::WorkerHttp;
 use super::{ok_json, ApiResult};
 use crate::api::{geo as geo_api, ip as ip_api};
-use crate::backend::{HttpClient, HttpRequest};
 use crate::config::{Config, IpdbSettings};
-use crate::ip::{IpDb, IpdbRecord};
+use crate::ip::refresh::{self, Check};
+use crate::ip::table::IpTable;
+use crate::ip::update::{self, CappedBuf, Plan, UpdateError, UpdatePolicy, UpdateStatus};
+use crate::ip::{Attribution, IpdbRecord};
+use futures_util::future::{select, Either};
+use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::net::IpAddr;
 use std::rc::Rc;
-use worker::{Context, Date, Env, Request, Response};
+use std::time::Duration;
+use wasm_bindgen::JsCast;
+use worker::{AbortController, Context, Date, Delay, Env, Fetch, Request, Response};
 
 /// KV namespace holding the version record.
 pub const IPDB_CONFIG: &str = "IPDB_CONFIG";
 /// R2 bucket holding published databases.
 pub const IPDB_BUCKET: &str = "IPDB_BUCKET";
-const BUNDLED_PATH: &str = "ip/default.mmdb";
+/// The bundled country table (converted from `ip/default.mmdb` by the asset build).
+const BUNDLED_PATH: &str = "ip/country.bin";
 
-/// The database an isolate serves.
+/// The database an isolate serves: always the compact table, read in place.
 pub struct IpState {
-    db: IpDb<Vec<u8>>,
+    db: IpTable<Vec<u8>>,
     version: String,
     source: &'static str,
+    attribution: Option<Attribution>,
+    /// Fetch + open time of the table (ms).
+    load_ms: f64,
+}
+
+/// What a table says about its source (written by `update::table_meta`).
+#[derive(serde::Deserialize, Default)]
+struct TableMeta {
+    #[serde(default)]
+    database_type: String,
+    #[serde(default)]
+    build_epoch: u64,
+    #[serde(default)]
+    attribution: Option<Attribution>,
+}
+
+fn meta_of(t: &IpTable<Vec<u8>>) -> TableMeta {
+    serde_json::from_slice(t.meta()).unwrap_or_default()
 }
 
 #[derive(Default)]
@@ -36,6 +61,7 @@ struct Watch {
     checks: u64,
     last_outcome: Option<String>,
     last_swap_ms: Option<f64>,
+    last_update: Option<UpdateStatus>,
 }
 
 thread_local! {
@@ -47,6 +73,10 @@ fn current() -> Option<Rc<IpState>> {
     IP.with(|s| s.borrow().clone())
 }
 
+fn now_iso() -> String {
+    String::from(js_sys::Date::new_0().to_iso_string())
+}
+
 /// The isolate's database. A cold isolate asks the config store first (so it never serves a
 /// stale default when a newer one is published) and falls back to the bundled file.
 pub async fn ip_state(env: &Env, ctx: &Context, cfg: &IpdbSettings) -> ApiResult<Rc<IpState>> {
@@ -54,17 +84,28 @@ pub async fn ip_state(env: &Env, ctx: &Context, cfg: &IpdbSettings) -> ApiResult
         maybe_refresh(env, ctx, cfg);
         return Ok(s);
     }
+    serving(env, cfg).await
+}
+
+/// The database being served, loading it when the isolate has none yet (also for the cron).
+async fn serving(env: &Env, cfg: &IpdbSettings) -> ApiResult<Rc<IpState>> {
+    if let Some(s) = current() {
+        return Ok(s);
+    }
     refresh(env, cfg).await;
     if let Some(s) = current() {
         return Ok(s);
     }
+    let started = Date::now().as_millis();
     let bytes = fetch_asset(env, BUNDLED_PATH).await?;
-    let db = IpDb::from_bytes(bytes).map_err(|e| corrupt(BUNDLED_PATH, e))?;
-    let (db_type, epoch) = db.describe();
+    let db = IpTable::from_bytes(bytes).map_err(|e| corrupt(BUNDLED_PATH, e))?;
+    let meta = meta_of(&db);
     let state = Rc::new(IpState {
         db,
-        version: format!("bundled:{db_type}:{epoch}"),
+        version: format!("bundled:{}:{}", meta.database_type, meta.build_epoch),
         source: "bundled",
+        attribution: meta.attribution,
+        load_ms: (Date::now().as_millis() - started) as f64,
     });
     Ok(IP.with(|s| s.borrow_mut().get_or_insert(state).clone()))
 }
@@ -90,8 +131,8 @@ fn maybe_refresh(env: &Env, ctx: &Context, cfg: &IpdbSettings) {
     }
 }
 
-/// Reads the record and swaps in a new database when its version changed. Never fails: the
-/// outcome is logged and kept for `/healthz`.
+/// Reads the record and swaps in a new database when its version changed, and reads the last
+/// scheduled update's status. Never fails: the outcome is logged and kept for `/healthz`.
 async fn refresh(env: &Env, cfg: &IpdbSettings) {
     let outcome = match try_refresh(env, cfg).await {
         Ok(m) => m,
@@ -100,55 +141,93 @@ async fn refresh(env: &Env, cfg: &IpdbSettings) {
             format!("rejected: {e}")
         }
     };
+    let status = read_status(env, cfg).await;
     WATCH.with(|w| {
         let mut w = w.borrow_mut();
         w.last_check_ms = Date::now().as_millis() as f64;
         w.checks += 1;
         w.last_outcome = Some(outcome);
+        if status.is_some() {
+            w.last_update = status;
+        }
     });
 }
 
+async fn r2_bytes(bucket: &worker::Bucket, key: &str) -> Result<Option<Vec<u8>>, String> {
+    let Some(o) = bucket
+        .get(key)
+        .execute()
+        .await
+        .map_err(|e| format!("R2 read: {e}"))?
+    else {
+        return Ok(None);
+    };
+    o.body()
+        .ok_or("object has no body")?
+        .bytes()
+        .await
+        .map(Some)
+        .map_err(|e| format!("R2 body: {e}"))
+}
+
+async fn read_status(env: &Env, cfg: &IpdbSettings) -> Option<UpdateStatus> {
+    let kv = env.kv(IPDB_CONFIG).ok()?;
+    let text = kv
+        .get(&update::status_key(&cfg.kv_key))
+        .text()
+        .await
+        .ok()??;
+    serde_json::from_str(&text).ok()
+}
+
 async fn try_refresh(env: &Env, cfg: &IpdbSettings) -> Result<String, String> {
-    let key = &cfg.kv_key;
     let kv = env
         .kv(IPDB_CONFIG)
         .map_err(|e| format!("KV binding: {e}"))?;
-    let Some(text) = kv
-        .get(key)
+    let text = kv
+        .get(&cfg.kv_key)
         .text()
         .await
-        .map_err(|e| format!("KV read: {e}"))?
-    else {
-        return Ok("no record; serving the bundled database".into());
+        .map_err(|e| format!("KV read: {e}"))?;
+    let serving = current().map(|s| s.version.clone());
+    let record = match refresh::check(text.as_deref(), serving.as_deref()) {
+        Ok(Check::NoRecord) => return Ok("no record; serving the bundled database".into()),
+        Ok(Check::UpToDate(v)) => return Ok(format!("up to date ({v})")),
+        Ok(Check::Fetch(r)) => r,
+        Err(e) => return Err(e.to_string()),
     };
-    let record = IpdbRecord::parse(&text).map_err(|e| e.to_string())?;
-    if current().is_some_and(|s| s.version == record.version) {
-        return Ok(format!("up to date ({})", record.version));
-    }
     let started = Date::now().as_millis();
     let bucket = env
         .bucket(IPDB_BUCKET)
         .map_err(|e| format!("R2 binding: {e}"))?;
-    let object = bucket
-        .get(&record.object_key)
-        .execute()
-        .await
-        .map_err(|e| format!("R2 read: {e}"))?
-        .ok_or_else(|| format!("object {} missing", record.object_key))?;
-    let bytes = object
-        .body()
-        .ok_or("object has no body")?
-        .bytes()
-        .await
-        .map_err(|e| format!("R2 body: {e}"))?;
-    if !record.matches(&bytes) {
-        return Err(format!("checksum mismatch for {}", record.object_key));
-    }
-    let db = IpDb::from_bytes(bytes).map_err(|e| format!("{}: {e}", record.object_key))?;
+    let db = match &record.table_key {
+        // The publisher stored the converted table: read it, nothing to convert.
+        Some(key) => {
+            let bytes = r2_bytes(&bucket, key).await?;
+            refresh::accept_table(&record, bytes).map_err(|e| e.to_string())?
+        }
+        // Older records name only the mmdb: convert here (off the request path when warm).
+        None => {
+            let bytes = r2_bytes(&bucket, &record.object_key).await?;
+            let mmdb = refresh::accept(&record, bytes).map_err(|e| e.to_string())?;
+            let (db_type, epoch) = mmdb.describe();
+            let meta = crate::ip::update::table_meta(&db_type, epoch, record.attribution.as_ref());
+            let table = crate::ip::convert::table(&mmdb, &meta).map_err(|e| e.to_string())?;
+            IpTable::from_bytes(table).map_err(|e| e.to_string())?
+        }
+    };
+    let attribution = record.attribution.clone().or_else(|| {
+        let m = meta_of(&db);
+        m.attribution
+            .or_else(|| Attribution::for_database_type(&m.database_type))
+    });
+    let load_ms = (Date::now().as_millis() - started) as f64;
     let state = Rc::new(IpState {
         db,
         version: record.version.clone(),
         source: "r2",
+        attribution,
+        load_ms,
     });
     IP.with(|s| *s.borrow_mut() = Some(state));
     let ms = (Date::now().as_millis() - started) as f64;
@@ -157,8 +236,10 @@ async fn try_refresh(env: &Env, cfg: &IpdbSettings) -> Result<String, String> {
     Ok(format!("swapped to {}", record.version))
 }
 
+/// The `ipdb` object of every IP answer: which database answered, and the credit its licence
+/// asks for (the console shows `attribution.text` linked to `attribution.url`).
 fn ipdb_json(s: &IpState) -> Value {
-    json!({ "version": s.version, "source": s.source })
+    json!({ "version": s.version, "source": s.source, "attribution": s.attribution })
 }
 
 /// `GET /v1/geo/ip`.
@@ -239,69 +320,182 @@ pub fn health() -> Value {
             "loaded": s.is_some(),
             "version": s.as_ref().map(|s| s.version.clone()),
             "source": s.as_ref().map(|s| s.source),
+            "attribution": s.as_ref().and_then(|s| s.attribution.clone()),
+            "table_bytes": s.as_ref().map(|s| s.db.len()),
+            "load_ms": s.as_ref().map(|s| s.load_ms),
             "checks": w.checks,
             "last_check_outcome": w.last_outcome,
             "last_swap_ms": w.last_swap_ms,
+            "last_update": w.last_update,
         })
     })
 }
 
-/// Cron job: download the configured IPDB, validate it, store it in R2 and point the KV record
-/// at it. Readers pick it up on their next check; nothing is redeployed.
+/// Cron job: download the configured IPDB (`.mmdb`, or `.mmdb.gz` decompressed here), vet it
+/// against the serving database, store it in R2 and point the KV record at it. Readers pick it
+/// up on their next check; nothing is redeployed. The outcome (refusals included) is kept in
+/// KV for every isolate's `/healthz`.
 pub async fn publish_from_source(env: &Env, cfg: &Config) -> Result<String, String> {
     let settings = &cfg.ipdb;
     let Some(url) = &settings.source_url else {
         return Ok("IPDB_SOURCE_URL not set; nothing to publish".into());
     };
-    // Bounded: a deadline on the whole download and a size cap on what is kept.
-    let resp = WorkerHttp
-        .send(HttpRequest::get(url.as_str(), settings.download_timeout_ms))
-        .await
-        .map_err(|e| format!("download: {e}"))?;
-    if resp.status != 200 {
-        return Err(format!("download answered {}", resp.status));
-    }
-    if resp.body.len() as u64 > settings.max_download_bytes {
-        return Err(format!(
-            "download is {} bytes, over IPDB_MAX_DOWNLOAD_BYTES ({})",
-            resp.body.len(),
-            settings.max_download_bytes
-        ));
-    }
-    let bytes = resp.body;
-    let db = IpDb::from_bytes(bytes.as_slice()).map_err(|e| format!("downloaded file: {e}"))?;
-    let (_, epoch) = db.describe();
-    let sha256 = crate::ip::sha256_hex(&bytes);
-    let key = &settings.kv_key;
     let kv = env
         .kv(IPDB_CONFIG)
         .map_err(|e| format!("KV binding: {e}"))?;
-    if let Ok(Some(old)) = kv.get(key).text().await {
-        if IpdbRecord::parse(&old).is_ok_and(|r| r.sha256 == sha256) {
-            return Ok("unchanged".into());
+    let serving = serving(env, settings).await.map_err(|e| e.to_string())?;
+    let current = match kv.get(&settings.kv_key).text().await {
+        Ok(Some(text)) => IpdbRecord::parse(&text).ok(),
+        _ => None,
+    };
+    let policy = settings.update_policy();
+    let result = match download(url, &policy, settings.download_timeout_ms).await {
+        // The npm builds name no source in their metadata; then the bundled credit carries over.
+        Ok(bytes) => update::vet(
+            bytes,
+            &serving.db,
+            current.as_ref(),
+            &policy,
+            now_iso(),
+            serving.attribution.clone(),
+        ),
+        Err(e) => Err(e),
+    };
+    let written = match &result {
+        Ok(Plan::Publish(v)) => publish(env, &kv, &settings.kv_key, v).await,
+        _ => Ok(()),
+    };
+    let result = match written {
+        Ok(()) => result,
+        Err(e) => Err(UpdateError::Download(format!("storing the candidate: {e}"))),
+    };
+    let status = UpdateStatus::of(&result, now_iso());
+    WATCH.with(|w| w.borrow_mut().last_update = Some(status.clone()));
+    let text = serde_json::to_string(&status).map_err(|e| e.to_string())?;
+    if let Ok(put) = kv.put(&update::status_key(&settings.kv_key), text) {
+        if let Err(e) = put.execute().await {
+            worker::console_error!("ipdb update status not stored: {e}");
         }
     }
-    let record = IpdbRecord::for_database(
-        sha256,
-        epoch,
-        String::from(js_sys::Date::new_0().to_iso_string()),
-    );
+    match result {
+        Ok(Plan::Publish(v)) => Ok(format!("published {}", v.record.version)),
+        Ok(Plan::Unchanged(v)) => Ok(format!("unchanged ({v})")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+async fn publish(
+    env: &Env,
+    kv: &worker::kv::KvStore,
+    key: &str,
+    v: &update::Vetted,
+) -> Result<(), String> {
     let bucket = env
         .bucket(IPDB_BUCKET)
         .map_err(|e| format!("R2 binding: {e}"))?;
     bucket
-        .put(&record.object_key, bytes)
+        .put(&v.record.object_key, v.bytes.clone())
         .execute()
         .await
         .map_err(|e| format!("R2 write: {e}"))?;
-    let text = serde_json::to_string(&record).map_err(|e| e.to_string())?;
-    // The object is written before the record, so a reader never sees a record without its file.
+    if let Some(key) = &v.record.table_key {
+        bucket
+            .put(key, v.table.clone())
+            .execute()
+            .await
+            .map_err(|e| format!("R2 write: {e}"))?;
+    }
+    let text = serde_json::to_string(&v.record).map_err(|e| e.to_string())?;
+    // The objects are written before the record, so a reader never sees a record without them.
     kv.put(key, text)
         .map_err(|e| format!("KV write: {e}"))?
         .execute()
         .await
-        .map_err(|e| format!("KV write: {e}"))?;
-    Ok(format!("published {}", record.version))
+        .map_err(|e| format!("KV write: {e}"))
+}
+
+/// Downloads `url` within `timeout_ms`, refusing more than the policy's compressed and
+/// decompressed caps as soon as a stream passes them; gzip is sniffed from the bytes.
+async fn download(
+    url: &str,
+    policy: &UpdatePolicy,
+    timeout_ms: u32,
+) -> Result<Vec<u8>, UpdateError> {
+    let controller = AbortController::default();
+    let signal = controller.signal();
+    let work = Box::pin(async move {
+        let dl = |e: worker::Error| UpdateError::Download(e.to_string());
+        let request = Request::new(url, worker::Method::Get).map_err(dl)?;
+        let mut resp = Fetch::Request(request)
+            .send_with_signal(&signal)
+            .await
+            .map_err(dl)?;
+        if resp.status_code() != 200 {
+            return Err(UpdateError::Download(format!(
+                "answered {}",
+                resp.status_code()
+            )));
+        }
+        let mut buf = CappedBuf::new(policy.max_download_bytes, "download");
+        let declared = resp.headers().get("content-length").ok().flatten();
+        if let Some(n) = declared.and_then(|n| n.parse::<u64>().ok()) {
+            if n > policy.max_download_bytes {
+                return Err(UpdateError::TooLarge {
+                    what: "download",
+                    limit: policy.max_download_bytes,
+                });
+            }
+        }
+        let mut body = resp.stream().map_err(dl)?;
+        while let Some(chunk) = body.next().await {
+            buf.push(&chunk.map_err(dl)?)?;
+        }
+        let bytes = buf.into_inner();
+        if !update::is_gzip(&bytes) {
+            return Ok(bytes);
+        }
+        gunzip(&bytes, policy.max_db_bytes).await
+    });
+    let timer = Box::pin(Delay::from(Duration::from_millis(u64::from(timeout_ms))));
+    match select(work, timer).await {
+        Either::Left((result, _)) => result,
+        Either::Right(((), _)) => {
+            controller.abort();
+            Err(UpdateError::TimedOut(timeout_ms))
+        }
+    }
+}
+
+/// Decompresses with the runtime's `DecompressionStream` (no inflate code in the wasm),
+/// reading the output stream chunk by chunk so a gzip bomb stops at the cap.
+async fn gunzip(bytes: &[u8], limit: u64) -> Result<Vec<u8>, UpdateError> {
+    let js = |e: wasm_bindgen::JsValue| UpdateError::Gzip(format!("{e:?}"));
+    let global = js_sys::global();
+    let ctor = js_sys::Reflect::get(&global, &"DecompressionStream".into()).map_err(js)?;
+    let inflate = js_sys::Reflect::construct(
+        ctor.unchecked_ref::<js_sys::Function>(),
+        &js_sys::Array::of1(&"gzip".into()),
+    )
+    .map_err(js)?;
+    let input = worker::web_sys::Response::new_with_opt_buffer_source(Some(
+        &js_sys::Uint8Array::from(bytes),
+    ))
+    .map_err(js)?
+    .body()
+    .ok_or_else(|| UpdateError::Gzip("no input stream".into()))?;
+    let pipe_through: js_sys::Function = js_sys::Reflect::get(&input, &"pipeThrough".into())
+        .map_err(js)?
+        .unchecked_into();
+    let output: worker::web_sys::ReadableStream = pipe_through
+        .call1(&input, &inflate)
+        .map_err(js)?
+        .unchecked_into();
+    let mut stream = worker::ByteStream::from(output);
+    let mut buf = CappedBuf::new(limit, "decompressed database");
+    while let Some(chunk) = stream.next().await {
+        buf.push(&chunk.map_err(|e| UpdateError::Gzip(e.to_string()))?)?;
+    }
+    Ok(buf.into_inner())
 }
 
 /// Bench: `n` lookups of pseudo-random IPv4 addresses inside the isolate (timed from outside

@@ -2,9 +2,9 @@
 //! deterministic probe set: the same addresses on every machine and every run, so a publish
 //! check is reproducible and two checks of the same pair of files give the same number.
 
-use super::db::{IpAnswer, IpDb};
+use super::db::{CountryLookup, IpAnswer};
 use super::special::special_range;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -71,7 +71,7 @@ pub fn probe_set() -> Vec<IpAddr> {
 }
 
 /// Outcome of comparing a candidate with a baseline on a probe set.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Agreement {
     /// Addresses probed.
     pub probes: usize,
@@ -103,9 +103,9 @@ impl Agreement {
 }
 
 /// Compares `candidate` with `baseline` on `probes`.
-pub fn compare<A: AsRef<[u8]>, B: AsRef<[u8]>>(
-    baseline: &IpDb<A>,
-    candidate: &IpDb<B>,
+pub fn compare<A: CountryLookup + ?Sized, B: CountryLookup + ?Sized>(
+    baseline: &A,
+    candidate: &B,
     probes: &[IpAddr],
 ) -> Agreement {
     let country = |a: IpAnswer<'_>| match a {
@@ -118,7 +118,10 @@ pub fn compare<A: AsRef<[u8]>, B: AsRef<[u8]>>(
     };
     let mut seen = BTreeSet::new();
     for &ip in probes {
-        let (b, c) = (country(baseline.lookup(ip)), country(candidate.lookup(ip)));
+        let (b, c) = (
+            country(baseline.country(ip)),
+            country(candidate.country(ip)),
+        );
         if let Some(code) = &c {
             out.candidate_answered += 1;
             seen.insert(code.clone());

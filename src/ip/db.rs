@@ -53,6 +53,19 @@ const FLAT_PATH: &[PathElement<'static>] = &[PathElement::Key("country_code")];
 const GEOIP2_PATH: &[PathElement<'static>] =
     &[PathElement::Key("country"), PathElement::Key("iso_code")];
 
+/// Anything that answers an address with a country: the mmdb reader, and later tables built
+/// from it. Agreement checks compare any two.
+pub trait CountryLookup {
+    /// Country of `ip`, with reserved ranges answered as such.
+    fn country(&self, ip: IpAddr) -> IpAnswer<'_>;
+}
+
+impl<S: AsRef<[u8]>> CountryLookup for IpDb<S> {
+    fn country(&self, ip: IpAddr) -> IpAnswer<'_> {
+        self.lookup(ip)
+    }
+}
+
 /// An opened IP database.
 pub struct IpDb<S: AsRef<[u8]>> {
     reader: Reader<S>,
@@ -93,7 +106,14 @@ impl<S: AsRef<[u8]>> IpDb<S> {
     }
 
     fn lookup_raw(&self, ip: IpAddr) -> Result<Option<&str>, MaxMindDbError> {
-        let r = self.reader.lookup(ip)?;
+        self.country_of(&self.reader.lookup(ip)?)
+    }
+
+    /// The country code a lookup result's record carries, in this database's layout.
+    pub(crate) fn country_of<'a>(
+        &'a self,
+        r: &maxminddb::LookupResult<'a, S>,
+    ) -> Result<Option<&'a str>, MaxMindDbError> {
         let path = match self.layout {
             Layout::Flat => FLAT_PATH,
             Layout::GeoIp2 => GEOIP2_PATH,
@@ -120,5 +140,16 @@ impl<S: AsRef<[u8]>> IpDb<S> {
     /// The plain crate call this wrapper adds to, for the overhead benchmark.
     pub fn reader(&self) -> &Reader<S> {
         &self.reader
+    }
+}
+
+impl<S: AsRef<[u8]>> fmt::Debug for IpDb<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (db_type, epoch) = self.describe();
+        f.debug_struct("IpDb")
+            .field("database_type", &db_type)
+            .field("build_epoch", &epoch)
+            .field("layout", &self.layout)
+            .finish()
     }
 }

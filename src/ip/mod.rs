@@ -1,18 +1,25 @@
-//! IP → country over a MaxMind-format database held in memory, plus the hot-swap version record.
+//! IP → country over a MaxMind-format database held in memory, plus the hot-swap version record,
+//! the isolate's refresh decision and the scheduled update's vetting.
 //!
 //! Two record layouts are read: the flat `{"country_code":"XX"}` of the ip-location-db packages
-//! (our bundled default) and GeoIP2/GeoLite2's `{"country":{"iso_code":"XX"}}`.
+//! (our bundled default, DB-IP Lite) and GeoIP2/GeoLite2's `{"country":{"iso_code":"XX"}}`.
 
 mod agreement;
+mod attribution;
+pub mod convert;
 mod db;
 mod parse;
+pub mod refresh;
 mod special;
+pub mod table;
+pub mod update;
 mod version;
 
 pub use agreement::{
     compare, probe_set, probe_set_with, Agreement, ANCHORS, PROBE_COUNT, PROBE_SEED,
 };
-pub use db::{IpAnswer, IpDb, IpDbError, Layout};
+pub use attribution::Attribution;
+pub use db::{CountryLookup, IpAnswer, IpDb, IpDbError, Layout};
 pub use parse::{parse_ip, IpParseError};
 pub use special::special_range;
 pub use version::{sha256_hex, IpdbRecord, RecordError};

@@ -1,9 +1,10 @@
 //! The config-store record naming the current IPDB (a KV value), and its validation.
 
+use super::attribution::Attribution;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// `{version, sha256, object_key, updated_at}` as stored under the KV key.
+/// `{version, sha256, object_key, updated_at[, attribution]}` as stored under the KV key.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IpdbRecord {
@@ -15,6 +16,16 @@ pub struct IpdbRecord {
     pub object_key: String,
     /// RFC 3339 time of publication (informational).
     pub updated_at: String,
+    /// The credit the data's licence asks for; absent in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<Attribution>,
+    /// The compact country table converted from the object (R2 key), when the publisher
+    /// stored one: isolates load it instead of the mmdb.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_key: Option<String>,
+    /// Lower-case hex SHA-256 of the table object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_sha256: Option<String>,
 }
 
 /// Why a record was rejected.
@@ -44,12 +55,20 @@ impl IpdbRecord {
     /// The record a publisher writes for a database (the cron job and `scripts/publish-ipdb.sh`
     /// through `ipdb-check` alike): version `{build_epoch}-{first 12 hex of sha256}`, object key
     /// `ipdb/{sha256}.mmdb` (content-addressed, so an object is never overwritten in place).
-    pub fn for_database(sha256: String, build_epoch: u64, updated_at: String) -> Self {
+    pub fn for_database(
+        sha256: String,
+        build_epoch: u64,
+        updated_at: String,
+        attribution: Option<Attribution>,
+    ) -> Self {
         IpdbRecord {
             version: format!("{build_epoch}-{}", &sha256[..12.min(sha256.len())]),
             object_key: format!("ipdb/{sha256}.mmdb"),
             sha256,
             updated_at,
+            attribution,
+            table_key: None,
+            table_sha256: None,
         }
     }
 
@@ -63,16 +82,16 @@ impl IpdbRecord {
         if r.version.is_empty() || r.version.len() > 128 {
             return Err(RecordError::Field("version"));
         }
-        if r.sha256.len() != 64
-            || !r
-                .sha256
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-        {
+        if !is_sha256_hex(&r.sha256) {
             return Err(RecordError::Field("sha256"));
         }
         if r.object_key.is_empty() || r.object_key.len() > 1024 {
             return Err(RecordError::Field("object_key"));
+        }
+        match (&r.table_key, &r.table_sha256) {
+            (None, None) => {}
+            (Some(k), Some(h)) if !k.is_empty() && k.len() <= 1024 && is_sha256_hex(h) => {}
+            _ => return Err(RecordError::Field("table_key/table_sha256")),
         }
         Ok(r)
     }
@@ -81,6 +100,12 @@ impl IpdbRecord {
     pub fn matches(&self, bytes: &[u8]) -> bool {
         sha256_hex(bytes) == self.sha256
     }
+}
+
+fn is_sha256_hex(s: &str) -> bool {
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 /// Lower-case hex SHA-256.
@@ -112,7 +137,12 @@ mod tests {
     #[test]
     fn record_for_a_database_round_trips() {
         let sha = sha256_hex(b"db");
-        let r = IpdbRecord::for_database(sha.clone(), 1_700_000_000, "2026-12-01T00:00:00Z".into());
+        let r = IpdbRecord::for_database(
+            sha.clone(),
+            1_700_000_000,
+            "2026-12-01T00:00:00Z".into(),
+            Some(Attribution::dbip()),
+        );
         assert_eq!(r.version, format!("1700000000-{}", &sha[..12]));
         assert_eq!(r.object_key, format!("ipdb/{sha}.mmdb"));
         let text = serde_json::to_string(&r).unwrap();

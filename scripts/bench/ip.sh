@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# IP → country benchmark section for BENCHMARKS.md (prints markdown on stdout).
+#
+#   bash scripts/bench/ip.sh [--no-workerd]
+#
+# Native: the compact table vs the plain `maxminddb` reader vs our `IpDb` wrapper, same
+# addresses, same process (examples/ip_bench.rs); `mmdb-lib` (npm) on the same address mix; for
+# DB-IP Lite (default) and iptoasn. Agreement of iptoasn with DB-IP on the fixed probe set
+# (`ipdb-check`). In workerd (needs `bash scripts/build-worker.sh`): first IP answer of a fresh
+# isolate, bytes read before it, and wasm ns/lookup. Timings vary on shared machines: compare
+# the ratios within one run.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/env.sh >/dev/null
+D=node_modules/@ip-location-db
+DBS=(dbip="$D/dbip-country-mmdb/dbip-country.mmdb" iptoasn="$D/iptoasn-country-mmdb/iptoasn-country.mmdb")
+echo "## IP → country"
+echo
+echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(date -u +%Y-%m-%d)."
+echo
+echo "### Native (\`cargo run --release --example ip_bench\`), 1 M addresses, 75% IPv4"
+echo
+cargo run -q --release --example ip_bench -- "${DBS[@]}"
+echo
+echo "### \`mmdb-lib\` (npm), same address mix"
+echo
+node scripts/bench/ip-mmdb-lib.mjs "${DBS[@]}"
+echo
+echo "### Agreement of iptoasn with DB-IP on the fixed probe set (4 096 addresses)"
+echo
+cargo run -q --release --bin ipdb-check -- "$D/iptoasn-country-mmdb/iptoasn-country.mmdb" \
+  --against "$D/dbip-country-mmdb/dbip-country.mmdb" --max-disagreement 1 \
+  | jq -r '.agreement | "| compared | agree | lost | changed | iptoasn answered |\n|---:|---:|---:|---:|---:|\n| \(.compared) | \(.agree) (\(100*.agree/.compared|floor)%) | \(.lost) | \(.changed) | \(.candidate_answered) |"'
+if [ "${1:-}" != "--no-workerd" ]; then
+  echo
+  echo "### In workerd"
+  echo
+  node scripts/bench/ip-workerd.mjs 5 2>/dev/null | grep '^|'
+fi

@@ -1,0 +1,163 @@
+//! An isolate's hot-swap check, minus the I/O: read the version record, decide whether to
+//! fetch, and accept the fetched object only when its checksum matches and it opens. The
+//! worker adapter only reads KV and R2 and stores what this returns.
+
+use super::db::{IpDb, IpDbError};
+use super::table::{IpTable, TableError};
+use super::version::{IpdbRecord, RecordError};
+
+/// What to do after reading the version record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// No record published: keep serving the bundled database.
+    NoRecord,
+    /// The record names the version already served.
+    UpToDate(String),
+    /// A new version: fetch its object.
+    Fetch(IpdbRecord),
+}
+
+/// Why a published version was not swapped in (the current database keeps serving).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RefreshError {
+    /// The record is not valid.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// The record names an object the bucket does not have.
+    #[error("object {0} missing")]
+    Missing(String),
+    /// The object's bytes do not hash to the record's `sha256`.
+    #[error("checksum mismatch for {0}")]
+    Checksum(String),
+    /// The converted table is not usable.
+    #[error("{key}: {source}")]
+    InvalidTable {
+        /// Object key.
+        key: String,
+        /// Why it did not open.
+        source: TableError,
+    },
+    /// The object is not a usable database.
+    #[error("{key}: {source}")]
+    Invalid {
+        /// Object key.
+        key: String,
+        /// Why it did not open.
+        source: IpDbError,
+    },
+}
+
+/// Decides from the record's text (`None` = no record) and the version being served.
+///
+/// # Errors
+/// [`RefreshError::Record`] when the record is malformed.
+pub fn check(record_text: Option<&str>, serving: Option<&str>) -> Result<Check, RefreshError> {
+    let Some(text) = record_text else {
+        return Ok(Check::NoRecord);
+    };
+    let record = IpdbRecord::parse(text)?;
+    if serving == Some(record.version.as_str()) {
+        return Ok(Check::UpToDate(record.version));
+    }
+    Ok(Check::Fetch(record))
+}
+
+/// Accepts the object fetched for `record` (`None` = not in the bucket).
+///
+/// # Errors
+/// [`RefreshError`] when it is missing, does not match the checksum or does not open.
+pub fn accept(record: &IpdbRecord, bytes: Option<Vec<u8>>) -> Result<IpDb<Vec<u8>>, RefreshError> {
+    let bytes = bytes.ok_or_else(|| RefreshError::Missing(record.object_key.clone()))?;
+    if !record.matches(&bytes) {
+        return Err(RefreshError::Checksum(record.object_key.clone()));
+    }
+    IpDb::from_bytes(bytes).map_err(|source| RefreshError::Invalid {
+        key: record.object_key.clone(),
+        source,
+    })
+}
+
+/// Accepts the converted table fetched for `record` (`None` = not in the bucket).
+///
+/// # Errors
+/// [`RefreshError`] when the record names no table, it is missing, does not match its
+/// checksum or does not open.
+pub fn accept_table(
+    record: &IpdbRecord,
+    bytes: Option<Vec<u8>>,
+) -> Result<IpTable<Vec<u8>>, RefreshError> {
+    let (Some(key), Some(sha)) = (&record.table_key, &record.table_sha256) else {
+        return Err(RefreshError::Missing("table".into()));
+    };
+    let bytes = bytes.ok_or_else(|| RefreshError::Missing(key.clone()))?;
+    if super::sha256_hex(&bytes) != *sha {
+        return Err(RefreshError::Checksum(key.clone()));
+    }
+    IpTable::from_bytes(bytes).map_err(|source| RefreshError::InvalidTable {
+        key: key.clone(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ip::sha256_hex;
+
+    fn record(sha: &str) -> IpdbRecord {
+        IpdbRecord {
+            version: "v2".into(),
+            sha256: sha.into(),
+            object_key: "ipdb/x.mmdb".into(),
+            updated_at: String::new(),
+            attribution: None,
+            table_key: None,
+            table_sha256: None,
+        }
+    }
+
+    #[test]
+    fn decides_from_the_record() {
+        assert_eq!(check(None, Some("v1")).unwrap(), Check::NoRecord);
+        let text = serde_json::to_string(&record(&sha256_hex(b"x"))).unwrap();
+        assert_eq!(
+            check(Some(&text), Some("v2")).unwrap(),
+            Check::UpToDate("v2".into())
+        );
+        assert!(matches!(check(Some(&text), Some("v1")), Ok(Check::Fetch(r)) if r.version == "v2"));
+        assert!(matches!(check(Some(&text), None), Ok(Check::Fetch(_))));
+        let err = check(Some("{"), None).unwrap_err();
+        assert!(err.to_string().contains("not valid JSON"), "{err}");
+    }
+
+    #[test]
+    fn accepts_only_a_matching_database() {
+        let garbage = b"garbage".to_vec();
+        let r = record(&sha256_hex(&garbage));
+        let e = accept(&r, None).unwrap_err();
+        assert!(e.to_string().contains("missing"), "{e}");
+        let e = accept(&record(&sha256_hex(b"other")), Some(garbage.clone())).unwrap_err();
+        assert!(e.to_string().starts_with("checksum mismatch"), "{e}");
+        let e = accept(&r, Some(garbage)).unwrap_err();
+        assert!(e.to_string().contains("not a valid MaxMind DB"), "{e}");
+    }
+
+    #[test]
+    fn accepts_only_a_matching_table() {
+        let junk = b"junk".to_vec();
+        let mut r = record(&sha256_hex(b"db"));
+        assert!(
+            accept_table(&r, Some(junk.clone())).is_err(),
+            "no table named"
+        );
+        r.table_key = Some("ipdb/x.table".into());
+        r.table_sha256 = Some(sha256_hex(&junk));
+        let e = accept_table(&r, None).unwrap_err();
+        assert!(e.to_string().contains("ipdb/x.table missing"), "{e}");
+        let e = accept_table(&r, Some(b"other".to_vec())).unwrap_err();
+        assert!(e.to_string().starts_with("checksum mismatch"), "{e}");
+        let e = accept_table(&r, Some(junk)).unwrap_err();
+        assert!(e.to_string().contains("IP country table truncated"), "{e}");
+    }
+}

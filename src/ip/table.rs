@@ -1,0 +1,505 @@
+//! The compact country table: what an mmdb answers, as merged ranges behind a small directory,
+//! read in place. Built from the mmdb at asset-build time and at hot-swap time
+//! ([`build`] from [`super::convert::ranges`]); answers exactly what `IpDb::lookup` answers on
+//! the source (tested on every range boundary and random addresses of both families).
+//!
+//! ```text
+//! header(48) | codes n×2 (ASCII alpha-2; code 0 = no country) | meta (JSON) | pad to 4
+//!            | directory CHUNKS × (offset u32, len u32, crc32 u32) | chunks
+//! v4 chunk (one per /8):          index 257 × u32 (first range of each /16, then n)
+//!                                 | starts n × u16 (low 16 bits) | codes n × u8
+//! v6 chunk (one per /16 of 2000::/3): n u32 | starts n × u64 (top 64 bits) | codes n × u8
+//!                                 | m u32 | exceptions m × (start u128, code u8)
+//! ```
+//! Every /16 (IPv4) and every chunk (IPv6) begins with a range, so a search never leaves its
+//! bucket. A chunk with `len == 0` has one country throughout: its `offset` is that code. IPv6
+//! boundaries inside a /64 (DB-IP has a few hundred) are kept exactly: the /64 gets code
+//! [`EXCEPTION`] and its ranges go to the chunk's exception list. Addresses outside 2000::/3
+//! are special-purpose and never reach the table.
+
+use super::db::{CountryLookup, IpAnswer};
+use super::special::special_range;
+use std::net::IpAddr;
+
+/// Magic bytes.
+pub const MAGIC: [u8; 8] = *b"IPCTRY\0\0";
+/// Bumped on any layout change; readers refuse other versions.
+pub const VERSION: u32 = 1;
+/// Header size.
+pub const HEADER: usize = 48;
+/// IPv4 chunks (one per /8).
+pub const V4_CHUNKS: usize = 256;
+/// IPv6 chunks (one per /16 of 2000::/3).
+pub const V6_CHUNKS: usize = 8192;
+/// All chunks: IPv4 first.
+pub const CHUNKS: usize = V4_CHUNKS + V6_CHUNKS;
+/// Code of a /64 whose ranges are in the chunk's exception list.
+pub const EXCEPTION: u8 = 0xFF;
+
+/// Why a table was refused.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TableError {
+    /// Not a table.
+    #[error("not an IP country table (bad magic)")]
+    Magic,
+    /// Another layout version.
+    #[error("IP country table version {actual}, expected {expected}")]
+    WrongVersion {
+        /// What this reader reads.
+        expected: u32,
+        /// What the file says.
+        actual: u32,
+    },
+    /// Shorter than its headers say.
+    #[error("IP country table truncated")]
+    Truncated,
+    /// A checksum does not match.
+    #[error("IP country table checksum mismatch ({0})")]
+    Checksum(&'static str),
+    /// A structural inconsistency.
+    #[error("IP country table malformed: {0}")]
+    Malformed(&'static str),
+}
+
+fn u16_at(b: &[u8], o: usize) -> u16 {
+    u16::from_le_bytes([b[o], b[o + 1]])
+}
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"))
+}
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"))
+}
+fn u128_at(b: &[u8], o: usize) -> u128 {
+    u128::from_le_bytes(b[o..o + 16].try_into().expect("16 bytes"))
+}
+
+/// Writes a table from merged ranges (see [`super::convert::ranges`]); `meta` is stored as is
+/// (the source and its credit, as JSON).
+///
+/// # Panics
+/// When there are more than 254 distinct countries (ISO 3166 has 249).
+pub fn build(r: &super::convert::Ranges, meta: &[u8]) -> Vec<u8> {
+    let mut codes: Vec<[u8; 2]> = vec![[0, 0]];
+    let mut code_id = |c: super::convert::Code| -> u8 {
+        let Some(c) = c else { return 0 };
+        let i = codes.iter().position(|&x| x == c).unwrap_or_else(|| {
+            codes.push(c);
+            codes.len() - 1
+        });
+        assert!(i < EXCEPTION as usize, "too many countries");
+        i as u8
+    };
+    let v4: Vec<(u32, u8)> = r.v4.iter().map(|&(s, c)| (s, code_id(c))).collect();
+    let v6: Vec<(u128, u8)> = r.v6.iter().map(|&(s, c)| (s, code_id(c))).collect();
+    let mut chunks: Vec<Vec<u8>> = Vec::with_capacity(CHUNKS);
+    let mut uniform: Vec<Option<u8>> = Vec::with_capacity(CHUNKS);
+    // IPv4: per /8, starts re-anchored at every /16.
+    let mut i = 0;
+    for hi in 0..V4_CHUNKS as u32 {
+        let base = hi << 24;
+        while i + 1 < v4.len() && v4[i + 1].0 <= base {
+            i += 1;
+        }
+        let mut starts: Vec<u32> = Vec::new();
+        let mut cs: Vec<u8> = Vec::new();
+        let mut index = Vec::with_capacity(257);
+        let mut j = i;
+        for b16 in 0..256u32 {
+            let lo = base | b16 << 16;
+            while j + 1 < v4.len() && v4[j + 1].0 <= lo {
+                j += 1;
+            }
+            index.push(starts.len() as u32);
+            starts.push(lo);
+            cs.push(v4[j].1);
+            let end = u64::from(lo) + (1 << 16);
+            while j + 1 < v4.len() && u64::from(v4[j + 1].0) < end {
+                j += 1;
+                starts.push(v4[j].0);
+                cs.push(v4[j].1);
+            }
+        }
+        index.push(starts.len() as u32);
+        if cs.iter().all(|&c| c == cs[0]) {
+            uniform.push(Some(cs[0]));
+            chunks.push(Vec::new());
+            continue;
+        }
+        uniform.push(None);
+        let mut out = Vec::new();
+        index.iter().for_each(|x| out.extend(x.to_le_bytes()));
+        starts
+            .iter()
+            .for_each(|&s| out.extend((s as u16).to_le_bytes()));
+        out.extend(&cs);
+        chunks.push(out);
+    }
+    // IPv6: per /16 of 2000::/3, /64 keys, exact exceptions inside a /64.
+    let mut k = 0;
+    for c in 0..V6_CHUNKS as u128 {
+        let base = (0x2000 + c) << 112;
+        let end = base + (1 << 112);
+        while k + 1 < v6.len() && v6[k + 1].0 <= base {
+            k += 1;
+        }
+        let mut entries: Vec<(u128, u8)> = vec![(base, v6[k].1)];
+        while k + 1 < v6.len() && v6[k + 1].0 < end {
+            k += 1;
+            entries.push(v6[k]);
+        }
+        if entries.len() == 1 {
+            uniform.push(Some(entries[0].1));
+            chunks.push(Vec::new());
+            continue;
+        }
+        uniform.push(None);
+        let mut keys: Vec<(u64, u8)> = Vec::new();
+        let mut exceptions: Vec<(u128, u8)> = Vec::new();
+        let mut e = 0;
+        while e < entries.len() {
+            let block = (entries[e].0 >> 64) as u64;
+            let in_block = entries[e..]
+                .iter()
+                .take_while(|x| (x.0 >> 64) as u64 == block)
+                .count();
+            let aligned = entries[e].0 & u128::from(u64::MAX) == 0;
+            if in_block == 1 && aligned {
+                keys.push((block, entries[e].1));
+            } else {
+                // The range covering the block's start is the previous entry when unaligned.
+                let first = if aligned {
+                    entries[e].1
+                } else {
+                    entries[e - 1].1
+                };
+                if !aligned {
+                    exceptions.push((u128::from(block) << 64, first));
+                }
+                keys.push((block, EXCEPTION));
+                exceptions.extend(&entries[e..e + in_block]);
+                // The next /64 continues the block's last range unless a new entry starts it.
+                let last = entries[e + in_block - 1].1;
+                // (An entry inside the next /64 makes it an exception block of its own.)
+                let next_starts_there = entries
+                    .get(e + in_block)
+                    .is_some_and(|x| (x.0 >> 64) as u64 == block + 1);
+                if !next_starts_there && u128::from(block + 1) << 64 < end {
+                    keys.push((block + 1, last));
+                }
+            }
+            e += in_block;
+        }
+        let mut out = Vec::new();
+        out.extend((keys.len() as u32).to_le_bytes());
+        keys.iter().for_each(|(s, _)| out.extend(s.to_le_bytes()));
+        keys.iter().for_each(|(_, c)| out.push(*c));
+        out.extend((exceptions.len() as u32).to_le_bytes());
+        for (s, c) in &exceptions {
+            out.extend(s.to_le_bytes());
+            out.push(*c);
+        }
+        chunks.push(out);
+    }
+    let mut body = Vec::new();
+    codes.iter().for_each(|c| body.extend(c));
+    body.extend(meta);
+    while body.len() % 4 != 0 {
+        body.push(0);
+    }
+    let dir_at = HEADER + body.len();
+    let mut offset = dir_at + CHUNKS * 12;
+    let mut dir = Vec::with_capacity(CHUNKS * 12);
+    for (c, u) in chunks.iter().zip(&uniform) {
+        let (off, len) = match u {
+            Some(code) => (u32::from(*code), 0u32),
+            None => (offset as u32, c.len() as u32),
+        };
+        dir.extend(off.to_le_bytes());
+        dir.extend(len.to_le_bytes());
+        dir.extend(crc32fast::hash(c).to_le_bytes());
+        offset += c.len();
+    }
+    body.extend(&dir);
+    let mut out = Vec::with_capacity(offset);
+    out.extend(MAGIC);
+    out.extend(VERSION.to_le_bytes());
+    out.extend((codes.len() as u32).to_le_bytes());
+    out.extend((meta.len() as u32).to_le_bytes());
+    out.extend((dir_at as u32).to_le_bytes());
+    out.extend((offset as u64).to_le_bytes());
+    out.extend(crc32fast::hash(&body).to_le_bytes());
+    out.resize(HEADER, 0);
+    out.extend(body);
+    chunks.iter().for_each(|c| out.extend(c));
+    out
+}
+
+/// A table opened in place (one validation pass: header, checksums, every chunk's bounds).
+pub struct IpTable<S: AsRef<[u8]>> {
+    buf: S,
+    codes: Vec<String>,
+    meta: std::ops::Range<usize>,
+    dir_at: usize,
+}
+
+impl<S: AsRef<[u8]>> IpTable<S> {
+    /// Opens and validates a table.
+    ///
+    /// # Errors
+    /// [`TableError`] naming the first problem.
+    pub fn from_bytes(buf: S) -> Result<Self, TableError> {
+        let b = buf.as_ref();
+        if b.len() < HEADER {
+            return Err(TableError::Truncated);
+        }
+        if b[..8] != MAGIC {
+            return Err(TableError::Magic);
+        }
+        let version = u32_at(b, 8);
+        if version != VERSION {
+            return Err(TableError::WrongVersion {
+                expected: VERSION,
+                actual: version,
+            });
+        }
+        let (n_codes, meta_len) = (u32_at(b, 12) as usize, u32_at(b, 16) as usize);
+        let dir_at = u32_at(b, 20) as usize;
+        let total = usize::try_from(u64_at(b, 24)).map_err(|_| TableError::Truncated)?;
+        if total != b.len() {
+            return Err(TableError::Truncated);
+        }
+        let dir_end = dir_at
+            .checked_add(CHUNKS * 12)
+            .filter(|&e| e <= b.len())
+            .ok_or(TableError::Truncated)?;
+        if n_codes == 0 || n_codes > EXCEPTION as usize || HEADER + n_codes * 2 + meta_len > dir_at
+        {
+            return Err(TableError::Malformed("code table"));
+        }
+        if crc32fast::hash(&b[HEADER..dir_end]) != u32_at(b, 32) {
+            return Err(TableError::Checksum("directory"));
+        }
+        let mut codes = vec![String::new()];
+        for i in 1..n_codes {
+            let c = &b[HEADER + 2 * i..HEADER + 2 * i + 2];
+            if !c.iter().all(u8::is_ascii_alphanumeric) {
+                return Err(TableError::Malformed("country code"));
+            }
+            codes.push(String::from_utf8(c.to_vec()).expect("ASCII"));
+        }
+        let t = IpTable {
+            codes,
+            meta: HEADER + n_codes * 2..HEADER + n_codes * 2 + meta_len,
+            dir_at,
+            buf,
+        };
+        for id in 0..CHUNKS {
+            t.validate_chunk(id, dir_end)?;
+        }
+        Ok(t)
+    }
+
+    fn entry(&self, id: usize) -> (usize, usize) {
+        let b = self.buf.as_ref();
+        let o = self.dir_at + id * 12;
+        (u32_at(b, o) as usize, u32_at(b, o + 4) as usize)
+    }
+
+    fn validate_chunk(&self, id: usize, data_start: usize) -> Result<(), TableError> {
+        let b = self.buf.as_ref();
+        let (off, len) = self.entry(id);
+        let ok_code = |c: u8| (c as usize) < self.codes.len();
+        if len == 0 {
+            return if off < self.codes.len() {
+                Ok(())
+            } else {
+                Err(TableError::Malformed("uniform chunk code"))
+            };
+        }
+        let end = off
+            .checked_add(len)
+            .filter(|&e| off >= data_start && e <= b.len());
+        let c = &b[off..end.ok_or(TableError::Truncated)?];
+        if crc32fast::hash(c) != u32_at(b, self.dir_at + id * 12 + 8) {
+            return Err(TableError::Checksum("chunk"));
+        }
+        let bad = TableError::Malformed("chunk layout");
+        if id < V4_CHUNKS {
+            if len < 257 * 4 {
+                return Err(bad);
+            }
+            let n = u32_at(c, 256 * 4) as usize;
+            if len != 257 * 4 + n * 3 || u32_at(c, 0) != 0 {
+                return Err(bad);
+            }
+            for i in 0..256 {
+                let (a, z) = (u32_at(c, i * 4) as usize, u32_at(c, i * 4 + 4) as usize);
+                // Each /16 has at least its anchor range, starting at 0.
+                if a >= z || z > n || u16_at(c, 257 * 4 + a * 2) != 0 {
+                    return Err(bad);
+                }
+                for k in a + 1..z {
+                    if u16_at(c, 257 * 4 + k * 2) <= u16_at(c, 257 * 4 + (k - 1) * 2) {
+                        return Err(bad);
+                    }
+                }
+            }
+            if !c[257 * 4 + n * 2..].iter().all(|&x| ok_code(x)) {
+                return Err(bad);
+            }
+        } else {
+            if len < 8 {
+                return Err(bad);
+            }
+            let n = u32_at(c, 0) as usize;
+            let m_at = 4 + n * 9;
+            if n == 0 || m_at + 4 > len {
+                return Err(bad);
+            }
+            let m = u32_at(c, m_at) as usize;
+            if len != m_at + 4 + m * 17 {
+                return Err(bad);
+            }
+            let base = (0x2000 + (id - V4_CHUNKS) as u64) << 48;
+            let keys = |k: usize| u64_at(c, 4 + k * 8);
+            if keys(0) != base
+                || (1..n).any(|k| keys(k) <= keys(k - 1) || keys(k) >> 48 != base >> 48)
+            {
+                return Err(bad);
+            }
+            let codes = &c[4 + n * 8..m_at];
+            if !codes.iter().all(|&x| ok_code(x) || x == EXCEPTION) {
+                return Err(bad);
+            }
+            let ex = |k: usize| u128_at(c, m_at + 4 + k * 17);
+            if (1..m).any(|k| ex(k) <= ex(k - 1))
+                || (0..m).any(|k| !ok_code(c[m_at + 4 + k * 17 + 16]))
+            {
+                return Err(bad);
+            }
+            // Every exception /64 starts with an exception entry at its first address.
+            for (k, _) in codes.iter().enumerate().filter(|(_, &c)| c == EXCEPTION) {
+                let start = u128::from(keys(k)) << 64;
+                if (0..m).all(|j| ex(j) != start) {
+                    return Err(bad);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The metadata stored by the builder (the source and its credit, as JSON).
+    pub fn meta(&self) -> &[u8] {
+        &self.buf.as_ref()[self.meta.clone()]
+    }
+
+    /// Total size in bytes.
+    pub fn len(&self) -> usize {
+        self.buf.as_ref().len()
+    }
+
+    /// Never true for a valid table (kept for clippy's `len_without_is_empty`).
+    pub fn is_empty(&self) -> bool {
+        self.buf.as_ref().is_empty()
+    }
+
+    #[inline]
+    fn v4(&self, ip: u32) -> u8 {
+        let b = self.buf.as_ref();
+        let (off, len) = self.entry((ip >> 24) as usize);
+        if len == 0 {
+            return off as u8;
+        }
+        let c = &b[off..off + len];
+        let b16 = ((ip >> 16) & 0xFF) as usize;
+        let (lo, hi) = (u32_at(c, b16 * 4) as usize, u32_at(c, b16 * 4 + 4) as usize);
+        let n = u32_at(c, 256 * 4) as usize;
+        let starts = &c[257 * 4..257 * 4 + n * 2];
+        let key = ip as u16;
+        // Last start ≤ key in [lo, hi); the anchor at lo is 0, so one exists.
+        let (mut a, mut z) = (lo + 1, hi);
+        while a < z {
+            let m = (a + z) / 2;
+            if u16_at(starts, m * 2) <= key {
+                a = m + 1;
+            } else {
+                z = m;
+            }
+        }
+        c[257 * 4 + n * 2 + a - 1]
+    }
+
+    #[inline]
+    fn v6(&self, ip: u128) -> u8 {
+        let b = self.buf.as_ref();
+        let (off, len) = self.entry(V4_CHUNKS + ((ip >> 112) as usize - 0x2000));
+        if len == 0 {
+            return off as u8;
+        }
+        let c = &b[off..off + len];
+        let n = u32_at(c, 0) as usize;
+        let key = (ip >> 64) as u64;
+        let (mut a, mut z) = (1, n);
+        while a < z {
+            let m = (a + z) / 2;
+            if u64_at(c, 4 + m * 8) <= key {
+                a = m + 1;
+            } else {
+                z = m;
+            }
+        }
+        let code = c[4 + n * 8 + a - 1];
+        if code != EXCEPTION {
+            return code;
+        }
+        let m_at = 4 + n * 9;
+        let m = u32_at(c, m_at) as usize;
+        let (mut a, mut z) = (0, m);
+        while a < z {
+            let mid = (a + z) / 2;
+            if u128_at(c, m_at + 4 + mid * 17) <= ip {
+                a = mid + 1;
+            } else {
+                z = mid;
+            }
+        }
+        c[m_at + 4 + (a - 1) * 17 + 16]
+    }
+
+    /// Country of `ip`, with the same reserved-range and IPv4-mapped handling as `IpDb::lookup`.
+    pub fn lookup(&self, ip: IpAddr) -> IpAnswer<'_> {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        if let Some(reason) = special_range(ip) {
+            return IpAnswer::Reserved(reason);
+        }
+        let code = match ip {
+            IpAddr::V4(v4) => self.v4(u32::from(v4)),
+            // Global IPv6 is inside 2000::/3 (everything else is special, handled above).
+            IpAddr::V6(v6) => self.v6(u128::from(v6)),
+        };
+        match self.codes.get(code as usize) {
+            Some(c) if !c.is_empty() => IpAnswer::Country(c),
+            _ => IpAnswer::NotFound,
+        }
+    }
+}
+
+impl<S: AsRef<[u8]>> CountryLookup for IpTable<S> {
+    fn country(&self, ip: IpAddr) -> IpAnswer<'_> {
+        self.lookup(ip)
+    }
+}
+
+impl<S: AsRef<[u8]>> std::fmt::Debug for IpTable<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IpTable")
+            .field("bytes", &self.len())
+            .field("countries", &(self.codes.len() - 1))
+            .finish()
+    }
+}

@@ -1,0 +1,195 @@
+//! The compact country table answers exactly what the mmdb answers (through `maxminddb`, the
+//! reference reader): on every range boundary of both families (and its neighbours), on random
+//! addresses across the whole IPv4 and IPv6 space, reserved ranges and IPv4-mapped IPv6, for
+//! each database we ship or accept (DB-IP flat, iptoasn flat, a GeoIP2-layout fixture).
+
+use edge_geo_notify::ip::convert::ranges;
+use edge_geo_notify::ip::table::{build, IpTable, TableError};
+use edge_geo_notify::ip::IpDb;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::Path;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn npm(file: &str) -> Vec<u8> {
+    std::fs::read(root().join("node_modules/@ip-location-db").join(file)).expect("npm ci first")
+}
+
+fn geoip2_fixture() -> Vec<u8> {
+    let out = std::env::temp_dir().join(format!("ip-table-geoip2-{}.mmdb", std::process::id()));
+    let ok = std::process::Command::new(root().join(".venv/bin/python"))
+        .arg(root().join("tests/fixtures/make_geoip2_mmdb.py"))
+        .arg(&out)
+        .status()
+        .expect("venv python");
+    assert!(ok.success());
+    let b = std::fs::read(&out).unwrap();
+    std::fs::remove_file(out).ok();
+    b
+}
+
+/// Compares the table with the database on every boundary and `n` random addresses.
+fn assert_exact(name: &str, mmdb: Vec<u8>, n: usize) -> usize {
+    let db = IpDb::from_bytes(mmdb).unwrap();
+    let r = ranges(&db).unwrap();
+    let bytes = build(&r, br#"{"source":"test"}"#);
+    let t = IpTable::from_bytes(bytes.as_slice()).unwrap();
+    assert_eq!(t.meta(), br#"{"source":"test"}"#);
+    let mut checked = 0;
+    let mut check = |ip: IpAddr| {
+        assert_eq!(t.lookup(ip), db.lookup(ip), "{name}: {ip}");
+        checked += 1;
+    };
+    for &(s, _) in &r.v4 {
+        for d in [-1i64, 0, 1] {
+            if let Ok(x) = u32::try_from(i64::from(s) + d) {
+                check(IpAddr::V4(Ipv4Addr::from(x)));
+                check(IpAddr::V6(Ipv4Addr::from(x).to_ipv6_mapped()));
+            }
+        }
+    }
+    for &(s, _) in &r.v6 {
+        for x in [s.wrapping_sub(1), s, s.wrapping_add(1)] {
+            check(IpAddr::V6(Ipv6Addr::from(x)));
+        }
+    }
+    let mut rng = SmallRng::seed_from_u64(0x1b_7ab1e);
+    for i in 0..n {
+        let ip = match i % 4 {
+            0 | 1 => IpAddr::V4(Ipv4Addr::from(rng.gen::<u32>())),
+            // Global unicast, where the data is…
+            2 => IpAddr::V6(Ipv6Addr::from(
+                (0x2000u128 + rng.gen_range(0..0x2000u128)) << 112 | rng.gen::<u128>() >> 16,
+            )),
+            // …and the whole space: special-purpose ranges, IPv4-mapped and -compatible space.
+            _ => IpAddr::V6(Ipv6Addr::from(rng.gen::<u128>() >> rng.gen_range(0..128))),
+        };
+        check(ip);
+    }
+    for s in [
+        "10.0.0.1",
+        "127.0.0.1",
+        "::1",
+        "::",
+        "fe80::1",
+        "::ffff:10.1.1.1",
+        "::ffff:8.8.8.8",
+        "::8.8.8.8",
+        "2002:808:808::1",
+        "64:ff9b::808:808",
+        "2001:db8::1",
+        "255.255.255.255",
+        "0.0.0.0",
+    ] {
+        check(s.parse().unwrap());
+    }
+    checked
+}
+
+#[test]
+fn dbip_table_is_exact() {
+    let n = assert_exact(
+        "dbip",
+        npm("dbip-country-mmdb/dbip-country.mmdb"),
+        1_000_000,
+    );
+    assert!(n > 3_000_000, "{n}");
+}
+
+#[test]
+fn iptoasn_table_is_exact() {
+    assert_exact(
+        "iptoasn",
+        npm("iptoasn-country-mmdb/iptoasn-country.mmdb"),
+        500_000,
+    );
+}
+
+#[test]
+fn geoip2_layout_and_ipv4_only_tables_are_exact() {
+    assert_exact("geoip2 fixture", geoip2_fixture(), 200_000);
+    assert_exact(
+        "dbip ipv4-only",
+        npm("dbip-country-mmdb/dbip-country-ipv4.mmdb"),
+        200_000,
+    );
+}
+
+#[test]
+fn unaligned_ipv6_boundaries_use_exceptions() {
+    // A synthetic world: boundaries inside one /64, at its end, and right after it.
+    let p = |s: &str| u128::from(s.parse::<Ipv6Addr>().unwrap());
+    let r = edge_geo_notify::ip::convert::Ranges {
+        v4: vec![
+            (0, None),
+            (u32::from(Ipv4Addr::new(8, 8, 8, 0)), Some(*b"US")),
+            (u32::from(Ipv4Addr::new(8, 8, 9, 0)), None),
+        ],
+        v6: vec![
+            (0, None),
+            (p("2a00:1::"), Some(*b"DE")),
+            (p("2a00:1::8000"), Some(*b"FR")),
+            (p("2a00:1::9000"), Some(*b"DE")),
+            (p("2a00:1:0:1::4"), Some(*b"IT")),
+            (p("2a00:1:0:2::"), None),
+        ],
+    };
+    let bytes = build(&r, b"");
+    let t = IpTable::from_bytes(bytes.as_slice()).unwrap();
+    let at = |s: &str| match t.lookup(s.parse().unwrap()) {
+        edge_geo_notify::ip::IpAnswer::Country(c) => c.to_string(),
+        other => format!("{other:?}"),
+    };
+    assert_eq!(at("2a00:1::7fff"), "DE");
+    assert_eq!(at("2a00:1::8000"), "FR");
+    assert_eq!(at("2a00:1::8fff"), "FR");
+    assert_eq!(at("2a00:1::9000"), "DE");
+    assert_eq!(at("2a00:1:0:1::3"), "DE");
+    assert_eq!(at("2a00:1:0:1::4"), "IT");
+    assert_eq!(at("2a00:1:0:1:ffff:ffff:ffff:ffff"), "IT");
+    assert_eq!(at("2a00:1:0:2::"), "NotFound");
+    assert_eq!(at("2a00:0:ffff::"), "NotFound");
+    assert_eq!(at("8.8.8.8"), "US");
+    assert_eq!(at("8.8.9.0"), "NotFound");
+}
+
+#[test]
+fn damaged_tables_are_refused() {
+    let db = IpDb::from_bytes(npm("dbip-country-mmdb/dbip-country.mmdb")).unwrap();
+    let good = build(&ranges(&db).unwrap(), b"{}");
+    assert!(IpTable::from_bytes(good.as_slice()).is_ok());
+    let mut bad = good.clone();
+    bad[0] ^= 1;
+    assert_eq!(
+        IpTable::from_bytes(bad.as_slice()).unwrap_err(),
+        TableError::Magic
+    );
+    let mut bad = good.clone();
+    bad[8] = 9;
+    assert!(matches!(
+        IpTable::from_bytes(bad.as_slice()),
+        Err(TableError::WrongVersion { actual: 9, .. })
+    ));
+    assert_eq!(
+        IpTable::from_bytes(&good[..good.len() - 1]).unwrap_err(),
+        TableError::Truncated
+    );
+    // A flipped byte in the last chunk (data) and in the directory.
+    let mut bad = good.clone();
+    let last = bad.len() - 1;
+    bad[last] ^= 0x40;
+    assert_eq!(
+        IpTable::from_bytes(bad.as_slice()).unwrap_err(),
+        TableError::Checksum("chunk")
+    );
+    let mut bad = good.clone();
+    bad[edge_geo_notify::ip::table::HEADER + 3] ^= 1;
+    assert_eq!(
+        IpTable::from_bytes(bad.as_slice()).unwrap_err(),
+        TableError::Checksum("directory")
+    );
+}
