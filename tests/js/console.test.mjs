@@ -119,6 +119,11 @@ test("you panel: edge country, IPDB answer and version; IP lookup", async () => 
   const ipdb = await rows("ipdb");
   assert.equal(ipdb.version, me.ipdb.version);
   assert.equal(ipdb.source, me.ipdb.source);
+  // The bundled DB-IP Lite data asks for a linked credit (CC BY 4.0).
+  const credit = me.ipdb.attribution;
+  assert.ok(credit?.text && credit?.url, JSON.stringify(me.ipdb));
+  assert.equal(await page.textContent("#ipdb-attribution a"), credit.text);
+  assert.equal(await page.getAttribute("#ipdb-attribution a", "href"), credit.url);
   await page.fill("#ip", "8.8.8.8");
   await page.press("#ip", "Enter");
   await page.waitForFunction(() => document.getElementById("ip-out").textContent.startsWith("8.8.8.8 →"), null, WAIT);

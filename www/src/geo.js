@@ -144,11 +144,13 @@ function showIpdb(fields) {
   if (!fields) return;
   const ipdb = (ipdbKnown = { ...ipdbKnown, ...fields });
   fillList($("ipdb"), ipdbRows(ipdb));
-  const attr = ipdb.attribution ?? ipdb.license ?? ipdb.licence;
+  // DB-IP's licence asks for a linked credit: `attribution` is `{text, url, license}`.
+  const credit = typeof ipdb.attribution === "object" ? ipdb.attribution : null;
+  const attr = credit?.text ?? ipdb.attribution ?? ipdb.license ?? ipdb.licence;
   const el = $("ipdb-attribution");
   el.replaceChildren();
   if (attr) {
-    const url = ipdb.attribution_url ?? ipdb.url;
+    const url = credit?.url ?? ipdb.attribution_url ?? ipdb.url;
     if (url && /^https?:\/\//.test(url)) {
       const a = document.createElement("a");
       a.href = url; a.textContent = attr; a.rel = "noopener";

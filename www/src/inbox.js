@@ -151,10 +151,14 @@ export async function sync() {
     for (;;) {
       const c = await api(`/v1/notifications/changes?limit=100&since=${encodeURIComponent(state.sync)}`);
       if (gen !== state.generation) return;
+      // Only what falls inside the loaded window: an older item beyond it comes with the next
+      // page (the feed may repeat recent entries, so membership is decided here, not by it).
+      const floor = state.nextCursor ? Math.min(...state.items.map((x) => x.revision)) : -Infinity;
       for (const it of c.items) {
-        changed = true;
+        const had = state.items.some((x) => x.itemKey === it.itemKey);
         state.items = state.items.filter((x) => x.itemKey !== it.itemKey);
-        if (!it.deleted && matchesTab(it)) state.items.push(it);
+        if (!it.deleted && matchesTab(it) && (had || it.revision >= floor)) state.items.push(it);
+        changed ||= had || (!it.deleted && it.revision >= floor);
       }
       state.sync = c.sync;
       if (!c.hasMore) break;
