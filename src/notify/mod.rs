@@ -17,6 +17,8 @@
 //! change feed. A deleted item becomes a tombstone (`deleted: true`) until `purgeAt`.
 //! `_id` *is* the notification id (a hash of owner+itemKey), so it is not stored twice.
 
+pub mod batch;
+pub mod dead_letters;
 mod error;
 mod event;
 pub mod preferences;
