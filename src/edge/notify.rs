@@ -9,7 +9,7 @@ use crate::backend::{DataApiClient, RedisRestClient};
 use crate::config::Config;
 use crate::notify::{change_view, view, NotificationStore, NotifyService, Reply, Target};
 use serde_json::{json, Value};
-use worker::{Context, Date, Request, Response};
+use worker::{Context, Date, Env, Request, Response};
 
 fn now_ms() -> i64 {
     Date::now().as_millis() as i64
@@ -26,7 +26,8 @@ fn store(cfg: &Config) -> ApiResult<NotificationStore<WorkerHttp>> {
     ))
 }
 
-fn service(cfg: &Config) -> ApiResult<NotifyService<WorkerHttp>> {
+/// The service over the configured backends (also used by the queue consumer).
+pub(super) fn service(cfg: &Config) -> ApiResult<NotifyService<WorkerHttp>> {
     let redis = cfg
         .redis
         .clone()
@@ -62,16 +63,24 @@ fn defer(ctx: &Context, svc: NotifyService<WorkerHttp>, work: Vec<crate::notify:
     });
 }
 
-/// `POST /v1/notifications/events` (service `notify:write`).
+/// `POST /v1/notifications/events` (service `notify:write`): one event, a batch or a fan-out;
+/// enqueued when the queue is bound.
 pub async fn create(
     cfg: &Config,
+    env: &Env,
     ctx: &Context,
     req: &Request,
     body: &[u8],
 ) -> ApiResult<Response> {
     let svc = service(cfg)?;
+    let queue = super::queue::binding(env);
     let (reply, deferred) = svc
-        .create(body, idempotency_key(req).as_deref(), now_ms())
+        .create_events(
+            body,
+            idempotency_key(req).as_deref(),
+            now_ms(),
+            queue.as_ref(),
+        )
         .await;
     defer(ctx, svc, deferred);
     respond(&reply?)
@@ -96,6 +105,21 @@ pub async fn retract(
 pub async fn ensure_indexes(cfg: &Config) -> ApiResult<Response> {
     let names = store(cfg)?.ensure_indexes().await?;
     ok_json(&json!({ "indexes": names }))
+}
+
+/// `GET /v1/admin/dead-letters` (service `admin`).
+pub async fn dead_letters(cfg: &Config, query: &str) -> ApiResult<Response> {
+    ok_json(&service(cfg)?.dead_letters(query).await?)
+}
+
+/// `POST /v1/admin/dead-letters/replay` (service `admin`).
+pub async fn replay_dead_letters(cfg: &Config, env: &Env, body: &[u8]) -> ApiResult<Response> {
+    let queue = super::queue::binding(env);
+    ok_json(
+        &service(cfg)?
+            .replay_dead_letters(body, queue.as_ref())
+            .await?,
+    )
 }
 
 /// `GET /v1/notifications` (user): one page with the badge counts, one Data API call.
