@@ -230,60 +230,140 @@ fn group(
     groups
 }
 
+/// One group upsert: `Ok` with each event's outcome, `Err(None)` when its filter missed (a
+/// sender is present or retracted, or an insert raced), `Err(Some(why))` when the backend failed.
+async fn upsert_group<H: HttpClient>(
+    store: &NotificationStore<H>,
+    events: &[NotificationEvent],
+    idx: &[usize],
+    now_ms: i64,
+) -> Result<Vec<(usize, EventOutcome)>, Option<String>> {
+    let evs: Vec<&NotificationEvent> = idx.iter().map(|&i| &events[i]).collect();
+    let (filter, update) = group_upsert(&evs, store.config(), now_ms);
+    let r = store
+        .api()
+        .update_one(&store.config().collection, &filter, &update, true)
+        .await;
+    match r {
+        Ok(r) if r.upserted_id.is_some() || r.matched > 0 => {
+            let first = if r.upserted_id.is_some() {
+                CreateOutcome::Created
+            } else {
+                CreateOutcome::Merged
+            };
+            Ok(idx
+                .iter()
+                .enumerate()
+                .map(|(k, &i)| {
+                    let o = if k == 0 { first } else { CreateOutcome::Merged };
+                    (i, EventOutcome::Applied(o))
+                })
+                .collect())
+        }
+        Err(BackendError::DuplicateKey { .. }) => Err(None),
+        Ok(r) => Err(Some(format!(
+            "group upsert neither matched nor inserted: {r:?}"
+        ))),
+        Err(e) => Err(Some(e.to_string())),
+    }
+}
+
+/// Splits a group whose upsert missed by the stored item: events whose sender is stored or was
+/// retracted at or after the event are already applied (what their own create would answer);
+/// the rest still need writing.
+fn split_by_stored(
+    doc: &Value,
+    events: &[NotificationEvent],
+    idx: &[usize],
+) -> (Vec<usize>, Vec<usize>) {
+    let stored: BTreeSet<&str> = doc
+        .get("origins")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o.get("s").and_then(Value::as_str))
+        .collect();
+    let retracted: Vec<(&str, i64)> = doc
+        .get("x")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|x| Some((x.get("s")?.as_str()?, x.get("t")?.as_i64()?)))
+        .collect();
+    idx.iter().partition(|&&i| {
+        let e = &events[i];
+        stored.contains(e.sender.id.as_str())
+            || retracted
+                .iter()
+                .any(|(s, t)| *s == e.sender.id && *t >= e.created_time_msec)
+    })
+}
+
 async fn write_group<H: HttpClient>(
     store: &NotificationStore<H>,
     events: &[NotificationEvent],
     idx: &[usize],
     now_ms: i64,
 ) -> Vec<(usize, EventOutcome)> {
-    let one = |o: Result<CreateOutcome, NotifyError>| match o {
-        Ok(o) => EventOutcome::Applied(o),
-        Err(e) => EventOutcome::Failed(e.to_string()),
+    let failed = |idx: &[usize], why: &str| -> Vec<(usize, EventOutcome)> {
+        idx.iter()
+            .map(|&i| (i, EventOutcome::Failed(why.to_owned())))
+            .collect()
     };
+    let mut rest: Vec<usize> = idx.to_vec();
+    let mut out = Vec::with_capacity(idx.len());
     if idx.len() > 1 {
-        let evs: Vec<&NotificationEvent> = idx.iter().map(|&i| &events[i]).collect();
-        let (filter, update) = group_upsert(&evs, store.config(), now_ms);
-        let r = store
+        match upsert_group(store, events, idx, now_ms).await {
+            Ok(done) => return done,
+            Err(Some(why)) => return failed(idx, &why),
+            Err(None) => {}
+        }
+        // Missed: read which senders the item holds (1 call), then upsert the others as one
+        // group again (a redelivered batch whose write was applied costs 2 calls, not one per
+        // event). Anything else that moved in between falls back to the per-event create.
+        let e = &events[idx[0]];
+        let doc = store
             .api()
-            .update_one(&store.config().collection, &filter, &update, true)
+            .find_one(
+                &store.config().collection,
+                &json!({ "owner": e.owner, "itemKey": e.item_key }),
+                Some(&json!({ "origins.s": 1, "x": 1 })),
+                None,
+            )
             .await;
-        match r {
-            Ok(r) if r.upserted_id.is_some() || r.matched > 0 => {
-                let first = if r.upserted_id.is_some() {
-                    CreateOutcome::Created
-                } else {
-                    CreateOutcome::Merged
-                };
-                return idx
-                    .iter()
-                    .enumerate()
-                    .map(|(k, &i)| {
-                        let o = if k == 0 { first } else { CreateOutcome::Merged };
-                        (i, EventOutcome::Applied(o))
-                    })
-                    .collect();
+        match doc {
+            Ok(Some(d)) => {
+                let (applied, todo) = split_by_stored(&d, events, idx);
+                out.extend(
+                    applied
+                        .into_iter()
+                        .map(|i| (i, EventOutcome::Applied(CreateOutcome::AlreadyApplied))),
+                );
+                rest = todo;
             }
-            // The filter missed: some sender is present or retracted, or an insert raced.
-            Err(BackendError::DuplicateKey { .. }) => {}
-            Ok(r) => {
-                let why = format!("group upsert neither matched nor inserted: {r:?}");
-                return idx
-                    .iter()
-                    .map(|&i| (i, EventOutcome::Failed(why.clone())))
-                    .collect();
-            }
-            Err(e) => {
-                let why = e.to_string();
-                return idx
-                    .iter()
-                    .map(|&i| (i, EventOutcome::Failed(why.clone())))
-                    .collect();
+            Ok(None) => {}
+            Err(e) => return failed(idx, &e.to_string()),
+        }
+        if rest.len() > 1 {
+            match upsert_group(store, events, &rest, now_ms).await {
+                Ok(done) => {
+                    out.extend(done);
+                    return out;
+                }
+                Err(Some(why)) => {
+                    out.extend(failed(&rest, &why));
+                    return out;
+                }
+                Err(None) => {}
             }
         }
     }
-    let mut out = Vec::with_capacity(idx.len());
-    for &i in idx {
-        out.push((i, one(store.create(&events[i], now_ms).await)));
+    for &i in &rest {
+        let o = match store.create(&events[i], now_ms).await {
+            Ok(o) => EventOutcome::Applied(o),
+            Err(e) => EventOutcome::Failed(e.to_string()),
+        };
+        out.push((i, o));
     }
     out
 }
