@@ -71,10 +71,6 @@ fn senders(d: &Value) -> Vec<String> {
         .collect()
 }
 
-fn calls(v: &Value, name: &str) -> u64 {
-    v.get(name).and_then(Value::as_u64).unwrap_or(0)
-}
-
 fn start() -> (Stack, NotifyService<UreqClient>) {
     let stack = Stack::start();
     let svc = service(&stack, &NotifyConfig::default());

@@ -30,6 +30,8 @@ pub const QUEUE_BATCH_MESSAGES: usize = 100;
 /// Cloudflare Queues: bytes per `sendBatch` (256 KB), less room for per-message framing.
 pub const QUEUE_BATCH_BYTES: usize = 256_000;
 const MESSAGE_OVERHEAD: usize = 100;
+/// Group upserts in flight at once (workerd's simultaneous-connection limit).
+const WRITE_CONCURRENCY: usize = 6;
 
 /// The per-owner event id of a fan-out: deterministic, so a retried fan-out de-duplicates.
 #[must_use]
@@ -418,9 +420,13 @@ pub async fn apply<H: HttpClient>(
     }
     let pending: Vec<usize> = (0..n).filter(|&i| outcomes[i].is_none()).collect();
     let groups = group(events, pending.into_iter(), &mut outcomes);
-    let written = join_all(groups.iter().map(|g| write_group(store, events, g, now_ms))).await;
-    for (i, o) in written.into_iter().flatten() {
-        outcomes[i] = Some(o);
+    // A few groups at a time: workerd holds at most 6 connections open per invocation, and a
+    // request waiting for one would spend its backend timeout in that wait.
+    for run in groups.chunks(WRITE_CONCURRENCY) {
+        let written = join_all(run.iter().map(|g| write_group(store, events, g, now_ms))).await;
+        for (i, o) in written.into_iter().flatten() {
+            outcomes[i] = Some(o);
+        }
     }
     let outcomes: Vec<EventOutcome> = outcomes
         .into_iter()
