@@ -323,8 +323,14 @@ fn dead_letters_are_kept_listed_and_replayed() {
         id: "d1".into(),
         body: good.clone(),
     }];
-    block_on(svc.store_dead_letters(&letters, "events-dlq", now_ms())).unwrap();
-    block_on(svc.store_dead_letters(&letters, "events-dlq", now_ms())).unwrap();
+    assert_eq!(
+        block_on(svc.store_dead_letters(&letters, "events-dlq", now_ms())),
+        vec![true]
+    );
+    assert_eq!(
+        block_on(svc.store_dead_letters(&letters, "events-dlq", now_ms())),
+        vec![true]
+    );
     // The consumer keeps a message that can never be valid as a dead letter and acks it.
     let broken = vec![QueuedMessage {
         id: "d2".into(),

@@ -118,14 +118,16 @@ pub async fn queue(
     };
     let now = Date::now().as_millis() as i64;
     if name.ends_with(DEAD_LETTER_SUFFIX) {
-        let r = svc.store_dead_letters(&items, &name, now).await;
-        for m in &msgs {
-            match &r {
-                Ok(()) => m.ack(),
-                Err(_) => retry_later(m, batch::retry_delay_seconds(m.attempts(), base, cap)),
+        let kept = svc.store_dead_letters(&items, &name, now).await;
+        for (m, ok) in msgs.iter().zip(&kept) {
+            if *ok {
+                m.ack();
+            } else {
+                retry_later(m, batch::retry_delay_seconds(m.attempts(), base, cap));
             }
         }
-        log(&json!({ "queue": name, "dead_letters": msgs.len(), "stored": r.is_ok() }));
+        let stored = kept.iter().filter(|k| **k).count();
+        log(&json!({ "queue": name, "dead_letters": msgs.len(), "stored": stored }));
         return Ok(JsValue::UNDEFINED);
     }
     let report = svc.consume(&items, &name, now).await;

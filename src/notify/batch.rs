@@ -533,11 +533,9 @@ pub async fn consume<H: HttpClient>(
             reason: reason.clone(),
         })
         .collect();
-    if super::dead_letters::store(store, &letters, now_ms)
-        .await
-        .is_ok()
-    {
-        for (i, _) in &dead {
+    let kept = super::dead_letters::store(store, &letters, now_ms).await;
+    for ((i, _), r) in dead.iter().zip(kept) {
+        if r.is_ok() {
             dispositions[*i] = Disposition::Ack;
         }
     }

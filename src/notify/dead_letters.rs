@@ -25,18 +25,18 @@ pub fn collection(notifications: &str) -> String {
     format!("{notifications}_dead")
 }
 
-/// Stores letters (one idempotent upsert each; dead letters are rare).
-///
-/// # Errors
-/// The first backend failure.
+/// Stores letters, one idempotent upsert each (dead letters are rare); one result per letter,
+/// so a caller acknowledges what was kept and redelivers only the rest.
 pub async fn store<H: HttpClient>(
     s: &NotificationStore<H>,
     letters: &[DeadLetter],
     now_ms: i64,
-) -> Result<(), BackendError> {
+) -> Vec<Result<(), BackendError>> {
     let coll = collection(&s.config().collection);
+    let mut out = Vec::with_capacity(letters.len());
     for l in letters {
-        s.api()
+        let r = s
+            .api()
             .update_one(
                 &coll,
                 &json!({ "_id": l.id }),
@@ -46,9 +46,10 @@ pub async fn store<H: HttpClient>(
                 } }),
                 true,
             )
-            .await?;
+            .await;
+        out.push(r.map(|_| ()));
     }
-    Ok(())
+    out
 }
 
 /// The oldest `limit` letters (of `ids` when given), as stored.

@@ -308,16 +308,15 @@ impl<H: HttpClient> NotifyService<H> {
         .await
     }
 
-    /// The dead-letter queue's consumer: keeps every message for inspection and replay.
-    ///
-    /// # Errors
-    /// Backend failures (the queue redelivers; storing is idempotent by message id).
+    /// The dead-letter queue's consumer: keeps every message for inspection and replay; `true`
+    /// per message that was kept (acknowledge those, redeliver the rest: storing is idempotent
+    /// by message id).
     pub async fn store_dead_letters(
         &self,
         messages: &[QueuedMessage],
         queue: &str,
         now_ms: i64,
-    ) -> Result<(), NotifyError> {
+    ) -> Vec<bool> {
         let letters: Vec<DeadLetter> = messages
             .iter()
             .map(|m| DeadLetter {
@@ -327,7 +326,11 @@ impl<H: HttpClient> NotifyService<H> {
                 reason: "failed every delivery attempt".into(),
             })
             .collect();
-        Ok(dead_letters::store(&self.store, &letters, now_ms).await?)
+        dead_letters::store(&self.store, &letters, now_ms)
+            .await
+            .iter()
+            .map(Result::is_ok)
+            .collect()
     }
 
     /// `GET /v1/admin/dead-letters`: the oldest letters, `{items, count}`.
