@@ -72,6 +72,9 @@ run() {
 if [ "$PROVISION" = 1 ]; then
   run wrangler r2 bucket create "$BUCKET"
   run wrangler kv namespace create IPDB_CONFIG --env "$ENV_NAME"
+  # The events queue and its dead-letter queue (wrangler.toml [[env.*.queues.*]]).
+  run wrangler queues create "edge-geo-notify-events-$ENV_NAME"
+  run wrangler queues create "edge-geo-notify-events-$ENV_NAME-dlq"
   if [ "$DRY" = 0 ] && grep -q REPLACE <<<"$KV_ID"; then
     say "put the namespace id printed above into wrangler.toml ([[env.$ENV_NAME.kv_namespaces]]), then run again without --provision"
     exit 0

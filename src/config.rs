@@ -205,6 +205,8 @@ pub struct Config {
     pub housekeeping_subrequests: u32,
     /// IPDB settings.
     pub ipdb: IpdbSettings,
+    /// Redelivery backoff of the events queue: first delay and cap (seconds).
+    pub queue_retry: (u32, u32),
 }
 
 /// The simple HS256 setup: exactly these three variables.
@@ -372,6 +374,10 @@ impl Config {
             cors_origins: v.list("CORS_ALLOWED_ORIGINS"),
             bench: v.flag("ENABLE_BENCH")?,
             housekeeping_subrequests: v.num("HOUSEKEEPING_SUBREQUESTS", 40)?,
+            queue_retry: (
+                v.num("NOTIFY_QUEUE_RETRY_SECONDS", 2)?,
+                v.num("NOTIFY_QUEUE_RETRY_MAX_SECONDS", 60)?,
+            ),
             ipdb: IpdbSettings {
                 kv_key: v.text("IPDB_KV_KEY", "ipdb/current"),
                 check_interval_s: v.num("IPDB_CHECK_INTERVAL_SECONDS", 60)?,

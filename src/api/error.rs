@@ -48,6 +48,8 @@ pub enum ErrorCode {
     InvalidCoordinate,
     /// `invalid_cursor`
     InvalidCursor,
+    /// `invalid_events`
+    InvalidEvents,
     /// `invalid_flag`
     InvalidFlag,
     /// `invalid_idempotency_key`
@@ -137,6 +139,7 @@ impl ErrorCode {
         ErrorCode::InvalidCharacters,
         ErrorCode::InvalidCoordinate,
         ErrorCode::InvalidCursor,
+        ErrorCode::InvalidEvents,
         ErrorCode::InvalidFlag,
         ErrorCode::InvalidIdempotencyKey,
         ErrorCode::InvalidIp,
@@ -194,6 +197,7 @@ impl ErrorCode {
             ErrorCode::InvalidCharacters => "invalid_characters",
             ErrorCode::InvalidCoordinate => "invalid_coordinate",
             ErrorCode::InvalidCursor => "invalid_cursor",
+            ErrorCode::InvalidEvents => "invalid_events",
             ErrorCode::InvalidFlag => "invalid_flag",
             ErrorCode::InvalidAction => "invalid_action",
             ErrorCode::UpgradeRequired => "upgrade_required",
@@ -256,6 +260,8 @@ pub struct ApiError {
     pub retry_after: Option<u32>,
     /// The `Allow` header of a 405.
     pub allow: Option<String>,
+    /// Structured detail under `error.details` (e.g. each invalid event of a batch).
+    pub details: Option<Box<serde_json::Value>>,
 }
 
 impl ApiError {
@@ -268,6 +274,7 @@ impl ApiError {
             message: message.into(),
             retry_after: None,
             allow: None,
+            details: None,
         }
     }
 
@@ -307,7 +314,11 @@ impl ApiError {
 
     /// The JSON body.
     pub fn body(&self) -> serde_json::Value {
-        json!({ "error": { "code": self.code.as_str(), "message": self.message } })
+        let mut b = json!({ "error": { "code": self.code.as_str(), "message": self.message } });
+        if let Some(d) = &self.details {
+            b["error"]["details"] = (**d).clone();
+        }
+        b
     }
 }
 

@@ -35,6 +35,145 @@ pub fn parse_event(body: &[u8]) -> Result<NewEvent, ApiError> {
         .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("event: {e}")))
 }
 
+/// The three forms of `POST /v1/notifications/events`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventsBody {
+    /// One event (the original form).
+    One(NewEvent),
+    /// `{"events": [...]}`, 1..=100 events.
+    Many(Vec<NewEvent>),
+    /// `{"template": {...}, "owners": [...]}`: the template (without `owner`) for each owner.
+    FanOut {
+        /// The event every owner gets; each owner's `eventId` is `{eventId}:{owner}`.
+        template: NewEvent,
+        /// Recipients, 1..=10 000.
+        owners: Vec<String>,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ManyBody {
+    events: Vec<NewEvent>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FanOutBody {
+    template: NewEvent,
+    owners: Vec<String>,
+}
+
+fn count_ok(n: usize, max: usize, what: &str) -> Result<(), ApiError> {
+    if n == 0 {
+        return Err(ApiError::bad_request(
+            ErrorCode::EmptyBatch,
+            format!("{what} is empty"),
+        ));
+    }
+    if n > max {
+        return Err(ApiError::bad_request(
+            ErrorCode::BatchTooLarge,
+            format!("{what} holds {n}; at most {max}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Parses any form of the events body: a top-level `events` key is a batch, `template` or
+/// `owners` a fan-out, anything else one event.
+///
+/// # Errors
+/// `invalid_json`, `empty_batch`, `batch_too_large` (400); 413 for a single event over 64 KiB.
+pub fn parse_events_body(body: &[u8]) -> Result<EventsBody, ApiError> {
+    let v: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("events: {e}")))?;
+    let has = |k: &str| v.get(k).is_some();
+    if has("events") {
+        let b: ManyBody = serde_json::from_value(v)
+            .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("events: {e}")))?;
+        count_ok(b.events.len(), crate::notify::batch::MAX_EVENTS, "events")?;
+        return Ok(EventsBody::Many(b.events));
+    }
+    if has("template") || has("owners") {
+        let b: FanOutBody = serde_json::from_value(v)
+            .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("fan-out: {e}")))?;
+        count_ok(b.owners.len(), crate::notify::batch::MAX_FAN_OUT, "owners")?;
+        if !b.template.owner.is_empty() {
+            return Err(ApiError::bad_request(
+                ErrorCode::InvalidJson,
+                "fan-out: the template has no owner (owners lists them)",
+            ));
+        }
+        return Ok(EventsBody::FanOut {
+            template: b.template,
+            owners: b.owners,
+        });
+    }
+    Ok(EventsBody::One(parse_event(body)?))
+}
+
+/// 422 `invalid_events`: every invalid event by index (the first 100), nothing was accepted.
+#[must_use]
+pub fn invalid_events(bad: &[(usize, NotifyError)]) -> ApiError {
+    let details: Vec<serde_json::Value> = bad
+        .iter()
+        .take(100)
+        .map(|(i, e)| serde_json::json!({ "index": i, "code": e.code().as_str(), "message": e.to_string() }))
+        .collect();
+    ApiError {
+        details: Some(Box::new(serde_json::Value::Array(details))),
+        ..ApiError::new(
+            422,
+            ErrorCode::InvalidEvents,
+            format!("{} event(s) invalid; none was accepted", bad.len()),
+        )
+    }
+}
+
+/// Body of a dead-letter replay: which letters (by id), or the oldest `limit` (default 100).
+#[derive(Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayBody {
+    /// Letters to replay; absent = the oldest.
+    #[serde(default)]
+    pub ids: Option<Vec<String>>,
+    /// How many (1..=100).
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+/// Parses a replay body (empty = the oldest 100).
+///
+/// # Errors
+/// `invalid_json`, `invalid_parameter` (400).
+pub fn parse_replay(body: &[u8]) -> Result<ReplayBody, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(ReplayBody::default());
+    }
+    let r: ReplayBody = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("replay: {e}")))?;
+    if r.limit.is_some_and(|l| !(1..=MAX_PAGE).contains(&l))
+        || r.ids
+            .as_ref()
+            .is_some_and(|i| i.is_empty() || i.len() > MAX_PAGE as usize)
+    {
+        return Err(ApiError::bad_request(
+            ErrorCode::InvalidParameter,
+            format!("limit and the number of ids are 1..={MAX_PAGE}"),
+        ));
+    }
+    Ok(r)
+}
+
+/// `limit` of the dead-letter list (1..=100, default 100).
+///
+/// # Errors
+/// `invalid_parameter` (400).
+pub fn parse_dead_letter_limit(query: &str) -> Result<u32, ApiError> {
+    super::query::param(query, "limit").map_or(Ok(MAX_PAGE), |v| parse_limit(&v))
+}
+
 /// Body of a retraction.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -466,9 +466,27 @@ fn detail(op: Op) -> Detail {
             ..none()
         },
         Op::CreateEvent => Detail {
-            description: "Events with the same (owner, itemKey) merge into one item; `eventId` de-duplicates redeliveries.",
+            description: "Events with the same (owner, itemKey) merge into one item; `eventId` de-duplicates redeliveries. \
+Three forms: one event; `{\"events\": [...]}` (1–100); or a fan-out `{\"template\": {event without owner}, \"owners\": [...]}` \
+(1–10 000; each owner's `eventId` is `{eventId}:{owner}`). Every event is validated before anything is accepted. \
+With the queue (`NOTIFY_QUEUE`) configured, all forms are enqueued and answered `202 queued`; without it, one event \
+is written as before and a batch of at most 100 events is written at once (`processed`, one result per event); \
+more needs the queue (`503 not_configured`).",
             params: vec![idempotency_key_param()],
-            request: Some(schema_ref("NewEvent")),
+            request: Some(json!({ "oneOf": [
+                schema_ref("NewEvent"),
+                {
+                    "type": "object", "required": ["events"], "additionalProperties": false,
+                    "properties": { "events": { "type": "array", "minItems": 1, "maxItems": 100, "items": schema_ref("NewEvent") } },
+                },
+                {
+                    "type": "object", "required": ["template", "owners"], "additionalProperties": false,
+                    "properties": {
+                        "template": { "description": "An event without `owner`.", "type": "object" },
+                        "owners": { "type": "array", "minItems": 1, "maxItems": 10000, "items": { "type": "string" } },
+                    },
+                },
+            ] })),
             responses: vec![
                 (
                     201,
@@ -488,21 +506,53 @@ fn detail(op: Op) -> Detail {
                 (
                     200,
                     json!({
-                        "description": "Merged into an existing item, already applied (also: the sender was retracted after this event), a duplicate event id, or muted by the recipient",
+                        "description": "One event: merged into an existing item, already applied (also: the sender was retracted after this event), a duplicate event id, or muted by the recipient. A batch without the queue: `processed`, one result per event in order",
+                        "headers": replayed_header(),
+                        "content": { "application/json": { "schema": { "oneOf": [
+                            {
+                                "type": "object",
+                                "required": ["status"],
+                                "properties": {
+                                    "status": { "enum": ["merged", "already_applied", "duplicate", "muted"] },
+                                    "notificationId": { "type": "string" },
+                                },
+                            },
+                            {
+                                "type": "object",
+                                "required": ["status", "results"],
+                                "properties": {
+                                    "status": { "const": "processed" },
+                                    "results": { "type": "array", "items": {
+                                        "type": "object",
+                                        "required": ["status"],
+                                        "properties": {
+                                            "status": { "enum": ["created", "merged", "already_applied", "duplicate", "muted"] },
+                                            "notificationId": { "type": "string" },
+                                        },
+                                    } },
+                                },
+                            },
+                        ] } } },
+                    }),
+                ),
+                (
+                    202,
+                    json!({
+                        "description": "Enqueued: every event was valid and is written by the queue consumer",
                         "headers": replayed_header(),
                         "content": { "application/json": { "schema": {
                             "type": "object",
-                            "required": ["status"],
+                            "required": ["status", "accepted"],
                             "properties": {
-                                "status": { "enum": ["merged", "already_applied", "duplicate", "muted"] },
-                                "notificationId": { "type": "string" },
+                                "status": { "const": "queued" },
+                                "accepted": { "type": "integer", "minimum": 1 },
                             },
                         } } },
                     }),
                 ),
             ],
             errors: vec![
-                (400, codes(&["invalid_json", "invalid_idempotency_key"])),
+                (400, codes(&["invalid_json", "invalid_idempotency_key", "empty_batch", "batch_too_large"])),
                 (409, codes(&["idempotency_in_flight"])),
                 (
                     422,
@@ -513,6 +563,7 @@ fn detail(op: Op) -> Detail {
                         "unknown_category",
                         "time_out_of_range",
                         "idempotency_key_reused",
+                        "invalid_events",
                     ]),
                 ),
                 (502, codes(BACKEND_502)),
@@ -570,6 +621,76 @@ fn detail(op: Op) -> Detail {
                 ),
             )],
             errors: vec![(502, codes(BACKEND_502)), (503, codes(BACKEND_503))],
+            ..none()
+        },
+        Op::DeadLetters => Detail {
+            description: "Kept by the dead-letter queue's consumer in the collection `{NOTIFY_COLLECTION}_dead`.",
+            params: vec![query(
+                "limit",
+                false,
+                "Letters per answer (1–100, default 100).",
+                json!({ "type": "integer", "minimum": 1, "maximum": 100 }),
+            )],
+            responses: vec![(
+                200,
+                json_response(
+                    "The oldest dead letters",
+                    json!({
+                        "type": "object",
+                        "required": ["count", "items"],
+                        "properties": {
+                            "count": { "type": "integer", "minimum": 0 },
+                            "items": { "type": "array", "items": {
+                                "type": "object",
+                                "required": ["id", "queue", "reason", "failedAtMsec", "event"],
+                                "properties": {
+                                    "id": { "type": "string" },
+                                    "queue": { "type": ["string", "null"] },
+                                    "reason": { "type": ["string", "null"] },
+                                    "failedAtMsec": { "type": ["integer", "null"] },
+                                    "event": { "description": "The queued event (its JSON), or the raw body when it is not JSON" },
+                                },
+                            } },
+                        },
+                    }),
+                ),
+            )],
+            errors: vec![
+                (400, codes(&["invalid_parameter"])),
+                (502, codes(BACKEND_502)),
+                (503, codes(BACKEND_503)),
+            ],
+            ..none()
+        },
+        Op::ReplayDeadLetters => Detail {
+            description: "Sends the letters back to the events queue, then removes them. An event that was in fact applied is answered by dedup and the upsert's filter, so replaying is safe.",
+            request: Some(json!({
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "ids": { "type": "array", "minItems": 1, "maxItems": 100, "items": { "type": "string" } },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": 100 },
+                },
+            })),
+            responses: vec![(
+                200,
+                json_response(
+                    "Replayed",
+                    json!({
+                        "type": "object",
+                        "required": ["replayed", "removed"],
+                        "properties": {
+                            "replayed": { "type": "integer", "minimum": 0 },
+                            "removed": { "type": "integer", "minimum": 0 },
+                        },
+                    }),
+                ),
+            )],
+            errors: vec![
+                (400, codes(&["invalid_json", "invalid_parameter"])),
+                (502, codes(BACKEND_502)),
+                (503, codes(BACKEND_503)),
+            ],
             ..none()
         },
         Op::BenchNoop | Op::BenchGeo | Op::BenchIp | Op::BenchAuth => none(),
@@ -810,6 +931,19 @@ fn components() -> Value {
                         "properties": {
                             "code": { "type": "string", "pattern": "^[a-z][a-z0-9_]*$", "description": "Stable; clients switch on it." },
                             "message": { "type": "string", "description": "Human-readable; may change." },
+                            "details": {
+                                "type": "array",
+                                "description": "`invalid_events`: each invalid event of a batch (the first 100).",
+                                "items": {
+                                    "type": "object",
+                                    "required": ["index", "code", "message"],
+                                    "properties": {
+                                        "index": { "type": "integer", "minimum": 0 },
+                                        "code": { "type": "string" },
+                                        "message": { "type": "string" },
+                                    },
+                                },
+                            },
                         },
                     },
                 },

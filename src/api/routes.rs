@@ -111,6 +111,10 @@ pub enum Op {
     Retract,
     /// Create the collection's indexes.
     AdminIndexes,
+    /// List dead letters (queued events that failed every attempt).
+    DeadLetters,
+    /// Send dead letters back to the queue.
+    ReplayDeadLetters,
     /// Benchmark: a trivial endpoint.
     BenchNoop,
     /// Benchmark: geo lookups inside the isolate.
@@ -380,10 +384,11 @@ pub const ROUTES: &[Route] = &[
             Op::CreateEvent,
             Service(Scope::NotifyWrite),
             "createEvent",
-            "Create or merge a notification",
+            "Create or merge notifications: one event, a batch, or a fan-out",
             "service",
         ),
-        64 * KIB,
+        // A fan-out to 10 000 owners; one event alone is still held to 64 KiB.
+        MAX_BATCH_BODY,
     ),
     body(
         route(
@@ -405,6 +410,27 @@ pub const ROUTES: &[Route] = &[
         "ensureIndexes",
         "Create the collection's indexes (idempotent)",
         "service",
+    ),
+    route(
+        Get,
+        "/v1/admin/dead-letters",
+        Op::DeadLetters,
+        Service(Scope::Admin),
+        "listDeadLetters",
+        "Queued events that failed every attempt, oldest first",
+        "service",
+    ),
+    body(
+        route(
+            Post,
+            "/v1/admin/dead-letters/replay",
+            Op::ReplayDeadLetters,
+            Service(Scope::Admin),
+            "replayDeadLetters",
+            "Send dead letters back to the queue",
+            "service",
+        ),
+        16 * KIB,
     ),
     bench(route(
         Get,

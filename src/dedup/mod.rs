@@ -26,8 +26,8 @@
 mod store;
 
 pub use store::{
-    commit, parse_reserve_reply, release, reserve, reserve_unless_muted, scripts, MuteCheck,
-    Reservation,
+    commit, parse_reserve_reply, release, reserve, reserve_many, reserve_unless_muted, scripts,
+    settle_many, MuteCheck, Reservation, Settle,
 };
 
 use sha2::{Digest, Sha256};

@@ -10,6 +10,10 @@ use crate::backend::{BackendError, HttpClient, RedisRestClient, Script};
 static RESERVE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("reserve.lua")));
 static COMMIT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("commit.lua")));
 static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("release.lua")));
+static RESERVE_MANY: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("reserve_many.lua")));
+static SETTLE_MANY: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("settle_many.lua")));
 
 /// Outcome of [`reserve`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +104,91 @@ pub async fn release<H: HttpClient>(
         .evalsha_or_eval(&RELEASE, &[&slot.key], &[&slot.field, token])
         .await?;
     Ok(reply.as_i64() == Some(1))
+}
+
+/// [`reserve_unless_muted`] for a whole batch in ONE `EVALSHA`: one [`Reservation`] per slot,
+/// in order. `mutes[i]` is the muted-set check of slot `i` (`None`: not checked).
+///
+/// # Errors
+/// Backend failures; a malformed reply is [`BackendError::Decode`].
+pub async fn reserve_many<H: HttpClient>(
+    redis: &RedisRestClient<H>,
+    slots: &[Slot],
+    mutes: &[Option<MuteCheck<'_>>],
+    lease_ms: u64,
+) -> Result<Vec<Reservation>, BackendError> {
+    if slots.is_empty() {
+        return Ok(vec![]);
+    }
+    let mut keys: Vec<&str> = slots.iter().map(|s| s.key.as_str()).collect();
+    let mut args: Vec<String> = vec![lease_ms.max(1).to_string(), slots.len().to_string()];
+    for (i, slot) in slots.iter().enumerate() {
+        args.push(slot.field.clone());
+        args.push(slot.expire_at_ms.to_string());
+        match mutes.get(i).and_then(Option::as_ref) {
+            Some(m) => {
+                // Each muted set is passed once, however many events of the batch refer to it.
+                let at = match keys[slots.len()..].iter().position(|k| *k == m.key) {
+                    Some(p) => slots.len() + p,
+                    None => {
+                        keys.push(m.key);
+                        keys.len() - 1
+                    }
+                };
+                args.push((at + 1).to_string());
+                args.push(m.members.len().to_string());
+                args.extend(m.members.iter().cloned());
+            }
+            None => {
+                args.push("0".into());
+                args.push("0".into());
+            }
+        }
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let reply = redis.evalsha_or_eval(&RESERVE_MANY, &keys, &args).await?;
+    let flat = reply
+        .as_array()
+        .filter(|a| a.len() == 2 * slots.len())
+        .ok_or_else(|| BackendError::Decode(format!("dedup reserve_many: reply {reply}")))?;
+    flat.chunks(2)
+        .map(|pair| parse_reserve_reply(&Value::Array(pair.to_vec())))
+        .collect()
+}
+
+/// What to do with one reservation after a batch's writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settle<'a> {
+    /// The write succeeded: mark the id done.
+    Commit(&'a Slot),
+    /// The write failed: free our lease (token from the reservation) so the retry proceeds.
+    Release(&'a Slot, &'a str),
+}
+
+/// Commits and releases a batch's reservations in ONE `EVALSHA`; returns how many changed.
+///
+/// # Errors
+/// Backend failures.
+pub async fn settle_many<H: HttpClient>(
+    redis: &RedisRestClient<H>,
+    entries: &[Settle<'_>],
+) -> Result<u64, BackendError> {
+    if entries.is_empty() {
+        return Ok(0);
+    }
+    let mut keys = Vec::with_capacity(entries.len());
+    let mut args = vec![entries.len().to_string()];
+    for e in entries {
+        let (op, slot, token) = match e {
+            Settle::Commit(s) => ("c", *s, ""),
+            Settle::Release(s, t) => ("r", *s, *t),
+        };
+        keys.push(slot.key.as_str());
+        args.extend([op.to_owned(), slot.field.clone(), token.to_owned()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let reply = redis.evalsha_or_eval(&SETTLE_MANY, &keys, &args).await?;
+    Ok(reply.as_u64().unwrap_or(0))
 }
 
 /// Decodes the reserve script's `{status, token}` reply.

@@ -8,6 +8,7 @@ mod http_client;
 mod hub;
 mod ip;
 mod notify;
+mod queue;
 mod state;
 
 use crate::api::routes::{self, Access, Op, RateLimit, Route};
@@ -209,6 +210,8 @@ async fn handle(
         Op::CreateEvent => notify::create(cfg, env, ctx, &req, &body).await,
         Op::Retract => notify::retract(cfg, env, ctx, &req, &body).await,
         Op::AdminIndexes => notify::ensure_indexes(cfg).await,
+        Op::DeadLetters => notify::dead_letters(cfg, &query).await,
+        Op::ReplayDeadLetters => notify::replay_dead_letters(cfg, env, &body).await,
         Op::BenchNoop => ok_json(&json!({ "ok": true })),
         Op::BenchGeo => geo::bench(&body, env, bench_n(&query, "repeat", 1)?).await,
         Op::BenchIp => ip::bench(env, ctx, cfg, bench_n(&query, "n", 0)?).await,

@@ -27,7 +27,8 @@ pub(crate) fn store(cfg: &Config) -> ApiResult<NotificationStore<WorkerHttp>> {
     ))
 }
 
-fn service(cfg: &Config) -> ApiResult<NotifyService<WorkerHttp>> {
+/// The service over the configured backends (also used by the queue consumer).
+pub(super) fn service(cfg: &Config) -> ApiResult<NotifyService<WorkerHttp>> {
     let redis = cfg
         .redis
         .clone()
@@ -70,7 +71,8 @@ fn changed(env: &Env, ctx: &Context, owner: &str, changed: bool) {
     }
 }
 
-/// `POST /v1/notifications/events` (service `notify:write`).
+/// `POST /v1/notifications/events` (service `notify:write`): one event, a batch or a fan-out;
+/// enqueued when the queue is bound.
 pub async fn create(
     cfg: &Config,
     env: &Env,
@@ -79,12 +81,18 @@ pub async fn create(
     body: &[u8],
 ) -> ApiResult<Response> {
     let svc = service(cfg)?;
+    let queue = super::queue::binding(env);
     let (reply, deferred) = svc
-        .create(body, idempotency_key(req).as_deref(), now_ms())
+        .create_events(
+            body,
+            idempotency_key(req).as_deref(),
+            now_ms(),
+            queue.as_ref(),
+        )
         .await;
     defer(ctx, svc, deferred);
     let reply = reply?;
-    hub::poke(env, ctx, reply.changed.iter().cloned().collect());
+    hub::poke(env, ctx, reply.changed.clone());
     respond(&reply)
 }
 
@@ -102,7 +110,7 @@ pub async fn retract(
         .await;
     defer(ctx, svc, deferred);
     let reply = reply?;
-    hub::poke(env, ctx, reply.changed.iter().cloned().collect());
+    hub::poke(env, ctx, reply.changed.clone());
     respond(&reply)
 }
 
@@ -137,6 +145,21 @@ pub async fn stream(env: &Env, req: &Request, owner: &str) -> ApiResult<Response
 pub async fn ensure_indexes(cfg: &Config) -> ApiResult<Response> {
     let names = store(cfg)?.ensure_indexes().await?;
     ok_json(&json!({ "indexes": names }))
+}
+
+/// `GET /v1/admin/dead-letters` (service `admin`).
+pub async fn dead_letters(cfg: &Config, query: &str) -> ApiResult<Response> {
+    ok_json(&service(cfg)?.dead_letters(query).await?)
+}
+
+/// `POST /v1/admin/dead-letters/replay` (service `admin`).
+pub async fn replay_dead_letters(cfg: &Config, env: &Env, body: &[u8]) -> ApiResult<Response> {
+    let queue = super::queue::binding(env);
+    ok_json(
+        &service(cfg)?
+            .replay_dead_letters(body, queue.as_ref())
+            .await?,
+    )
 }
 
 /// `GET /v1/notifications` (user): one page with the badge counts, one Data API call.

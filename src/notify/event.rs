@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{NotifyConfig, NotifyError};
 
@@ -19,7 +19,7 @@ pub(crate) mod limits {
 }
 
 /// Raw sender as received (API JSON, camelCase).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
 pub struct NewSender {
     /// Sender id.
     #[serde(default)]
@@ -28,12 +28,13 @@ pub struct NewSender {
     #[serde(default)]
     pub name: String,
     /// Avatar URL.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub avatar: Option<String>,
 }
 
-/// Raw event as received; validate with [`NotificationEvent::new`].
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+/// Raw event as received; validate with [`NotificationEvent::new`]. Serializes to the same JSON
+/// (a queued event travels in this shape).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct NewEvent {
     /// Recipient.
@@ -61,10 +62,10 @@ pub struct NewEvent {
     #[serde(default)]
     pub sender: NewSender,
     /// Where a tap leads.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub landing: Option<String>,
     /// Template arguments.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub message_arguments: BTreeMap<String, String>,
     /// Event time (ms since epoch), also the dedup bucket time.
     #[serde(default)]

@@ -18,6 +18,8 @@
 //! `_id` *is* the notification id (a hash of owner+itemKey), so it is not stored twice.
 
 pub mod badge;
+pub mod batch;
+pub mod dead_letters;
 mod error;
 mod event;
 pub mod preferences;

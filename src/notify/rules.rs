@@ -51,17 +51,6 @@ pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) ->
         "owner": ev.owner, "itemKey": ev.item_key, "origins.s": { "$ne": ev.sender.id },
         "$nor": [{ "x": { "$elemMatch": { "s": ev.sender.id, "t": { "$gte": ev.created_time_msec } } } }],
     });
-    let mut origin = Map::new();
-    origin.insert("s".into(), ev.sender.id.clone().into());
-    origin.insert("n".into(), ev.sender.name.clone().into());
-    if let Some(a) = &ev.sender.avatar {
-        origin.insert("a".into(), a.clone().into());
-    }
-    origin.insert("t".into(), ev.created_time_msec.into());
-    if let Some(l) = &ev.landing {
-        origin.insert("l".into(), l.clone().into());
-    }
-    origin.insert("e".into(), ev.event_id.clone().into());
     let mut set = json!({
         "revision": revision(now_ms, &ev.event_id),
         "read": false, "seen": false, "archived": false, "deleted": false,
@@ -78,7 +67,7 @@ pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) ->
             "serviceType": ev.service_type, "categoryType": ev.category_type,
             "notificationType": ev.notification_type, "templateType": ev.template_type,
         },
-        "$push": { "origins": { "$each": [origin], "$sort": { "t": -1 }, "$slice": cfg.origins_cap.max(1) } },
+        "$push": { "origins": { "$each": [origin(ev)], "$sort": { "t": -1 }, "$slice": cfg.origins_cap.max(1) } },
         "$inc": { "originsCount": 1 },
         "$max": {
             "createdTime": ejson::date(ev.created_time_msec),
@@ -93,6 +82,22 @@ pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) ->
         "$currentDate": { "sync": true },
     });
     (filter, update)
+}
+
+/// The compact origin an event adds to its item.
+pub(super) fn origin(ev: &NotificationEvent) -> Value {
+    let mut origin = Map::new();
+    origin.insert("s".into(), ev.sender.id.clone().into());
+    origin.insert("n".into(), ev.sender.name.clone().into());
+    if let Some(a) = &ev.sender.avatar {
+        origin.insert("a".into(), a.clone().into());
+    }
+    origin.insert("t".into(), ev.created_time_msec.into());
+    if let Some(l) = &ev.landing {
+        origin.insert("l".into(), l.clone().into());
+    }
+    origin.insert("e".into(), ev.event_id.clone().into());
+    Value::Object(origin)
 }
 
 /// What a create did.

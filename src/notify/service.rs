@@ -8,6 +8,8 @@
 //! its own) and an Idempotency-Key runs unguarded (only the replay flag is lost). The owner's
 //! muted set is checked inside the same reservation script (see [`preferences`]).
 
+use super::batch::{self, EventOutcome, EventQueue, QueuedMessage};
+use super::dead_letters::{self, DeadLetter};
 use super::preferences::{self, Preferences};
 use super::{CreateOutcome, NotificationEvent, NotificationStore, NotifyError, RetractOutcome};
 use crate::api::{idempotency as idem, notify as parse, ApiError, ErrorCode};
@@ -24,8 +26,8 @@ pub struct Reply {
     pub body: Value,
     /// Answered from a stored Idempotency-Key result.
     pub replayed: bool,
-    /// The owner whose inbox this changed (for the live badge).
-    pub changed: Option<String>,
+    /// The owners whose inbox this changed (for the live badge).
+    pub changed: Vec<String>,
 }
 
 /// Work that must not hold up the response.
@@ -155,6 +157,239 @@ impl<H: HttpClient> NotifyService<H> {
         })
     }
 
+    /// `POST /v1/notifications/events` in any form (one event, `{"events"}`, fan-out). With a
+    /// queue every valid body is enqueued (`202 queued`); without one, a single event takes
+    /// [`Self::create`]'s path unchanged and a batch of at most [`batch::MAX_SYNC_EVENTS`] is
+    /// written at once through [`batch::apply`]. Every event is validated before anything is
+    /// written or enqueued.
+    pub async fn create_events<Q: EventQueue>(
+        &self,
+        body: &[u8],
+        idempotency_key: Option<&str>,
+        now_ms: i64,
+        queue: Option<&Q>,
+    ) -> Flow {
+        self.guarded(
+            "events",
+            body,
+            idempotency_key,
+            self.create_events_inner(body, now_ms, queue),
+        )
+        .await
+    }
+
+    async fn create_events_inner<Q: EventQueue>(
+        &self,
+        body: &[u8],
+        now_ms: i64,
+        queue: Option<&Q>,
+    ) -> Flow {
+        let raws = match parse::parse_events_body(body) {
+            Err(e) => return (Err(e), vec![]),
+            Ok(parse::EventsBody::One(_)) if queue.is_none() => {
+                return self.create_inner(body, now_ms).await
+            }
+            Ok(parse::EventsBody::One(raw)) => vec![raw],
+            Ok(parse::EventsBody::Many(v)) => v,
+            Ok(parse::EventsBody::FanOut { template, owners }) => {
+                batch::fan_out(&template, &owners)
+            }
+        };
+        let events = match batch::validate_all(&raws, self.store.config(), now_ms) {
+            Ok(e) => e,
+            Err(bad) => return (Err(parse::invalid_events(&bad)), vec![]),
+        };
+        let reply = |status, body| Reply {
+            status,
+            body,
+            replayed: false,
+            changed: vec![],
+        };
+        if let Some(q) = queue {
+            return match batch::enqueue(q, &raws).await {
+                Ok(n) => (
+                    Ok(reply(202, json!({ "status": "queued", "accepted": n }))),
+                    vec![],
+                ),
+                Err(e) => (
+                    Err(ApiError::unavailable(
+                        ErrorCode::BackendUnavailable,
+                        format!("queue: {e}"),
+                    )),
+                    vec![],
+                ),
+            };
+        }
+        if events.len() > batch::MAX_SYNC_EVENTS {
+            return (
+                Err(ApiError::unavailable(
+                    ErrorCode::NotConfigured,
+                    format!(
+                        "{} events: more than {} need the queue (NOTIFY_QUEUE), which is not configured",
+                        events.len(),
+                        batch::MAX_SYNC_EVENTS
+                    ),
+                )),
+                vec![],
+            );
+        }
+        let report = batch::apply(
+            &self.store,
+            self.redis.as_ref(),
+            &self.dedup,
+            &events,
+            now_ms,
+        )
+        .await;
+        if let Some(EventOutcome::Failed(why)) = report
+            .outcomes
+            .iter()
+            .find(|o| matches!(o, EventOutcome::Failed(_)))
+        {
+            // What was written is committed: the client's retry of the whole body finds those
+            // as duplicates and writes the rest.
+            return (
+                Err(ApiError::unavailable(
+                    ErrorCode::BackendUnavailable,
+                    format!("batch partly written, retry it: {why}"),
+                )),
+                vec![],
+            );
+        }
+        let results: Vec<Value> = report
+            .outcomes
+            .iter()
+            .zip(&events)
+            .map(|(o, ev)| match o {
+                EventOutcome::Applied(_) => json!({
+                    "status": o.name(),
+                    "notificationId": super::notification_id(ev.owner(), ev.item_key()),
+                }),
+                _ => json!({ "status": o.name() }),
+            })
+            .collect();
+        let mut done = reply(200, json!({ "status": "processed", "results": results }));
+        done.changed = report.changed_owners;
+        (Ok(done), vec![])
+    }
+
+    /// Writes valid events as one batch (see [`batch::apply`]).
+    pub async fn apply_batch(
+        &self,
+        events: &[super::NotificationEvent],
+        now_ms: i64,
+    ) -> batch::BatchReport {
+        batch::apply(
+            &self.store,
+            self.redis.as_ref(),
+            &self.dedup,
+            events,
+            now_ms,
+        )
+        .await
+    }
+
+    /// The queue consumer: writes a batch of queued events (see [`batch::consume`]).
+    pub async fn consume(
+        &self,
+        messages: &[QueuedMessage],
+        queue: &str,
+        now_ms: i64,
+    ) -> batch::ConsumeReport {
+        batch::consume(
+            &self.store,
+            self.redis.as_ref(),
+            &self.dedup,
+            messages,
+            queue,
+            now_ms,
+        )
+        .await
+    }
+
+    /// The dead-letter queue's consumer: keeps every message for inspection and replay; `true`
+    /// per message that was kept (acknowledge those, redeliver the rest: storing is idempotent
+    /// by message id).
+    pub async fn store_dead_letters(
+        &self,
+        messages: &[QueuedMessage],
+        queue: &str,
+        now_ms: i64,
+    ) -> Vec<bool> {
+        let letters: Vec<DeadLetter> = messages
+            .iter()
+            .map(|m| DeadLetter {
+                id: m.id.clone(),
+                body: m.body.clone(),
+                queue: queue.to_owned(),
+                reason: "failed every delivery attempt".into(),
+            })
+            .collect();
+        dead_letters::store(&self.store, &letters, now_ms)
+            .await
+            .iter()
+            .map(Result::is_ok)
+            .collect()
+    }
+
+    /// `GET /v1/admin/dead-letters`: the oldest letters, `{items, count}`.
+    ///
+    /// # Errors
+    /// `invalid_parameter` (400), backend failures.
+    pub async fn dead_letters(&self, query: &str) -> Result<Value, ApiError> {
+        let limit = parse::parse_dead_letter_limit(query)?;
+        let docs = dead_letters::list(&self.store, None, limit)
+            .await
+            .map_err(NotifyError::from)?;
+        let items: Vec<Value> = docs.iter().map(dead_letters::view).collect();
+        Ok(json!({ "count": items.len(), "items": items }))
+    }
+
+    /// `POST /v1/admin/dead-letters/replay`: sends letters back to the queue, then removes them
+    /// (a replayed event that was in fact applied is answered by dedup and the upsert filter).
+    ///
+    /// # Errors
+    /// 400 for a bad body, 503 `not_configured` without a queue, backend failures.
+    pub async fn replay_dead_letters<Q: EventQueue>(
+        &self,
+        body: &[u8],
+        queue: Option<&Q>,
+    ) -> Result<Value, ApiError> {
+        let r = parse::parse_replay(body)?;
+        let q = queue.ok_or_else(|| {
+            ApiError::unavailable(
+                ErrorCode::NotConfigured,
+                "the queue (NOTIFY_QUEUE) is not configured",
+            )
+        })?;
+        let docs = dead_letters::list(
+            &self.store,
+            r.ids.as_deref(),
+            r.limit.unwrap_or(super::MAX_PAGE),
+        )
+        .await
+        .map_err(NotifyError::from)?;
+        let (mut ids, mut bodies) = (Vec::new(), Vec::new());
+        for d in &docs {
+            if let (Some(id), Some(b)) = (
+                d.get("_id").and_then(Value::as_str),
+                d.get("body").and_then(Value::as_str),
+            ) {
+                ids.push(id.to_owned());
+                bodies.push(b.to_owned());
+            }
+        }
+        for chunk in batch::chunk_messages(bodies) {
+            q.send_batch(&chunk).await.map_err(|e| {
+                ApiError::unavailable(ErrorCode::BackendUnavailable, format!("queue: {e}"))
+            })?;
+        }
+        let removed = dead_letters::remove(&self.store, &ids)
+            .await
+            .map_err(NotifyError::from)?;
+        Ok(json!({ "replayed": ids.len(), "removed": removed }))
+    }
+
     async fn create_inner(&self, body: &[u8], now_ms: i64) -> Flow {
         let run = async {
             let raw = parse::parse_event(body)?;
@@ -180,7 +415,7 @@ impl<H: HttpClient> NotifyService<H> {
                             status: 200,
                             body: json!({"status": "muted"}),
                             replayed: false,
-                            changed: None,
+                            changed: vec![],
                         },
                         vec![],
                     ))
@@ -191,7 +426,7 @@ impl<H: HttpClient> NotifyService<H> {
                             status: 200,
                             body: json!({"status": "duplicate"}),
                             replayed: false,
-                            changed: None,
+                            changed: vec![],
                         },
                         vec![],
                     ))
@@ -215,8 +450,10 @@ impl<H: HttpClient> NotifyService<H> {
                         "status": outcome_name(outcome),
                         "notificationId": super::notification_id(ev.owner(), ev.item_key()),
                     });
-                    let changed =
-                        (outcome != CreateOutcome::AlreadyApplied).then(|| ev.owner().to_owned());
+                    let changed: Vec<String> = (outcome != CreateOutcome::AlreadyApplied)
+                        .then(|| ev.owner().to_owned())
+                        .into_iter()
+                        .collect();
                     Ok((
                         Reply {
                             status,
@@ -260,7 +497,10 @@ impl<H: HttpClient> NotifyService<H> {
                 status: 200,
                 body: json!({"status": status}),
                 replayed: false,
-                changed: (outcome != RetractOutcome::NotFound).then_some(r.owner),
+                changed: (outcome != RetractOutcome::NotFound)
+                    .then_some(r.owner)
+                    .into_iter()
+                    .collect(),
             })
         };
         (run.await, vec![])
@@ -302,7 +542,7 @@ impl<H: HttpClient> NotifyService<H> {
                             status,
                             body,
                             replayed: true,
-                            changed: None,
+                            changed: vec![],
                         }),
                         vec![],
                     )

@@ -79,7 +79,20 @@ export function userToken(sub, { header = {}, claims = {}, sign } = {}) {
 /// Headers of a request made as user `sub`.
 export const asUser = (sub) => ({ authorization: `Bearer ${userToken(sub)}`, "content-type": "application/json" });
 
-export async function startWorker({ assetsDir = path.join(ROOT, "assets"), bindings = {}, options = {} } = {}) {
+/// Miniflare options that bind the events queue (NOTIFY_QUEUE) and its dead-letter queue, both
+/// consumed by the worker itself. Opt-in (`startWorker({ queue: {...} })`): without it the worker
+/// has no binding and creates take the synchronous path.
+export function queueOptions({ maxRetries = 3, maxBatchTimeout = 1, dlqMaxRetries = 10 } = {}) {
+  return {
+    queueProducers: { NOTIFY_QUEUE: { queueName: "notify-events" } },
+    queueConsumers: {
+      "notify-events": { maxBatchSize: 100, maxBatchTimeout, maxRetries, deadLetterQueue: "notify-events-dlq" },
+      "notify-events-dlq": { maxBatchSize: 100, maxBatchTimeout, maxRetries: dlqMaxRetries },
+    },
+  };
+}
+
+export async function startWorker({ assetsDir = path.join(ROOT, "assets"), bindings = {}, options = {}, queue } = {}) {
   // Node 22's fetch pools connections; workerd closes idle ones, so tests use fresh ones.
   const mf = new Miniflare({
     name: "edge-geo-notify",
@@ -100,6 +113,7 @@ export async function startWorker({ assetsDir = path.join(ROOT, "assets"), bindi
     cf: { country: "GB", colo: "LHR", asn: 64512 },
     host: "127.0.0.1",
     port: 0,
+    ...(queue ? queueOptions(queue) : {}),
     ...options,
   });
   const url = await mf.ready;

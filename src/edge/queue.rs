@@ -1,0 +1,155 @@
+//! Cloudflare Queues wiring: the producer binding behind the core's [`EventQueue`], and the
+//! consumer entry point. The flow (grouping, one upsert per group, dedup, dead letters) is
+//! `crate::notify::batch`; this file only moves messages in and out.
+//!
+//! The consumer is exported by hand rather than through `#[event(queue)]`: workers-rs 0.8 does
+//! not expose a message's `attempts`, which the backoff needs. worker-build wires any exported
+//! `queue` function the same way.
+
+use crate::notify::batch::{self, Disposition, EventQueue, QueuedMessage};
+use serde_json::json;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use worker::{Context, Date, Env, MessageBuilder, QueueContentType};
+
+/// The producer binding (`[[queues.producers]]` in wrangler.toml). Absent = synchronous path.
+pub const BINDING: &str = "NOTIFY_QUEUE";
+/// A queue whose name ends so is a dead-letter queue: its messages are kept, not written.
+pub const DEAD_LETTER_SUFFIX: &str = "-dlq";
+
+/// The events queue, when bound.
+pub struct WorkerQueue(worker::Queue);
+
+/// The bound events queue, or `None` (then creates take the synchronous path).
+pub fn binding(env: &Env) -> Option<WorkerQueue> {
+    env.queue(BINDING).ok().map(WorkerQueue)
+}
+
+impl EventQueue for WorkerQueue {
+    async fn send_batch(&self, bodies: &[String]) -> Result<(), String> {
+        // Text, not JSON: the consumer parses the body itself, numbers stay exact.
+        let msgs = bodies.iter().map(|b| {
+            MessageBuilder::new(b.clone())
+                .content_type(QueueContentType::Text)
+                .build()
+        });
+        self.0.send_batch(msgs).await.map_err(|e| e.to_string())
+    }
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// The runtime's `MessageBatch`.
+    pub type JsBatch;
+    #[wasm_bindgen(method, getter)]
+    fn queue(this: &JsBatch) -> String;
+    #[wasm_bindgen(method, getter)]
+    fn messages(this: &JsBatch) -> js_sys::Array;
+
+    /// The runtime's `Message`.
+    pub type JsMessage;
+    #[wasm_bindgen(method, getter)]
+    fn id(this: &JsMessage) -> String;
+    #[wasm_bindgen(method, getter)]
+    fn body(this: &JsMessage) -> JsValue;
+    #[wasm_bindgen(method, getter)]
+    fn attempts(this: &JsMessage) -> u32;
+    #[wasm_bindgen(method)]
+    fn ack(this: &JsMessage);
+    #[wasm_bindgen(method)]
+    fn retry(this: &JsMessage, options: &JsValue);
+}
+
+fn retry_later(m: &JsMessage, delay_s: u32) {
+    let o = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&o, &"delaySeconds".into(), &delay_s.into());
+    m.retry(&o);
+}
+
+fn log(line: &serde_json::Value) {
+    worker::console_log!("{line}");
+}
+
+/// The consumer of the events queue and of its dead-letter queue.
+#[wasm_bindgen]
+pub async fn queue(
+    batch: JsBatch,
+    env: Env,
+    ctx: worker::worker_sys::Context,
+) -> Result<JsValue, JsValue> {
+    let ctx = Context::new(ctx);
+    let name = batch.queue();
+    let msgs: Vec<JsMessage> = batch
+        .messages()
+        .iter()
+        .map(JsCast::unchecked_into)
+        .collect();
+    let items: Vec<QueuedMessage> = msgs
+        .iter()
+        .map(|m| {
+            let body = m.body();
+            QueuedMessage {
+                id: m.id(),
+                body: body.as_string().unwrap_or_else(|| {
+                    js_sys::JSON::stringify(&body).map_or_else(|_| String::new(), String::from)
+                }),
+            }
+        })
+        .collect();
+    let st = super::state::get(&env);
+    let (svc, (base, cap)) = match st
+        .config
+        .as_ref()
+        .map_err(ToString::to_string)
+        .and_then(|c| {
+            super::notify::service(c)
+                .map(|s| (s, c.queue_retry))
+                .map_err(|e| e.message)
+        }) {
+        Ok(v) => v,
+        Err(e) => {
+            // Nothing can be written: let the queue redeliver (and dead-letter) them.
+            log(&json!({ "queue": name, "skipped": e }));
+            for m in &msgs {
+                retry_later(m, batch::retry_delay_seconds(m.attempts(), 2, 60));
+            }
+            return Ok(JsValue::UNDEFINED);
+        }
+    };
+    let now = Date::now().as_millis() as i64;
+    if name.ends_with(DEAD_LETTER_SUFFIX) {
+        let kept = svc.store_dead_letters(&items, &name, now).await;
+        for (m, ok) in msgs.iter().zip(&kept) {
+            if *ok {
+                m.ack();
+            } else {
+                retry_later(m, batch::retry_delay_seconds(m.attempts(), base, cap));
+            }
+        }
+        let stored = kept.iter().filter(|k| **k).count();
+        log(&json!({ "queue": name, "dead_letters": msgs.len(), "stored": stored }));
+        return Ok(JsValue::UNDEFINED);
+    }
+    let report = svc.consume(&items, &name, now).await;
+    let mut retried = 0;
+    for (m, d) in msgs.iter().zip(&report.dispositions) {
+        match d {
+            Disposition::Ack => m.ack(),
+            Disposition::Retry => {
+                retried += 1;
+                retry_later(m, batch::retry_delay_seconds(m.attempts(), base, cap));
+            }
+        }
+    }
+    log(&json!({
+        "queue": name, "messages": msgs.len(), "retried": retried,
+        "invalid": report.invalid, "owners_changed": report.changed_owners.len(),
+    }));
+    after_change(&env, &ctx, &report.changed_owners);
+    Ok(JsValue::UNDEFINED)
+}
+
+/// Called once per consumed batch with the owners whose inbox changed (sorted, distinct).
+pub fn after_change(env: &Env, ctx: &Context, owners: &[String]) {
+    super::hub::poke(env, ctx, owners.to_vec());
+}

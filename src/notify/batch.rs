@@ -1,0 +1,655 @@
+//! Bursts: many events in one request or one queue batch, written with one upsert per
+//! (owner, itemKey) group and one Redis round trip each for the reservations and their settling.
+//!
+//! The group upsert keeps every rule of the single create ([`super::create_upsert`]): its filter
+//! excludes *any* of the group's senders already present (`$nin`) and any sender retracted at or
+//! after its own event (`$nor`, one clause per sender), so it can neither double count nor bring
+//! a retracted sender back. When that filter misses (a duplicate key: one of the senders is
+//! there, one was retracted, or a concurrent insert won) the group falls back to the per-event
+//! create, which sorts out each sender on its own — still correct, only more calls.
+
+use std::collections::BTreeSet;
+
+use futures_util::future::join_all;
+use serde_json::{json, Value};
+
+use super::rules::{self, origin};
+use super::{preferences, CreateOutcome, NewEvent, NotificationEvent, NotificationStore};
+use super::{NotifyConfig, NotifyError};
+use crate::backend::{ejson, BackendError, HttpClient, RedisRestClient};
+use crate::dedup::{self, DedupConfig, MuteCheck, Reservation, Settle};
+
+/// Most events in one `{"events": [...]}` body.
+pub const MAX_EVENTS: usize = 100;
+/// Most owners of one fan-out body.
+pub const MAX_FAN_OUT: usize = 10_000;
+/// Most events written synchronously when no queue is configured (a larger fan-out needs one).
+pub const MAX_SYNC_EVENTS: usize = 100;
+/// Cloudflare Queues: messages per `sendBatch`.
+pub const QUEUE_BATCH_MESSAGES: usize = 100;
+/// Cloudflare Queues: bytes per `sendBatch` (256 KB), less room for per-message framing.
+pub const QUEUE_BATCH_BYTES: usize = 256_000;
+const MESSAGE_OVERHEAD: usize = 100;
+/// Group upserts in flight at once (workerd's simultaneous-connection limit).
+const WRITE_CONCURRENCY: usize = 6;
+
+/// The per-owner event id of a fan-out: deterministic, so a retried fan-out de-duplicates.
+#[must_use]
+pub fn fan_out_event_id(event_id: &str, owner: &str) -> String {
+    format!("{event_id}:{owner}")
+}
+
+/// Expands a fan-out template into one raw event per owner.
+#[must_use]
+pub fn fan_out(template: &NewEvent, owners: &[String]) -> Vec<NewEvent> {
+    owners
+        .iter()
+        .map(|o| NewEvent {
+            owner: o.clone(),
+            event_id: fan_out_event_id(&template.event_id, o),
+            ..template.clone()
+        })
+        .collect()
+}
+
+/// Validates every event; on failure, every failing index with its error (nothing is written
+/// or enqueued unless all pass).
+///
+/// # Errors
+/// `(index, error)` for each invalid event, in order.
+pub fn validate_all(
+    raws: &[NewEvent],
+    cfg: &NotifyConfig,
+    now_ms: i64,
+) -> Result<Vec<NotificationEvent>, Vec<(usize, NotifyError)>> {
+    let mut ok = Vec::with_capacity(raws.len());
+    let mut bad = Vec::new();
+    for (i, raw) in raws.iter().enumerate() {
+        match NotificationEvent::new(raw.clone(), cfg, now_ms) {
+            Ok(ev) => ok.push(ev),
+            Err(e) => bad.push((i, e)),
+        }
+    }
+    if bad.is_empty() {
+        Ok(ok)
+    } else {
+        Err(bad)
+    }
+}
+
+/// Splits message bodies into `sendBatch` calls within the Queues limits (count and bytes).
+#[must_use]
+pub fn chunk_messages(bodies: Vec<String>) -> Vec<Vec<String>> {
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let mut bytes = 0;
+    for b in bodies {
+        let size = b.len() + MESSAGE_OVERHEAD;
+        let full = out
+            .last()
+            .is_none_or(|c| c.len() >= QUEUE_BATCH_MESSAGES || bytes + size > QUEUE_BATCH_BYTES);
+        if full {
+            out.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += size;
+        out.last_mut().expect("pushed above").push(b);
+    }
+    out
+}
+
+/// Where queued events go (a Cloudflare Queue in the worker; a `Vec` in tests).
+#[allow(async_fn_in_trait)] // Used with concrete types only; no `Send` bound is wanted on wasm.
+pub trait EventQueue {
+    /// Sends one batch (≤ [`QUEUE_BATCH_MESSAGES`] bodies, ≤ [`QUEUE_BATCH_BYTES`]).
+    ///
+    /// # Errors
+    /// The queue refused or could not be reached (the text goes to the log).
+    async fn send_batch(&self, bodies: &[String]) -> Result<(), String>;
+}
+
+/// Sends events' JSON bodies in as few `sendBatch` calls as the limits allow.
+///
+/// # Errors
+/// The first failed call; earlier chunks stay sent (a retry is de-duplicated by event id).
+pub async fn enqueue<Q: EventQueue>(queue: &Q, raws: &[NewEvent]) -> Result<usize, String> {
+    let bodies = raws
+        .iter()
+        .map(serde_json::to_string)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    let n = bodies.len();
+    for chunk in chunk_messages(bodies) {
+        queue.send_batch(&chunk).await?;
+    }
+    Ok(n)
+}
+
+/// The upsert of one (owner, itemKey) group → `(filter, update)`; `events` share the item and
+/// have distinct senders. Same cap, ordering and `$max`/`$currentDate` rules as one create.
+#[must_use]
+pub fn group_upsert(
+    events: &[&NotificationEvent],
+    cfg: &NotifyConfig,
+    now_ms: i64,
+) -> (Value, Value) {
+    let first = events[0];
+    let newest = events
+        .iter()
+        .copied()
+        .max_by_key(|e| e.created_time_msec)
+        .unwrap_or(first);
+    let senders: Vec<&str> = events.iter().map(|e| e.sender.id.as_str()).collect();
+    let retracted: Vec<Value> = events
+        .iter()
+        .map(|e| json!({ "x": { "$elemMatch": { "s": e.sender.id, "t": { "$gte": e.created_time_msec } } } }))
+        .collect();
+    let filter = json!({
+        "owner": first.owner, "itemKey": first.item_key,
+        "origins.s": { "$nin": senders }, "$nor": retracted,
+    });
+    // The single create's update for the newest event, widened to the whole group.
+    let (_, mut update) = rules::create_upsert(newest, cfg, now_ms);
+    let origins: Vec<Value> = events.iter().map(|e| origin(e)).collect();
+    update["$push"]["origins"]["$each"] = Value::Array(origins);
+    update["$inc"]["originsCount"] = json!(events.len());
+    let t = newest.created_time_msec;
+    update["$max"] = json!({
+        "createdTime": ejson::date(t),
+        "expireAt": ejson::date(t.saturating_add(cfg.ttl_ms)),
+        "purgeAt": ejson::date(t.saturating_add(cfg.ttl_ms).saturating_add(cfg.tombstone_ttl_ms)),
+    });
+    (filter, update)
+}
+
+/// What happened to one event of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventOutcome {
+    /// Written: a new item, or merged into one, or already there (see [`CreateOutcome`]).
+    Applied(CreateOutcome),
+    /// Its id was already processed.
+    Duplicate,
+    /// The recipient muted this kind of event.
+    Muted,
+    /// Not written (a backend failed): retry it.
+    Failed(String),
+}
+
+impl EventOutcome {
+    /// The status word of the API (`created`, `merged`, …, `failed`).
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventOutcome::Applied(CreateOutcome::Created) => "created",
+            EventOutcome::Applied(CreateOutcome::Merged) => "merged",
+            EventOutcome::Applied(CreateOutcome::AlreadyApplied) => "already_applied",
+            EventOutcome::Duplicate => "duplicate",
+            EventOutcome::Muted => "muted",
+            EventOutcome::Failed(_) => "failed",
+        }
+    }
+
+    fn changed(&self) -> bool {
+        matches!(
+            self,
+            EventOutcome::Applied(CreateOutcome::Created | CreateOutcome::Merged)
+        )
+    }
+}
+
+/// The result of [`apply`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchReport {
+    /// One outcome per event, in input order.
+    pub outcomes: Vec<EventOutcome>,
+    /// Owners whose inbox changed (sorted, distinct): the badge hook pokes these.
+    pub changed_owners: Vec<String>,
+}
+
+/// Groups pending events by (owner, itemKey) in first-seen order; a sender seen twice in one
+/// group is already applied by its first event (what the single create would answer).
+fn group(
+    events: &[NotificationEvent],
+    pending: impl Iterator<Item = usize>,
+    outcomes: &mut [Option<EventOutcome>],
+) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut at: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
+    for i in pending {
+        let e = &events[i];
+        let g = *at.entry((e.owner(), e.item_key())).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        if groups[g]
+            .iter()
+            .any(|&j| events[j].sender.id == e.sender.id)
+        {
+            outcomes[i] = Some(EventOutcome::Applied(CreateOutcome::AlreadyApplied));
+        } else {
+            groups[g].push(i);
+        }
+    }
+    groups
+}
+
+/// One group upsert: `Ok` with each event's outcome, `Err(None)` when its filter missed (a
+/// sender is present or retracted, or an insert raced), `Err(Some(why))` when the backend failed.
+async fn upsert_group<H: HttpClient>(
+    store: &NotificationStore<H>,
+    events: &[NotificationEvent],
+    idx: &[usize],
+    now_ms: i64,
+) -> Result<Vec<(usize, EventOutcome)>, Option<String>> {
+    let evs: Vec<&NotificationEvent> = idx.iter().map(|&i| &events[i]).collect();
+    let (filter, update) = group_upsert(&evs, store.config(), now_ms);
+    let r = store
+        .api()
+        .update_one(&store.config().collection, &filter, &update, true)
+        .await;
+    match r {
+        Ok(r) if r.upserted_id.is_some() || r.matched > 0 => {
+            let first = if r.upserted_id.is_some() {
+                CreateOutcome::Created
+            } else {
+                CreateOutcome::Merged
+            };
+            Ok(idx
+                .iter()
+                .enumerate()
+                .map(|(k, &i)| {
+                    let o = if k == 0 { first } else { CreateOutcome::Merged };
+                    (i, EventOutcome::Applied(o))
+                })
+                .collect())
+        }
+        Err(BackendError::DuplicateKey { .. }) => Err(None),
+        Ok(r) => Err(Some(format!(
+            "group upsert neither matched nor inserted: {r:?}"
+        ))),
+        Err(e) => Err(Some(e.to_string())),
+    }
+}
+
+/// Splits a group whose upsert missed by the stored item: events whose sender is stored or was
+/// retracted at or after the event are already applied (what their own create would answer);
+/// the rest still need writing.
+fn split_by_stored(
+    doc: &Value,
+    events: &[NotificationEvent],
+    idx: &[usize],
+) -> (Vec<usize>, Vec<usize>) {
+    let stored: BTreeSet<&str> = doc
+        .get("origins")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o.get("s").and_then(Value::as_str))
+        .collect();
+    let retracted: Vec<(&str, i64)> = doc
+        .get("x")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|x| Some((x.get("s")?.as_str()?, x.get("t")?.as_i64()?)))
+        .collect();
+    idx.iter().partition(|&&i| {
+        let e = &events[i];
+        stored.contains(e.sender.id.as_str())
+            || retracted
+                .iter()
+                .any(|(s, t)| *s == e.sender.id && *t >= e.created_time_msec)
+    })
+}
+
+async fn write_group<H: HttpClient>(
+    store: &NotificationStore<H>,
+    events: &[NotificationEvent],
+    idx: &[usize],
+    now_ms: i64,
+) -> Vec<(usize, EventOutcome)> {
+    let failed = |idx: &[usize], why: &str| -> Vec<(usize, EventOutcome)> {
+        idx.iter()
+            .map(|&i| (i, EventOutcome::Failed(why.to_owned())))
+            .collect()
+    };
+    let mut rest: Vec<usize> = idx.to_vec();
+    let mut out = Vec::with_capacity(idx.len());
+    if idx.len() > 1 {
+        match upsert_group(store, events, idx, now_ms).await {
+            Ok(done) => return done,
+            Err(Some(why)) => return failed(idx, &why),
+            Err(None) => {}
+        }
+        // Missed: read which senders the item holds (1 call), then upsert the others as one
+        // group again (a redelivered batch whose write was applied costs 2 calls, not one per
+        // event). Anything else that moved in between falls back to the per-event create.
+        let e = &events[idx[0]];
+        let doc = store
+            .api()
+            .find_one(
+                &store.config().collection,
+                &json!({ "owner": e.owner, "itemKey": e.item_key }),
+                Some(&json!({ "origins.s": 1, "x": 1 })),
+                None,
+            )
+            .await;
+        match doc {
+            Ok(Some(d)) => {
+                let (applied, todo) = split_by_stored(&d, events, idx);
+                out.extend(
+                    applied
+                        .into_iter()
+                        .map(|i| (i, EventOutcome::Applied(CreateOutcome::AlreadyApplied))),
+                );
+                rest = todo;
+            }
+            Ok(None) => {}
+            Err(e) => return failed(idx, &e.to_string()),
+        }
+        if rest.len() > 1 {
+            match upsert_group(store, events, &rest, now_ms).await {
+                Ok(done) => {
+                    out.extend(done);
+                    return out;
+                }
+                Err(Some(why)) => {
+                    out.extend(failed(&rest, &why));
+                    return out;
+                }
+                Err(None) => {}
+            }
+        }
+    }
+    for &i in &rest {
+        let o = match store.create(&events[i], now_ms).await {
+            Ok(o) => EventOutcome::Applied(o),
+            Err(e) => EventOutcome::Failed(e.to_string()),
+        };
+        out.push((i, o));
+    }
+    out
+}
+
+/// Writes a batch of valid events: ONE `EVALSHA` reserves every id (and reads the owners'
+/// muted sets), one upsert per (owner, itemKey) group (groups run concurrently), ONE `EVALSHA`
+/// commits what was written and releases what was not. Without Redis (or with Redis down) the
+/// events are still written: the upserts are idempotent on their own.
+pub async fn apply<H: HttpClient>(
+    store: &NotificationStore<H>,
+    redis: Option<&RedisRestClient<H>>,
+    dedup_cfg: &DedupConfig,
+    events: &[NotificationEvent],
+    now_ms: i64,
+) -> BatchReport {
+    let n = events.len();
+    let slots: Vec<dedup::Slot> = events
+        .iter()
+        .map(|e| dedup::slot(dedup_cfg, e.event_id(), e.created_time_msec()))
+        .collect();
+    let keys: Vec<String> = events
+        .iter()
+        .map(|e| preferences::mute_key(e.owner()))
+        .collect();
+    let members: Vec<[String; 2]> = events
+        .iter()
+        .map(|e| preferences::mute_members(e.category_type(), &e.notification_type))
+        .collect();
+    let mutes: Vec<Option<MuteCheck<'_>>> = (0..n)
+        .map(|i| {
+            Some(MuteCheck {
+                key: &keys[i],
+                members: &members[i],
+            })
+        })
+        .collect();
+    let reservations: Vec<Option<Reservation>> = match redis {
+        Some(r) => match dedup::reserve_many(r, &slots, &mutes, dedup_cfg.lease_ms).await {
+            Ok(v) => v.into_iter().map(Some).collect(),
+            Err(_) => vec![None; n],
+        },
+        None => vec![None; n],
+    };
+    let mut outcomes: Vec<Option<EventOutcome>> = vec![None; n];
+    for (i, r) in reservations.iter().enumerate() {
+        outcomes[i] = match r {
+            Some(Reservation::Muted) => Some(EventOutcome::Muted),
+            Some(Reservation::Duplicate) => Some(EventOutcome::Duplicate),
+            // Reserved, in flight elsewhere, or no Redis: write (the upsert is idempotent).
+            _ => None,
+        };
+    }
+    let pending: Vec<usize> = (0..n).filter(|&i| outcomes[i].is_none()).collect();
+    let groups = group(events, pending.into_iter(), &mut outcomes);
+    // A few groups at a time: workerd holds at most 6 connections open per invocation, and a
+    // request waiting for one would spend its backend timeout in that wait.
+    for run in groups.chunks(WRITE_CONCURRENCY) {
+        let written = join_all(run.iter().map(|g| write_group(store, events, g, now_ms))).await;
+        for (i, o) in written.into_iter().flatten() {
+            outcomes[i] = Some(o);
+        }
+    }
+    let outcomes: Vec<EventOutcome> = outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or(EventOutcome::Failed("not processed".into())))
+        .collect();
+    if let Some(r) = redis {
+        let settle: Vec<Settle<'_>> = reservations
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| match r {
+                Some(Reservation::Reserved { token }) => Some(match outcomes[i] {
+                    EventOutcome::Failed(_) => Settle::Release(&slots[i], token.as_str()),
+                    _ => Settle::Commit(&slots[i]),
+                }),
+                _ => None,
+            })
+            .collect();
+        // A lost settle only lets the leases run out: a retry then proceeds, and the upsert's
+        // filter keeps it from double counting.
+        let _ = dedup::settle_many(r, &settle).await;
+    }
+    let changed: BTreeSet<&str> = outcomes
+        .iter()
+        .zip(events)
+        .filter(|(o, _)| o.changed())
+        .map(|(_, e)| e.owner())
+        .collect();
+    BatchReport {
+        changed_owners: changed.into_iter().map(String::from).collect(),
+        outcomes,
+    }
+}
+
+/// One queue message: its id and its body (an event's JSON).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedMessage {
+    /// The queue's message id.
+    pub id: String,
+    /// The body as sent (JSON text of a [`NewEvent`]).
+    pub body: String,
+}
+
+/// What the consumer does with one message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    /// Done (written, duplicate, muted, or kept as a dead letter because it can never succeed).
+    Ack,
+    /// A backend failed: deliver it again later.
+    Retry,
+}
+
+/// The result of [`consume`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumeReport {
+    /// One per message, in order.
+    pub dispositions: Vec<Disposition>,
+    /// Owners whose inbox changed.
+    pub changed_owners: Vec<String>,
+    /// Messages that could not be read as a valid event (stored as dead letters).
+    pub invalid: usize,
+}
+
+/// The queue consumer's core: parse and validate each message, [`apply`] the valid ones, and
+/// keep the ones that can never succeed (config changed since they were accepted) as dead letters
+/// right away rather than retrying them.
+pub async fn consume<H: HttpClient>(
+    store: &NotificationStore<H>,
+    redis: Option<&RedisRestClient<H>>,
+    dedup_cfg: &DedupConfig,
+    messages: &[QueuedMessage],
+    queue: &str,
+    now_ms: i64,
+) -> ConsumeReport {
+    let mut dispositions = vec![Disposition::Retry; messages.len()];
+    let mut valid = Vec::new();
+    let mut at = Vec::new();
+    let mut dead = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let parsed = serde_json::from_str::<NewEvent>(&m.body)
+            .map_err(|e| format!("not an event: {e}"))
+            .and_then(|raw| {
+                NotificationEvent::new(raw, store.config(), now_ms).map_err(|e| e.to_string())
+            });
+        match parsed {
+            Ok(ev) => {
+                valid.push(ev);
+                at.push(i);
+            }
+            Err(reason) => dead.push((i, reason)),
+        }
+    }
+    let report = apply(store, redis, dedup_cfg, &valid, now_ms).await;
+    for (k, o) in report.outcomes.iter().enumerate() {
+        if !matches!(o, EventOutcome::Failed(_)) {
+            dispositions[at[k]] = Disposition::Ack;
+        }
+    }
+    let letters: Vec<super::dead_letters::DeadLetter> = dead
+        .iter()
+        .map(|(i, reason)| super::dead_letters::DeadLetter {
+            id: messages[*i].id.clone(),
+            body: messages[*i].body.clone(),
+            queue: queue.to_owned(),
+            reason: reason.clone(),
+        })
+        .collect();
+    let kept = super::dead_letters::store(store, &letters, now_ms).await;
+    for ((i, _), r) in dead.iter().zip(kept) {
+        if r.is_ok() {
+            dispositions[*i] = Disposition::Ack;
+        }
+    }
+    ConsumeReport {
+        dispositions,
+        changed_owners: report.changed_owners,
+        invalid: dead.len(),
+    }
+}
+
+/// Delay before redelivering a message on its `attempts`-th failure: `base · 2^(attempts-1)`,
+/// capped (the queue moves it to the dead-letter queue after the configured attempts).
+#[must_use]
+pub fn retry_delay_seconds(attempts: u32, base: u32, cap: u32) -> u32 {
+    let exp = attempts.saturating_sub(1).min(20);
+    base.saturating_mul(1 << exp).min(cap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notify::event::tests::{raw, NOW};
+
+    fn ev(owner: &str, item: &str, sender: &str, t: i64) -> NotificationEvent {
+        let mut r = raw(owner, item, sender, &format!("e-{owner}-{item}-{sender}"));
+        r.created_time_msec = t;
+        NotificationEvent::new(r, &NotifyConfig::default(), NOW).unwrap()
+    }
+
+    #[test]
+    fn group_upsert_excludes_every_sender_and_each_retraction() {
+        let cfg = NotifyConfig {
+            origins_cap: 3,
+            ..NotifyConfig::default()
+        };
+        let (a, b) = (ev("u", "k", "s1", NOW - 10), ev("u", "k", "s2", NOW - 5));
+        let (filter, update) = group_upsert(&[&a, &b], &cfg, NOW);
+        assert_eq!(filter["origins.s"], json!({"$nin": ["s1", "s2"]}));
+        assert_eq!(
+            filter["$nor"],
+            json!([
+                {"x": {"$elemMatch": {"s": "s1", "t": {"$gte": NOW - 10}}}},
+                {"x": {"$elemMatch": {"s": "s2", "t": {"$gte": NOW - 5}}}},
+            ])
+        );
+        let push = &update["$push"]["origins"];
+        assert_eq!(push["$slice"], 3);
+        assert_eq!(push["$sort"], json!({"t": -1}));
+        assert_eq!(push["$each"].as_array().unwrap().len(), 2);
+        assert_eq!(push["$each"][1]["s"], "s2");
+        assert_eq!(update["$inc"], json!({"originsCount": 2}));
+        // Times come from the newest event, whichever order the batch had.
+        assert_eq!(update["$max"]["createdTime"], ejson::date(NOW - 5));
+        let (_, swapped) = group_upsert(&[&b, &a], &cfg, NOW);
+        assert_eq!(swapped["$max"], update["$max"]);
+        assert_eq!(update["$currentDate"], json!({"sync": true}));
+        assert_eq!(update["$set"]["read"], false);
+    }
+
+    #[test]
+    fn grouping_keeps_first_seen_order_and_one_origin_per_sender() {
+        let evs = vec![
+            ev("u", "k", "s1", NOW),
+            ev("u", "j", "s1", NOW),
+            ev("u", "k", "s2", NOW),
+            ev("u", "k", "s1", NOW - 1),
+            ev("v", "k", "s1", NOW),
+        ];
+        let mut outcomes = vec![None; evs.len()];
+        let groups = group(&evs, 0..evs.len(), &mut outcomes);
+        assert_eq!(groups, vec![vec![0, 2], vec![1], vec![4]]);
+        assert_eq!(
+            outcomes[3],
+            Some(EventOutcome::Applied(CreateOutcome::AlreadyApplied))
+        );
+    }
+
+    #[test]
+    fn chunks_respect_count_and_bytes() {
+        let small: Vec<String> = (0..250).map(|i| format!("{i:>10}")).collect();
+        let c = chunk_messages(small);
+        assert_eq!(
+            c.iter().map(Vec::len).collect::<Vec<_>>(),
+            vec![100, 100, 50]
+        );
+        let big: Vec<String> = (0..10).map(|_| "x".repeat(60_000)).collect();
+        let c = chunk_messages(big);
+        for chunk in &c {
+            let bytes: usize = chunk.iter().map(|b| b.len() + MESSAGE_OVERHEAD).sum();
+            assert!(bytes <= QUEUE_BATCH_BYTES, "{bytes}");
+        }
+        assert_eq!(c.iter().map(Vec::len).sum::<usize>(), 10);
+        assert_eq!(c.len(), 3);
+        assert!(chunk_messages(vec![]).is_empty());
+    }
+
+    #[test]
+    fn fan_out_ids_are_per_owner_and_stable() {
+        let t = raw("", "post:1", "s", "like-9");
+        let evs = fan_out(&t, &["a".into(), "b".into()]);
+        assert_eq!(
+            evs.iter()
+                .map(|e| (e.owner.as_str(), e.event_id.as_str()))
+                .collect::<Vec<_>>(),
+            vec![("a", "like-9:a"), ("b", "like-9:b")]
+        );
+        assert_eq!(evs[0].item_key, "post:1");
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let d: Vec<u32> = (1..=6).map(|a| retry_delay_seconds(a, 2, 30)).collect();
+        assert_eq!(d, vec![2, 4, 8, 16, 30, 30]);
+        assert_eq!(retry_delay_seconds(0, 2, 30), 2);
+        assert_eq!(retry_delay_seconds(u32::MAX, 2, 30), 30);
+    }
+}

@@ -1,0 +1,106 @@
+//! Dead letters: queued events that failed every attempt (or can never succeed), kept in the
+//! Data API collection `{collection}_dead` for an operator to inspect and replay.
+
+use serde_json::{json, Value};
+
+use super::NotificationStore;
+use crate::backend::{ejson, BackendError, FindOptions, HttpClient};
+
+/// One dead letter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    /// The queue's message id (redelivery of the same dead letter stores it once).
+    pub id: String,
+    /// The message body as sent (an event's JSON).
+    pub body: String,
+    /// The queue it came from.
+    pub queue: String,
+    /// Why it is here.
+    pub reason: String,
+}
+
+/// The dead-letter collection of a notification collection.
+#[must_use]
+pub fn collection(notifications: &str) -> String {
+    format!("{notifications}_dead")
+}
+
+/// Stores letters, one idempotent upsert each (dead letters are rare); one result per letter,
+/// so a caller acknowledges what was kept and redelivers only the rest.
+pub async fn store<H: HttpClient>(
+    s: &NotificationStore<H>,
+    letters: &[DeadLetter],
+    now_ms: i64,
+) -> Vec<Result<(), BackendError>> {
+    let coll = collection(&s.config().collection);
+    let mut out = Vec::with_capacity(letters.len());
+    for l in letters {
+        let r = s
+            .api()
+            .update_one(
+                &coll,
+                &json!({ "_id": l.id }),
+                &json!({ "$setOnInsert": {
+                    "body": l.body, "queue": l.queue, "reason": l.reason,
+                    "failedAt": ejson::date(now_ms),
+                } }),
+                true,
+            )
+            .await;
+        out.push(r.map(|_| ()));
+    }
+    out
+}
+
+/// The oldest `limit` letters (of `ids` when given), as stored.
+///
+/// # Errors
+/// Backend failures.
+pub async fn list<H: HttpClient>(
+    s: &NotificationStore<H>,
+    ids: Option<&[String]>,
+    limit: u32,
+) -> Result<Vec<Value>, BackendError> {
+    let filter = match ids {
+        Some(ids) => json!({ "_id": { "$in": ids } }),
+        None => json!({}),
+    };
+    let opts = FindOptions {
+        sort: Some(json!({ "failedAt": 1, "_id": 1 })),
+        limit: Some(limit),
+        ..FindOptions::default()
+    };
+    s.api()
+        .find(&collection(&s.config().collection), &filter, &opts)
+        .await
+}
+
+/// Removes letters by id (after they were replayed); returns how many went.
+///
+/// # Errors
+/// Backend failures.
+pub async fn remove<H: HttpClient>(
+    s: &NotificationStore<H>,
+    ids: &[String],
+) -> Result<u64, BackendError> {
+    s.api()
+        .delete_many(
+            &collection(&s.config().collection),
+            &json!({ "_id": { "$in": ids } }),
+        )
+        .await
+}
+
+/// The API view of a stored letter: `{id, queue, reason, failedAtMsec, event}` (`event` is the
+/// parsed body, or the raw text when it is not JSON).
+#[must_use]
+pub fn view(doc: &Value) -> Value {
+    let body = doc.get("body").and_then(Value::as_str).unwrap_or_default();
+    json!({
+        "id": doc.get("_id").cloned().unwrap_or(Value::Null),
+        "queue": doc.get("queue").cloned().unwrap_or(Value::Null),
+        "reason": doc.get("reason").cloned().unwrap_or(Value::Null),
+        "failedAtMsec": doc.get("failedAt").and_then(ejson::date_ms),
+        "event": serde_json::from_str::<Value>(body).unwrap_or_else(|_| Value::String(body.to_owned())),
+    })
+}

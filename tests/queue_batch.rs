@@ -1,0 +1,359 @@
+//! Bursts against the local stack: a batch is one upsert per (owner, itemKey) and one Redis
+//! round trip for its reservations, keeps every rule of the single create (no double count, no
+//! retracted sender back, muting), and the request forms, the queue chunking and dead letters.
+
+mod stack_support;
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use edge_geo_notify::backend::native::{block_on, UreqClient};
+use edge_geo_notify::dedup::DedupConfig;
+use edge_geo_notify::notify::batch::{self, Disposition, EventOutcome, EventQueue, QueuedMessage};
+use edge_geo_notify::notify::store::NotificationStore;
+use edge_geo_notify::notify::{
+    CreateOutcome, NewEvent, NewSender, NotificationEvent, NotifyConfig, NotifyService,
+};
+use serde_json::{json, Value};
+use stack_support::{now_ms, Stack};
+
+fn raw(owner: &str, item: &str, sender: &str, t: i64) -> NewEvent {
+    NewEvent {
+        owner: owner.into(),
+        item_key: item.into(),
+        service_type: "feed".into(),
+        category_type: "social".into(),
+        notification_type: "like".into(),
+        template_type: "default".into(),
+        event_id: format!("e-{owner}-{item}-{sender}-{t}"),
+        sender: NewSender {
+            id: sender.into(),
+            name: sender.to_uppercase(),
+            avatar: None,
+        },
+        landing: None,
+        message_arguments: BTreeMap::new(),
+        created_time_msec: t,
+    }
+}
+
+fn service(stack: &Stack, cfg: &NotifyConfig) -> NotifyService<UreqClient> {
+    let store = NotificationStore::new(stack.data_api(), cfg.clone());
+    block_on(store.ensure_indexes()).unwrap();
+    NotifyService::new(store, Some(stack.redis()), DedupConfig::default())
+}
+
+fn valid(svc: &NotifyService<UreqClient>, raws: &[NewEvent]) -> Vec<NotificationEvent> {
+    batch::validate_all(raws, svc.store().config(), now_ms()).unwrap()
+}
+
+fn apply(svc: &NotifyService<UreqClient>, evs: &[NotificationEvent]) -> batch::BatchReport {
+    block_on(svc.apply_batch(evs, now_ms()))
+}
+
+fn doc(svc: &NotifyService<UreqClient>, owner: &str, item: &str) -> Value {
+    block_on(svc.store().api().find_one(
+        &svc.store().config().collection,
+        &json!({"owner": owner, "itemKey": item}),
+        None,
+        None,
+    ))
+    .unwrap()
+    .expect("document")
+}
+
+fn senders(d: &Value) -> Vec<String> {
+    d["origins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["s"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn start() -> (Stack, NotifyService<UreqClient>) {
+    let stack = Stack::start();
+    let svc = service(&stack, &NotifyConfig::default());
+    (stack, svc)
+}
+
+#[test]
+fn a_hundred_likes_on_one_item_are_one_upsert_and_two_redis_round_trips() {
+    let (stack, svc) = start();
+    let t0 = now_ms() - 10_000;
+    // Warm the scripts (the first EVALSHA of a script is answered NOSCRIPT, then EVAL).
+    apply(&svc, &valid(&svc, &[raw("warm", "k", "s", t0)]));
+    stack.reset_stats();
+    let likes: Vec<NewEvent> = (0..100)
+        .map(|i| raw("u1", "post", &format!("s{i}"), t0 + i))
+        .collect();
+    let report = apply(&svc, &valid(&svc, &likes));
+    assert_eq!(
+        report.outcomes[0],
+        EventOutcome::Applied(CreateOutcome::Created)
+    );
+    assert!(report.outcomes[1..]
+        .iter()
+        .all(|o| *o == EventOutcome::Applied(CreateOutcome::Merged)));
+    assert_eq!(report.changed_owners, vec!["u1".to_owned()]);
+    assert_eq!(stack.data_api_calls(), json!({"updateOne": 1}));
+    // One EVALSHA reserves the 100 ids (and reads the muted set), one settles them.
+    assert_eq!(stack.redis_calls(), json!({"evalsha": 2}));
+    assert_eq!(stack.data_api_total(), 1);
+    let d = doc(&svc, "u1", "post");
+    assert_eq!(d["originsCount"], 100);
+    // Newest first by event time, whatever the batch order.
+    assert_eq!(senders(&d)[0], "s99");
+    assert_eq!(senders(&d).len(), 100);
+
+    // The same batch again (a redelivery): every id is a duplicate, nothing is written.
+    stack.reset_stats();
+    let again = apply(&svc, &valid(&svc, &likes));
+    assert!(again.outcomes.iter().all(|o| *o == EventOutcome::Duplicate));
+    assert!(again.changed_owners.is_empty());
+    assert_eq!(stack.data_api_total(), 0);
+    assert_eq!(doc(&svc, "u1", "post")["originsCount"], 100);
+}
+
+#[test]
+fn a_group_with_a_present_or_retracted_sender_falls_back_and_counts_right() {
+    let (stack, svc) = start();
+    let t0 = now_ms() - 10_000;
+    apply(&svc, &valid(&svc, &[raw("u1", "post", "ana", t0)]));
+    // Ben is retracted after his event: his delayed create must stay out.
+    block_on(svc.store().retract("u1", "post", "ben", now_ms())).unwrap();
+    stack.reset_stats();
+    // Redis is bypassed (new ids) and the batch holds: Ana again under a new event id (already
+    // present), Ben (retracted), Cy and Dee (new), and Cy twice.
+    let evs = valid(
+        &svc,
+        &[
+            raw("u1", "post", "ana", t0 + 1),
+            raw("u1", "post", "ben", t0 + 2),
+            raw("u1", "post", "cy", t0 + 3),
+            raw("u1", "post", "cy", t0 + 4),
+            raw("u1", "post", "dee", t0 + 5),
+        ],
+    );
+    let report = apply(&svc, &evs);
+    assert!(report
+        .outcomes
+        .iter()
+        .all(|o| !matches!(o, EventOutcome::Failed(_))));
+    assert_eq!(
+        report.outcomes[3],
+        EventOutcome::Applied(CreateOutcome::AlreadyApplied)
+    );
+    // The group upsert missed, one read found Ana stored and Ben retracted, and Cy and Dee went
+    // in as one group again: 3 calls, however many events the group had.
+    assert_eq!(
+        stack.data_api_calls(),
+        json!({"updateOne": 2, "findOne": 1})
+    );
+    let d = doc(&svc, "u1", "post");
+    let mut got = senders(&d);
+    got.sort();
+    assert_eq!(got, vec!["ana", "cy", "dee"]);
+    assert_eq!(d["originsCount"], 3);
+}
+
+#[test]
+fn muted_owners_and_tombstones_follow_the_single_create_rules() {
+    let (_stack, svc) = start();
+    let t0 = now_ms() - 10_000;
+    block_on(svc.set_preferences("mute", br#"{"mutedCategories":["social"]}"#)).unwrap();
+    apply(&svc, &valid(&svc, &[raw("u2", "gone", "ana", t0)]));
+    assert!(block_on(svc.store().delete("u2", "gone", now_ms())).unwrap());
+    let report = apply(
+        &svc,
+        &valid(
+            &svc,
+            &[
+                raw("mute", "post", "ana", t0),
+                raw("u2", "gone", "ben", t0 + 1),
+                raw("u2", "gone", "cy", t0 + 2),
+            ],
+        ),
+    );
+    assert_eq!(report.outcomes[0], EventOutcome::Muted);
+    assert_eq!(report.changed_owners, vec!["u2".to_owned()]);
+    // A tombstone is revived by the group upsert with exactly the new senders.
+    let d = doc(&svc, "u2", "gone");
+    assert_eq!(d["deleted"], false);
+    assert_eq!(d["originsCount"], 2);
+    let mut got = senders(&d);
+    got.sort();
+    assert_eq!(got, vec!["ben", "cy"]);
+}
+
+#[test]
+fn a_failed_group_write_is_retried_not_mistaken_for_a_duplicate() {
+    let (stack, svc) = start();
+    let t0 = now_ms() - 10_000;
+    let msgs: Vec<QueuedMessage> = (0..10)
+        .map(|i| QueuedMessage {
+            id: format!("m{i}"),
+            body: serde_json::to_string(&raw("u3", "post", &format!("s{i}"), t0 + i)).unwrap(),
+        })
+        .collect();
+    stack.data_api_faults(
+        r#"{"rules":[{"match":"updateOne","mode":"fail_before","count":1,"status":503}]}"#,
+    );
+    let first = block_on(svc.consume(&msgs, "events", now_ms()));
+    assert!(first.dispositions.iter().all(|d| *d == Disposition::Retry));
+    assert!(first.changed_owners.is_empty());
+    // The redelivery writes them: the reservations were released, not left as "in flight".
+    let second = block_on(svc.consume(&msgs, "events", now_ms()));
+    assert!(second.dispositions.iter().all(|d| *d == Disposition::Ack));
+    assert_eq!(doc(&svc, "u3", "post")["originsCount"], 10);
+    // Applied, but the answer was lost: the retry neither double counts nor fails.
+    stack.data_api_faults(
+        r#"{"rules":[{"match":"updateOne","mode":"fail_after","count":1,"status":503}]}"#,
+    );
+    let more: Vec<QueuedMessage> = (10..20)
+        .map(|i| QueuedMessage {
+            id: format!("m{i}"),
+            body: serde_json::to_string(&raw("u3", "post", &format!("s{i}"), t0 + i)).unwrap(),
+        })
+        .collect();
+    let lost = block_on(svc.consume(&more, "events", now_ms()));
+    assert!(lost.dispositions.iter().all(|d| *d == Disposition::Retry));
+    let again = block_on(svc.consume(&more, "events", now_ms()));
+    assert!(again.dispositions.iter().all(|d| *d == Disposition::Ack));
+    let d = doc(&svc, "u3", "post");
+    assert_eq!(d["originsCount"], 20);
+    assert_eq!(senders(&d).len(), 20);
+}
+
+/// The queue of the tests: records each `sendBatch`.
+#[derive(Default)]
+struct VecQueue {
+    batches: RefCell<Vec<Vec<String>>>,
+}
+
+impl EventQueue for VecQueue {
+    async fn send_batch(&self, bodies: &[String]) -> Result<(), String> {
+        self.batches.borrow_mut().push(bodies.to_vec());
+        Ok(())
+    }
+}
+
+#[test]
+fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
+    let (_stack, svc) = start();
+    let t0 = now_ms() - 10_000;
+    let q = VecQueue::default();
+    // A fan-out to 250 owners: 250 messages in 3 sendBatch calls, per-owner event ids.
+    let mut template = raw("", "post:9", "ana", t0);
+    template.event_id = "like-9".into();
+    let owners: Vec<String> = (0..250).map(|i| format!("f{i}")).collect();
+    let body = serde_json::to_vec(&json!({"template": template, "owners": owners})).unwrap();
+    let (reply, _) = block_on(svc.create_events(&body, None, now_ms(), Some(&q)));
+    let reply = reply.unwrap();
+    assert_eq!(
+        (reply.status, &reply.body),
+        (202, &json!({"status": "queued", "accepted": 250}))
+    );
+    let sizes: Vec<usize> = q.batches.borrow().iter().map(Vec::len).collect();
+    assert_eq!(sizes, vec![100, 100, 50]);
+    let first: Value = serde_json::from_str(&q.batches.borrow()[0][0]).unwrap();
+    assert_eq!(
+        (first["owner"].as_str(), first["eventId"].as_str()),
+        (Some("f0"), Some("like-9:f0"))
+    );
+
+    // One bad event among three: 422 naming it, nothing enqueued.
+    let mut bad = raw("u4", "post", "ben", t0);
+    bad.category_type = "nope".into();
+    let body = serde_json::to_vec(
+        &json!({"events": [raw("u4", "post", "ana", t0), bad, raw("u4", "post", "cy", t0)]}),
+    )
+    .unwrap();
+    let (reply, _) = block_on(svc.create_events(&body, None, now_ms(), Some(&q)));
+    let e = reply.unwrap_err();
+    assert_eq!((e.status, e.code.as_str()), (422, "invalid_events"));
+    assert_eq!(
+        e.body()["error"]["details"],
+        json!([{"index": 1, "code": "unknown_category", "message": e.body()["error"]["details"][0]["message"]}])
+    );
+    assert_eq!(q.batches.borrow().len(), 3);
+
+    // Without a queue: a batch is written at once, one result per event.
+    let body = serde_json::to_vec(&json!({"events": [raw("u4", "post", "ana", t0), raw("u4", "post", "cy", t0 + 1), raw("u4", "other", "cy", t0)]})).unwrap();
+    let (reply, _) = block_on(svc.create_events::<VecQueue>(&body, None, now_ms(), None));
+    let reply = reply.unwrap();
+    assert_eq!(reply.status, 200);
+    let statuses: Vec<&str> = reply.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, vec!["created", "merged", "created"]);
+    assert_eq!(doc(&svc, "u4", "post")["originsCount"], 2);
+    // …but a fan-out beyond the synchronous cap needs the queue.
+    let body = serde_json::to_vec(&json!({"template": template, "owners": owners})).unwrap();
+    let (reply, _) = block_on(svc.create_events::<VecQueue>(&body, None, now_ms(), None));
+    let e = reply.unwrap_err();
+    assert_eq!((e.status, e.code.as_str()), (503, "not_configured"));
+    // A single event without a queue answers exactly as before.
+    let body = serde_json::to_vec(&raw("u4", "single", "ana", t0)).unwrap();
+    let (reply, _) = block_on(svc.create_events::<VecQueue>(&body, None, now_ms(), None));
+    assert_eq!(reply.unwrap().status, 201);
+    // Limits: 101 events, an empty fan-out.
+    let many: Vec<NewEvent> = (0..101)
+        .map(|i| raw("u", "k", &format!("s{i}"), t0))
+        .collect();
+    let body = serde_json::to_vec(&json!({"events": many})).unwrap();
+    let (reply, _) = block_on(svc.create_events(&body, None, now_ms(), Some(&q)));
+    assert_eq!(reply.unwrap_err().code.as_str(), "batch_too_large");
+    let body = serde_json::to_vec(&json!({"template": template, "owners": []})).unwrap();
+    let (reply, _) = block_on(svc.create_events(&body, None, now_ms(), Some(&q)));
+    assert_eq!(reply.unwrap_err().code.as_str(), "empty_batch");
+    assert_eq!(q.batches.borrow().len(), 3);
+}
+
+#[test]
+fn dead_letters_are_kept_listed_and_replayed() {
+    let (_stack, svc) = start();
+    let t0 = now_ms() - 10_000;
+    let good = serde_json::to_string(&raw("u5", "post", "ana", t0)).unwrap();
+    // The DLQ consumer keeps what failed every attempt; a redelivery stores it once.
+    let letters = vec![QueuedMessage {
+        id: "d1".into(),
+        body: good.clone(),
+    }];
+    assert_eq!(
+        block_on(svc.store_dead_letters(&letters, "events-dlq", now_ms())),
+        vec![true]
+    );
+    assert_eq!(
+        block_on(svc.store_dead_letters(&letters, "events-dlq", now_ms())),
+        vec![true]
+    );
+    // The consumer keeps a message that can never be valid as a dead letter and acks it.
+    let broken = vec![QueuedMessage {
+        id: "d2".into(),
+        body: "{\"owner\":1}".into(),
+    }];
+    let r = block_on(svc.consume(&broken, "events", now_ms()));
+    assert_eq!((r.dispositions[0], r.invalid), (Disposition::Ack, 1));
+    let list = block_on(svc.dead_letters("")).unwrap();
+    assert_eq!(list["count"], 2);
+    assert_eq!(list["items"][0]["id"], "d1");
+    assert_eq!(list["items"][0]["event"]["owner"], "u5");
+    assert!(list["items"][1]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("not an event"));
+
+    let q = VecQueue::default();
+    let replayed = block_on(svc.replay_dead_letters(br#"{"ids":["d1"]}"#, Some(&q))).unwrap();
+    assert_eq!(replayed, json!({"replayed": 1, "removed": 1}));
+    assert_eq!(*q.batches.borrow(), vec![vec![good]]);
+    assert_eq!(block_on(svc.dead_letters("")).unwrap()["count"], 1);
+    let e = block_on(svc.replay_dead_letters::<VecQueue>(b"", None)).unwrap_err();
+    assert_eq!((e.status, e.code.as_str()), (503, "not_configured"));
+    let e = block_on(svc.replay_dead_letters(br#"{"limit":0}"#, Some(&q))).unwrap_err();
+    assert_eq!(e.code.as_str(), "invalid_parameter");
+}
