@@ -27,10 +27,10 @@ before(async () => {
 });
 after(async () => { await w?.stop(); await stack?.stop(); });
 
-const faultRules = (delayMs) => [
-  { match: "*", mode: "fail_before", probability: 0.04 },
-  { match: "*", mode: "fail_after", probability: 0.04 },
-  { match: "*", mode: "delay", delay_ms: delayMs, probability: 0.02 },
+const faultRules = (delayMs, scale = 1) => [
+  { match: "*", mode: "fail_before", probability: 0.04 * scale },
+  { match: "*", mode: "fail_after", probability: 0.04 * scale },
+  { match: "*", mode: "delay", delay_ms: delayMs, probability: 0.02 * scale },
 ];
 
 async function untilOk(method, path, body, stats) {
@@ -62,7 +62,9 @@ const event = (owner, itemKey, sender, eventId, t) => ({
 
 test("10 000 queued events under ~10% faults on both backends: exactly once", { timeout: 900_000 }, async () => {
   await stack.faults("data", faultRules(1500), 17);
-  await stack.faults("redis", faultRules(1500), 19);
+  // Batching leaves ~2 Redis calls per 100 events (~200 in all), so Redis faults are 3× as
+  // likely here, or too few would fire to mean anything.
+  await stack.faults("redis", faultRules(1500, 3), 19);
   const stats = { retries: 0, transport: 0, replayed: 0 };
   const expected = new Map(); // `${owner}|${item}` -> Set(sender)
   const add = (o, k, s) => { const key = `${o}|${k}`; if (!expected.has(key)) expected.set(key, new Set()); expected.get(key).add(s); };
@@ -173,7 +175,8 @@ test("10 000 queued events under ~10% faults on both backends: exactly once", { 
     `dead letters replayed ${stats.replayed}; ${docs.length} items, ${total} origins`);
   for (const which of ["data", "redis"]) {
     assert.equal(fired[which].length, 3);
-    for (const n of fired[which]) assert.ok(n >= 20, `${which} faults fired: ${fired[which]}`);
+    const min = which === "data" ? 20 : 5;
+    for (const n of fired[which]) assert.ok(n >= min, `${which} faults fired: ${fired[which]}`);
   }
   assert.deepEqual({ lost, duplicates, countMismatch, stray }, { lost: 0, duplicates: 0, countMismatch: 0, stray: 0 });
   assert.equal(byKey.size, expected.size - [...expected.values()].filter((s) => s.size === 0).length);
