@@ -6,6 +6,7 @@
 //! not expose a message's `attempts`, which the backoff needs. worker-build wires any exported
 //! `queue` function the same way.
 
+use super::log;
 use crate::notify::batch::{self, Disposition, EventQueue, QueuedMessage};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
@@ -64,10 +65,6 @@ fn retry_later(m: &JsMessage, delay_s: u32) {
     let o = js_sys::Object::new();
     let _ = js_sys::Reflect::set(&o, &"delaySeconds".into(), &delay_s.into());
     m.retry(&o);
-}
-
-fn log(line: &serde_json::Value) {
-    worker::console_log!("{line}");
 }
 
 /// The consumer of the events queue and of its dead-letter queue.

@@ -186,8 +186,8 @@ impl<H: HttpClient> NotifyService<H> {
     ) -> Flow {
         let raws = match parse::parse_events_body(body) {
             Err(e) => return (Err(e), vec![]),
-            Ok(parse::EventsBody::One(_)) if queue.is_none() => {
-                return self.create_inner(body, now_ms).await
+            Ok(parse::EventsBody::One(raw)) if queue.is_none() => {
+                return self.create_raw(raw, now_ms).await
             }
             Ok(parse::EventsBody::One(raw)) => vec![raw],
             Ok(parse::EventsBody::Many(v)) => v,
@@ -391,8 +391,15 @@ impl<H: HttpClient> NotifyService<H> {
     }
 
     async fn create_inner(&self, body: &[u8], now_ms: i64) -> Flow {
+        match parse::parse_event(body) {
+            Ok(raw) => self.create_raw(raw, now_ms).await,
+            Err(e) => (Err(e), vec![]),
+        }
+    }
+
+    /// The create flow for an already parsed event (the events route parsed the body once).
+    async fn create_raw(&self, raw: super::NewEvent, now_ms: i64) -> Flow {
         let run = async {
-            let raw = parse::parse_event(body)?;
             let ev = NotificationEvent::new(raw, self.store.config(), now_ms)
                 .map_err(parse::notify_error)?;
             let slot = dedup::slot(&self.dedup, ev.event_id(), ev.created_time_msec());
