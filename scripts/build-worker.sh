@@ -9,10 +9,11 @@ export ESBUILD_BIN="${ESBUILD_BIN:-$PWD/node_modules/@esbuild/linux-x64/bin/esbu
 export WASM_OPT_BIN="${WASM_OPT_BIN:-$PWD/node_modules/binaryen/bin/wasm-opt}"
 bash scripts/build-assets.sh
 # The stamp covers every input of build/ (the wasm + JS shim): the crate's sources and lockfile,
-# this script, the npm lockfile (esbuild, binaryen), the tool versions and assets/geo/index.bin,
-# which the wasm embeds (src/edge/geo.rs). The rest of assets/ and www/ are not inputs of
-# build/: build-assets.sh above rebuilds and checks them on every run.
-stamp="$( (cat Cargo.toml Cargo.lock package-lock.json "$0" assets/geo/index.bin;
+# this script, the npm lockfile (esbuild, binaryen), the tool versions, assets/geo/index.bin and
+# assets/ip/country/dir.bin, which the wasm embeds (src/edge/geo.rs, src/edge/ip.rs). The rest
+# of assets/ and www/ are not inputs of build/: build-assets.sh above rebuilds and checks them
+# on every run.
+stamp="$( (cat Cargo.toml Cargo.lock package-lock.json "$0" assets/geo/index.bin assets/ip/country/dir.bin;
   find src -type f | sort | xargs cat;
   "$WASM_BINDGEN_BIN" --version; worker-build --version) | sha256sum | cut -d' ' -f1)"
 if [ -f build/index_bg.wasm ] && [ "$(cat build/.stamp 2>/dev/null)" = "$stamp" ]; then

@@ -8,9 +8,13 @@
 # 1. Validates FILE with the worker's own reader (`ipdb-check`): it opens, its records carry
 #    countries, and it disagrees with BASELINE (default: the bundled assets/ip/default.mmdb) on
 #    at most SHARE (default 0.2) of the fixed probe set. Nothing is uploaded if this fails.
-# 2. Uploads FILE to the environment's R2 bucket as ipdb/<sha256>.mmdb (--remote).
-# 3. Then writes the version record {version, sha256, object_key, updated_at} to KV (--remote):
-#    in that order, so a worker never sees a record whose object is missing.
+#    The same run converts FILE into the compact country table the worker serves (its directory
+#    and pages, in build/ipdb/<sha256>.table/) and puts their checksums into the record.
+# 2. Uploads FILE to the environment's R2 bucket as ipdb/<sha256>.mmdb, then the table as
+#    ipdb/<sha256>.table/{dir.bin,page-NNN.bin} (--remote).
+# 3. Then writes the version record {version, sha256, object_key, updated_at, table_key,
+#    table_sha256, table_pages} to KV (--remote): last, so a worker never sees a record whose
+#    objects are missing.
 # 4. With --url, waits until the deployment's /healthz reports the new version.
 #
 # --dry-run prints the exact wrangler commands instead of running them. --local writes the same
@@ -68,8 +72,11 @@ KV_KEY="$(python3 scripts/wrangler-env.py "$ENV_NAME" kv_key)"
 
 # 1. Validate with the project's own reader; the same run computes the record to publish.
 say "checking $FILE against $AGAINST (max disagreement $MAX)"
+SHA="$(sha256sum "$FILE" | cut -d' ' -f1)"
+TABLE_DIR="build/ipdb/$SHA.table"
 REPORT="$(cargo run --release --quiet --bin ipdb-check -- "$FILE" --against "$AGAINST" \
-  --max-disagreement "$MAX" --updated-at "$(date -u +%Y-%m-%dT%H:%M:%SZ)")" || {
+  --max-disagreement "$MAX" --updated-at "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+  --table-out "$TABLE_DIR")" || {
   echo "$REPORT"
   say "FAILED validation: nothing was published"
   exit 1
@@ -78,6 +85,8 @@ echo "$REPORT" | jq -c '{ok, sha256, size, database_type, layout, agreement: (.a
 RECORD="$(jq -c .record <<<"$REPORT")"
 OBJECT_KEY="$(jq -r .record.object_key <<<"$REPORT")"
 VERSION="$(jq -r .record.version <<<"$REPORT")"
+TABLE_KEY="$(jq -r .record.table_key <<<"$REPORT")"
+PAGES="$(jq -r '.record.table_pages | length' <<<"$REPORT")"
 
 # Prints a command shell-quoted (single quotes where needed) and runs it unless --dry-run.
 quote() {
@@ -90,9 +99,17 @@ run() {
   if [ "$DRY" = 1 ]; then echo "$line"; else say "+ $line"; "$@"; fi
 }
 
-# 2. The object first …
-run wrangler r2 object put "$BUCKET/$OBJECT_KEY" --file "$FILE" \
-  --content-type application/octet-stream "${MODE[@]}" --env "$ENV_NAME"
+# 2. The objects first: the database, the table's directory and pages …
+put() {
+  run wrangler r2 object put "$BUCKET/$1" --file "$2" \
+    --content-type application/octet-stream "${MODE[@]}" --env "$ENV_NAME"
+}
+put "$OBJECT_KEY" "$FILE"
+put "$TABLE_KEY/dir.bin" "$TABLE_DIR/dir.bin"
+for ((i = 0; i < PAGES; i++)); do
+  page="$(printf 'page-%03d.bin' "$i")"
+  put "$TABLE_KEY/$page" "$TABLE_DIR/$page"
+done
 # 3. … then the record that points at it.
 run wrangler kv key put --binding IPDB_CONFIG "$KV_KEY" "$RECORD" "${MODE[@]}" --env "$ENV_NAME"
 

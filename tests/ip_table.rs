@@ -4,7 +4,7 @@
 //! each database we ship or accept (DB-IP flat, iptoasn flat, a GeoIP2-layout fixture).
 
 use edge_geo_notify::ip::convert::ranges;
-use edge_geo_notify::ip::table::{build, IpTable, TableError};
+use edge_geo_notify::ip::table::{build, IpTable, TableError, HEADER};
 use edge_geo_notify::ip::IpDb;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -36,8 +36,8 @@ fn geoip2_fixture() -> Vec<u8> {
 fn assert_exact(name: &str, mmdb: Vec<u8>, n: usize) -> usize {
     let db = IpDb::from_bytes(mmdb).unwrap();
     let r = ranges(&db).unwrap();
-    let bytes = build(&r, br#"{"source":"test"}"#);
-    let t = IpTable::from_bytes(bytes.as_slice()).unwrap();
+    let files = build(&r, br#"{"source":"test"}"#);
+    let t = files.open().unwrap();
     assert_eq!(t.meta(), br#"{"source":"test"}"#);
     let mut checked = 0;
     let mut check = |ip: IpAddr| {
@@ -138,8 +138,8 @@ fn unaligned_ipv6_boundaries_use_exceptions() {
             (p("2a00:1:0:2::"), None),
         ],
     };
-    let bytes = build(&r, b"");
-    let t = IpTable::from_bytes(bytes.as_slice()).unwrap();
+    let files = build(&r, b"");
+    let t = files.open().unwrap();
     let at = |s: &str| match t.lookup(s.parse().unwrap()) {
         edge_geo_notify::ip::IpAnswer::Country(c) => c.to_string(),
         other => format!("{other:?}"),
@@ -161,35 +161,59 @@ fn unaligned_ipv6_boundaries_use_exceptions() {
 fn damaged_tables_are_refused() {
     let db = IpDb::from_bytes(npm("dbip-country-mmdb/dbip-country.mmdb")).unwrap();
     let good = build(&ranges(&db).unwrap(), b"{}");
-    assert!(IpTable::from_bytes(good.as_slice()).is_ok());
-    let mut bad = good.clone();
+    assert!(good.open().is_ok());
+    let open = |dir: &[u8]| IpTable::from_bytes(dir.to_vec()).map(|_| ());
+    let mut bad = good.dir.clone();
     bad[0] ^= 1;
-    assert_eq!(
-        IpTable::from_bytes(bad.as_slice()).unwrap_err(),
-        TableError::Magic
-    );
-    let mut bad = good.clone();
+    assert_eq!(open(&bad).unwrap_err(), TableError::Magic);
+    let mut bad = good.dir.clone();
     bad[8] = 9;
     assert!(matches!(
-        IpTable::from_bytes(bad.as_slice()),
+        open(&bad),
         Err(TableError::WrongVersion { actual: 9, .. })
     ));
     assert_eq!(
-        IpTable::from_bytes(&good[..good.len() - 1]).unwrap_err(),
+        open(&good.dir[..good.dir.len() - 1]).unwrap_err(),
         TableError::Truncated
     );
-    // A flipped byte in the last chunk (data) and in the directory.
-    let mut bad = good.clone();
-    let last = bad.len() - 1;
-    bad[last] ^= 0x40;
+    let mut bad = good.dir.clone();
+    bad[HEADER + 3] ^= 1;
+    assert_eq!(open(&bad).unwrap_err(), TableError::Checksum("directory"));
+    // Pages: a flipped byte, a short page, a page in another slot, a missing page.
+    let t = IpTable::from_bytes(good.dir.as_slice()).unwrap();
+    let mut page = good.pages[3].clone();
+    page[100] ^= 0x40;
+    assert_eq!(t.insert_page(3, page), Err(TableError::Checksum("page")));
+    let short = good.pages[3][..good.pages[3].len() - 1].to_vec();
+    assert_eq!(t.insert_page(3, short), Err(TableError::Truncated));
+    assert!(t.insert_page(4, good.pages[3].clone()).is_err());
+    assert!(t.insert_page(good.pages.len(), Vec::new()).is_err());
+    assert_eq!(t.loaded_len(), 0, "nothing damaged was kept");
+    let fewer = good.pages[..good.pages.len() - 1].to_vec();
     assert_eq!(
-        IpTable::from_bytes(bad.as_slice()).unwrap_err(),
-        TableError::Checksum("chunk")
+        IpTable::from_parts(good.dir.as_slice(), fewer).unwrap_err(),
+        TableError::Truncated
     );
-    let mut bad = good.clone();
-    bad[edge_geo_notify::ip::table::HEADER + 3] ^= 1;
-    assert_eq!(
-        IpTable::from_bytes(bad.as_slice()).unwrap_err(),
-        TableError::Checksum("directory")
-    );
+}
+
+#[test]
+fn a_first_answer_needs_the_directory_and_one_page() {
+    let db = IpDb::from_bytes(npm("dbip-country-mmdb/dbip-country.mmdb")).unwrap();
+    let files = build(&ranges(&db).unwrap(), b"{}");
+    let largest = files.pages.iter().map(Vec::len).max().unwrap();
+    // The README's figures: directory ≈ 100 KB; a first answer reads at most one page.
+    assert!(files.dir.len() < 128 << 10, "{}", files.dir.len());
+    assert!(files.dir.len() + largest <= 1 << 20, "{largest}");
+    let t = IpTable::from_bytes(files.dir.as_slice()).unwrap();
+    for ip in ["8.8.8.8", "81.2.69.160", "2a02:2e0::1", "2001:4860::8888"] {
+        let ip: IpAddr = ip.parse().unwrap();
+        let p = t.missing_page(ip).expect("needs a page");
+        assert_eq!(t.try_lookup(ip), Err(p));
+        t.insert_page(p, files.pages[p].clone()).unwrap();
+        assert_eq!(t.missing_page(ip), None);
+        assert_eq!(t.try_lookup(ip), Ok(db.lookup(ip)), "{ip}");
+    }
+    assert!(t.loaded_pages() <= 4 && t.loaded_len() < files.len() / 4);
+    // Reserved space needs no page.
+    assert_eq!(t.missing_page("10.0.0.1".parse().unwrap()), None);
 }

@@ -50,12 +50,18 @@ fn an_agreeing_candidate_is_published_with_the_fallback_credit() {
     assert_eq!(v.agreement.probes, PROBE_COUNT);
     assert_eq!(v.agreement.agree, v.agreement.compared);
     // The converted table travels with it, named and checksummed in the record.
-    let table = edge_geo_notify::ip::table::IpTable::from_bytes(v.table.as_slice()).unwrap();
+    let table = v.table.open().unwrap();
     assert_eq!(
         v.record.table_sha256.as_deref(),
-        Some(sha256_hex(&v.table).as_str())
+        Some(sha256_hex(&v.table.dir).as_str())
     );
+    let page_shas: Vec<String> = v.table.pages.iter().map(|p| sha256_hex(p)).collect();
+    assert_eq!(v.record.table_pages, page_shas);
     assert_eq!(v.record.table_key, Some(format!("ipdb/{sha}.table")));
+    assert_eq!(
+        v.record.table_page_key(2),
+        Some(format!("ipdb/{sha}.table/page-002.bin"))
+    );
     let meta: serde_json::Value = serde_json::from_slice(table.meta()).unwrap();
     assert_eq!(meta["attribution"]["text"], "IP Geolocation by DB-IP");
     for ip in edge_geo_notify::ip::probe_set() {

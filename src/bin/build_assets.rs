@@ -138,7 +138,25 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let (db_type, epoch) = db.describe();
     let meta = edge_geo_notify::ip::update::table_meta(&db_type, epoch, Some(&(ip.attribution)()));
     let table = edge_geo_notify::ip::convert::table(&db, &meta)?;
-    let table_file = write(&out, "ip/country.bin", &table)?;
+    // The directory is embedded in the worker (src/edge/ip.rs); pages are read through ASSETS
+    // as lookups need them. Stale pages of an earlier build go first.
+    let table_dir = out.join("ip/country");
+    if table_dir.exists() {
+        std::fs::remove_dir_all(&table_dir)?;
+    }
+    std::fs::create_dir_all(&table_dir)?;
+    let _ = std::fs::remove_file(out.join("ip/country.bin"));
+    let mut ip_files = vec![ip_file, write(&out, "ip/country/dir.bin", &table.dir)?];
+    for (i, page) in table.pages.iter().enumerate() {
+        let name = format!("ip/country/{}", edge_geo_notify::ip::table::page_name(i));
+        ip_files.push(write(&out, &name, page)?);
+    }
+    eprintln!(
+        "wrote the IP table: directory {} bytes, {} pages, {} bytes in all",
+        table.dir.len(),
+        table.pages.len(),
+        table.len()
+    );
 
     let manifest = json!({
         "format_version": edge_geo_notify::geo::format::FORMAT_VERSION,
@@ -162,7 +180,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "data_license": ip.data_license,
             "attribution": (ip.attribution)(),
             "table_format_version": edge_geo_notify::ip::table::VERSION,
-            "files": [ip_file, table_file],
+            "files": ip_files,
         },
     });
     let text = serde_json::to_string_pretty(&manifest)? + "\n";

@@ -1,7 +1,7 @@
 //! Validates an IP database before it is published, with the worker's own reader.
 //!
 //! Usage: `ipdb-check FILE [--against BASELINE] [--max-disagreement SHARE] [--min-countries N]
-//! [--updated-at RFC3339] [--attribution dbip|iptoasn|maxmind]` (defaults:
+//! [--updated-at RFC3339] [--attribution dbip|iptoasn|maxmind] [--table-out DIR]` (defaults:
 //! `assets/ip/default.mmdb`, `0.2`, `1`, none, the credit the file's metadata names if any).
 //!
 //! Checks that FILE opens as an mmdb whose records carry a country (either layout), that it
@@ -9,8 +9,13 @@
 //! baseline on at most SHARE of the probes either database answers. Prints one JSON object:
 //! `{ok, file, sha256, size, database_type, build_epoch, layout, agreement{…}, errors[],
 //! record}` where `record` is the KV version record to publish (only when every check passed and
-//! `--updated-at` was given). Exit 0 when every check passes, 1 when one fails, 2 on bad usage.
+//! `--updated-at` was given). With `--table-out DIR` the compact table converted from FILE is
+//! written there (`dir.bin`, `page-NNN.bin`, what the worker loads) and the record names it
+//! with its checksums, so a publisher uploads it next to FILE. Exit 0 when every check passes, 1 when one fails, 2 on bad usage.
 
+use edge_geo_notify::ip::convert;
+use edge_geo_notify::ip::table::{page_name, TableFiles};
+use edge_geo_notify::ip::update::table_meta;
 use edge_geo_notify::ip::{
     compare, probe_set, sha256_hex, Attribution, IpDb, IpdbRecord, PROBE_SEED,
 };
@@ -24,6 +29,7 @@ struct Args {
     max_disagreement: f64,
     min_countries: usize,
     updated_at: Option<String>,
+    table_out: Option<PathBuf>,
     attribution: Option<Attribution>,
 }
 
@@ -35,6 +41,7 @@ fn parse_args() -> Result<Args, String> {
         max_disagreement: 0.2,
         min_countries: 1,
         updated_at: None,
+        table_out: None,
         attribution: None,
     };
     let mut it = std::env::args().skip(1);
@@ -55,6 +62,7 @@ fn parse_args() -> Result<Args, String> {
                     .map_err(|_| "--min-countries takes a count")?;
             }
             "--updated-at" => args.updated_at = Some(value("--updated-at")?),
+            "--table-out" => args.table_out = Some(value("--table-out")?.into()),
             // The npm builds name no source in their metadata: say whose data it is.
             "--attribution" => {
                 args.attribution = Some(match value("--attribution")?.as_str() {
@@ -83,7 +91,8 @@ fn main() -> ExitCode {
             }
             eprintln!(
                 "usage: ipdb-check FILE [--against BASELINE] [--max-disagreement SHARE] \
-                 [--min-countries N] [--updated-at RFC3339] [--attribution dbip|iptoasn|maxmind]"
+                 [--min-countries N] [--updated-at RFC3339] [--attribution dbip|iptoasn|maxmind] \
+                 [--table-out DIR]"
             );
             return ExitCode::from(2);
         }
@@ -157,16 +166,39 @@ fn check(args: &Args) -> (Value, bool) {
     report["agreement"] = agreement;
     let ok = errors.is_empty();
     if let (true, Some(at)) = (ok, &args.updated_at) {
-        report["record"] = json!(IpdbRecord::for_database(
-            sha256,
-            epoch,
-            at.clone(),
-            args.attribution
-                .clone()
-                .or_else(|| Attribution::for_database_type(&db_type)),
-        ));
+        let attribution = args
+            .attribution
+            .clone()
+            .or_else(|| Attribution::for_database_type(&db_type));
+        let mut record = IpdbRecord::for_database(sha256, epoch, at.clone(), attribution);
+        if let Some(out) = &args.table_out {
+            let meta = table_meta(&db_type, epoch, record.attribution.as_ref());
+            match write_table(&db, &meta, out) {
+                Ok(t) => record = record.with_table(&t),
+                Err(e) => return fail(report, vec![format!("writing the table: {e}")]),
+            }
+        }
+        report["record"] = json!(record);
     }
     report["ok"] = json!(ok);
     report["errors"] = json!(errors);
     (report, ok)
+}
+
+/// Converts `db` and writes the table's directory and pages into `out` (emptied first).
+fn write_table(
+    db: &IpDb<&[u8]>,
+    meta: &[u8],
+    out: &std::path::Path,
+) -> Result<TableFiles, Box<dyn std::error::Error>> {
+    let t = convert::table(db, meta)?;
+    if out.exists() {
+        std::fs::remove_dir_all(out)?;
+    }
+    std::fs::create_dir_all(out)?;
+    std::fs::write(out.join("dir.bin"), &t.dir)?;
+    for (i, p) in t.pages.iter().enumerate() {
+        std::fs::write(out.join(page_name(i)), p)?;
+    }
+    Ok(t)
 }

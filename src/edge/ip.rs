@@ -5,17 +5,19 @@
 //! the network, and keeps the outcome for `/healthz`.
 
 use super::assets::{corrupt, fetch_asset};
-use super::{ok_json, ApiResult};
+use super::{internal, ok_json, ApiResult};
 use crate::api::{geo as geo_api, ip as ip_api};
+use crate::api::{ApiError, ErrorCode};
 use crate::config::{Config, IpdbSettings};
 use crate::ip::refresh::{self, Check};
-use crate::ip::table::IpTable;
+use crate::ip::table::{page_name, IpTable};
 use crate::ip::update::{self, CappedBuf, Plan, UpdateError, UpdatePolicy, UpdateStatus};
 use crate::ip::{Attribution, IpdbRecord};
-use futures_util::future::{select, Either};
+use futures_util::future::{join_all, select, Either};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
-use std::cell::RefCell;
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
 use std::net::IpAddr;
 use std::rc::Rc;
 use std::time::Duration;
@@ -26,17 +28,40 @@ use worker::{AbortController, Context, Date, Delay, Env, Fetch, Request, Respons
 pub const IPDB_CONFIG: &str = "IPDB_CONFIG";
 /// R2 bucket holding published databases.
 pub const IPDB_BUCKET: &str = "IPDB_BUCKET";
-/// The bundled country table (converted from `ip/default.mmdb` by the asset build).
-const BUNDLED_PATH: &str = "ip/country.bin";
+/// The bundled table's pages (converted from `ip/default.mmdb` by the asset build).
+const BUNDLED_PAGES: &str = "ip/country";
+/// The bundled table's directory, embedded at worker build time (`scripts/build-worker.sh`
+/// builds the assets first and stamps this file as an input): a fresh isolate opens it with
+/// no I/O and reads one page through `ASSETS` for its first answer.
+static EMBEDDED_DIR: &[u8] = include_bytes!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/assets/ip/country/dir.bin"
+));
 
-/// The database an isolate serves: always the compact table, read in place.
+/// Where a table's pages come from.
+enum PageSource {
+    /// The bundled pages, through `ASSETS`.
+    Assets,
+    /// A hot-swapped version's pages in R2, named and checksummed by its record.
+    R2(Box<IpdbRecord>),
+    /// Converted in this isolate: every page is in memory already.
+    Loaded,
+}
+
+/// The database an isolate serves: the compact table's directory, its pages fetched on first
+/// need and kept for the isolate's life.
 pub struct IpState {
-    db: IpTable<Vec<u8>>,
+    db: IpTable<Cow<'static, [u8]>>,
+    pages: PageSource,
     version: String,
     source: &'static str,
     attribution: Option<Attribution>,
-    /// Fetch + open time of the table (ms).
+    /// Fetch (R2 only) + open time of the directory (ms).
     load_ms: f64,
+    /// Fetch + validation time of the pages loaded so far (ms).
+    page_ms: Cell<f64>,
+    /// What served before a swap: serves again if a page of this version cannot be loaded.
+    fallback: RefCell<Option<Rc<IpState>>>,
 }
 
 /// What a table says about its source (written by `update::table_meta`).
@@ -50,7 +75,7 @@ struct TableMeta {
     attribution: Option<Attribution>,
 }
 
-fn meta_of(t: &IpTable<Vec<u8>>) -> TableMeta {
+fn meta_of<S: AsRef<[u8]>>(t: &IpTable<S>) -> TableMeta {
     serde_json::from_slice(t.meta()).unwrap_or_default()
 }
 
@@ -62,6 +87,8 @@ struct Watch {
     last_outcome: Option<String>,
     last_swap_ms: Option<f64>,
     last_update: Option<UpdateStatus>,
+    /// A version whose pages failed after it was swapped in: not tried again.
+    broken: Option<String>,
 }
 
 thread_local! {
@@ -77,17 +104,27 @@ fn now_iso() -> String {
     String::from(js_sys::Date::new_0().to_iso_string())
 }
 
-/// The isolate's database. A cold isolate asks the config store first (so it never serves a
-/// stale default when a newer one is published) and falls back to the bundled file.
-pub async fn ip_state(env: &Env, ctx: &Context, cfg: &IpdbSettings) -> ApiResult<Rc<IpState>> {
-    if let Some(s) = current() {
-        maybe_refresh(env, ctx, cfg);
-        return Ok(s);
-    }
-    serving(env, cfg).await
+/// The isolate's database, with the pages that `ips` need loaded. A cold isolate asks the
+/// config store first (so it never serves a stale default when a newer one is published) and
+/// falls back to the bundled table.
+pub async fn ip_state(
+    env: &Env,
+    ctx: &Context,
+    cfg: &IpdbSettings,
+    ips: &[IpAddr],
+) -> ApiResult<Rc<IpState>> {
+    let s = match current() {
+        Some(s) => {
+            maybe_refresh(env, ctx, cfg);
+            s
+        }
+        None => serving(env, cfg).await?,
+    };
+    ready(env, s, ips).await
 }
 
-/// The database being served, loading it when the isolate has none yet (also for the cron).
+/// The database being served, loading its directory when the isolate has none yet (also for
+/// the cron).
 async fn serving(env: &Env, cfg: &IpdbSettings) -> ApiResult<Rc<IpState>> {
     if let Some(s) = current() {
         return Ok(s);
@@ -97,17 +134,87 @@ async fn serving(env: &Env, cfg: &IpdbSettings) -> ApiResult<Rc<IpState>> {
         return Ok(s);
     }
     let started = Date::now().as_millis();
-    let bytes = fetch_asset(env, BUNDLED_PATH).await?;
-    let db = IpTable::from_bytes(bytes).map_err(|e| corrupt(BUNDLED_PATH, e))?;
+    let dir = "ip/country/dir.bin (embedded)";
+    let db = IpTable::from_bytes(Cow::Borrowed(EMBEDDED_DIR)).map_err(|e| corrupt(dir, e))?;
     let meta = meta_of(&db);
     let state = Rc::new(IpState {
         db,
+        pages: PageSource::Assets,
         version: format!("bundled:{}:{}", meta.database_type, meta.build_epoch),
         source: "bundled",
         attribution: meta.attribution,
         load_ms: (Date::now().as_millis() - started) as f64,
+        page_ms: Cell::new(0.0),
+        fallback: RefCell::new(None),
     });
     Ok(IP.with(|s| s.borrow_mut().get_or_insert(state).clone()))
+}
+
+/// Loads the pages `ips` need into `s` (concurrently, once per isolate). When a swapped-in
+/// version's page cannot be loaded, the version it replaced serves again (and this one is not
+/// retried); the bundled table's pages failing is a 503.
+async fn ready(env: &Env, s: Rc<IpState>, ips: &[IpAddr]) -> ApiResult<Rc<IpState>> {
+    let mut s = s;
+    loop {
+        let mut need: Vec<usize> = ips.iter().filter_map(|&ip| s.db.missing_page(ip)).collect();
+        need.sort_unstable();
+        need.dedup();
+        let Err(e) = load_pages(env, &s, &need).await else {
+            return Ok(s);
+        };
+        let Some(old) = s.fallback.borrow_mut().take() else {
+            return Err(e);
+        };
+        worker::console_error!(
+            "ipdb {} page rejected, serving {}: {e}",
+            s.version,
+            old.version
+        );
+        WATCH.with(|w| {
+            let mut w = w.borrow_mut();
+            w.last_outcome = Some(format!("rejected: {}: {}", s.version, e.message));
+            w.broken = Some(s.version.clone());
+        });
+        IP.with(|c| *c.borrow_mut() = Some(old.clone()));
+        s = old;
+    }
+}
+
+async fn load_pages(env: &Env, s: &IpState, need: &[usize]) -> ApiResult<()> {
+    if need.is_empty() {
+        return Ok(());
+    }
+    let started = Date::now().as_millis();
+    let fetches = need.iter().map(|&p| async move {
+        match &s.pages {
+            PageSource::Assets => {
+                let path = format!("{BUNDLED_PAGES}/{}", page_name(p));
+                let bytes = fetch_asset(env, &path).await?;
+                s.db.insert_page(p, bytes).map_err(|e| corrupt(&path, e))
+            }
+            PageSource::R2(record) => {
+                let fail = |m: String| ApiError::unavailable(ErrorCode::AssetUnavailable, m);
+                let bucket = env
+                    .bucket(IPDB_BUCKET)
+                    .map_err(|e| fail(format!("R2 binding: {e}")))?;
+                let key = record.table_page_key(p).unwrap_or_default();
+                let bytes = r2_bytes(&bucket, &key).await.map_err(fail)?;
+                refresh::accept_page(record, &s.db, p, bytes).map_err(|e| fail(e.to_string()))
+            }
+            PageSource::Loaded => Err(internal(format!("page {p} of a loaded table missing"))),
+        }
+    });
+    let results = join_all(fetches).await;
+    s.page_ms
+        .set(s.page_ms.get() + (Date::now().as_millis() - started) as f64);
+    results.into_iter().collect()
+}
+
+/// Every page of `s` (the cron vets candidates against the whole table).
+async fn ready_all(env: &Env, s: Rc<IpState>) -> ApiResult<Rc<IpState>> {
+    let all: Vec<usize> = (0..s.db.page_count()).collect();
+    load_pages(env, &s, &all).await?;
+    Ok(s)
 }
 
 fn maybe_refresh(env: &Env, ctx: &Context, cfg: &IpdbSettings) {
@@ -196,24 +303,33 @@ async fn try_refresh(env: &Env, cfg: &IpdbSettings) -> Result<String, String> {
         Ok(Check::Fetch(r)) => r,
         Err(e) => return Err(e.to_string()),
     };
+    if WATCH.with(|w| w.borrow().broken.as_deref() == Some(record.version.as_str())) {
+        return Err(format!(
+            "{}: a page failed to load; not retried",
+            record.version
+        ));
+    }
     let started = Date::now().as_millis();
     let bucket = env
         .bucket(IPDB_BUCKET)
         .map_err(|e| format!("R2 binding: {e}"))?;
-    let db = match &record.table_key {
-        // The publisher stored the converted table: read it, nothing to convert.
+    let (db, pages) = match record.table_dir_key() {
+        // The publisher stored the converted table: read its directory now, pages on need.
         Some(key) => {
-            let bytes = r2_bytes(&bucket, key).await?;
-            refresh::accept_table(&record, bytes).map_err(|e| e.to_string())?
+            let bytes = r2_bytes(&bucket, &key).await?;
+            let db = refresh::accept_table(&record, bytes).map_err(|e| e.to_string())?;
+            (db, PageSource::R2(record.clone()))
         }
-        // Older records name only the mmdb: convert here (off the request path when warm).
+        // Older records name only the mmdb: convert here (off the request path when warm),
+        // with every page in memory.
         None => {
             let bytes = r2_bytes(&bucket, &record.object_key).await?;
             let mmdb = refresh::accept(&record, bytes).map_err(|e| e.to_string())?;
             let (db_type, epoch) = mmdb.describe();
             let meta = crate::ip::update::table_meta(&db_type, epoch, record.attribution.as_ref());
-            let table = crate::ip::convert::table(&mmdb, &meta).map_err(|e| e.to_string())?;
-            IpTable::from_bytes(table).map_err(|e| e.to_string())?
+            let t = crate::ip::convert::table(&mmdb, &meta).map_err(|e| e.to_string())?;
+            let db = IpTable::from_parts(Cow::Owned(t.dir), t.pages).map_err(|e| e.to_string())?;
+            (db, PageSource::Loaded)
         }
     };
     let attribution = record.attribution.clone().or_else(|| {
@@ -222,12 +338,20 @@ async fn try_refresh(env: &Env, cfg: &IpdbSettings) -> Result<String, String> {
             .or_else(|| Attribution::for_database_type(&m.database_type))
     });
     let load_ms = (Date::now().as_millis() - started) as f64;
+    // One step back at most: what serves now, without what it replaced.
+    let fallback = current();
+    if let Some(f) = &fallback {
+        f.fallback.borrow_mut().take();
+    }
     let state = Rc::new(IpState {
         db,
+        pages,
         version: record.version.clone(),
         source: "r2",
         attribution,
         load_ms,
+        page_ms: Cell::new(0.0),
+        fallback: RefCell::new(fallback),
     });
     IP.with(|s| *s.borrow_mut() = Some(state));
     let ms = (Date::now().as_millis() - started) as f64;
@@ -245,7 +369,7 @@ fn ipdb_json(s: &IpState) -> Value {
 /// `GET /v1/geo/ip`.
 pub async fn get_ip(env: &Env, ctx: &Context, cfg: &Config, query: &str) -> ApiResult<Response> {
     let ip = ip_api::parse_ip_query(query)?;
-    let s = ip_state(env, ctx, &cfg.ipdb).await?;
+    let s = ip_state(env, ctx, &cfg.ipdb, &[ip]).await?;
     let mut body = ip_api::ip_json(ip, s.db.lookup(ip));
     body["ipdb"] = ipdb_json(&s);
     ok_json(&body)
@@ -254,7 +378,7 @@ pub async fn get_ip(env: &Env, ctx: &Context, cfg: &Config, query: &str) -> ApiR
 /// `POST /v1/geo/ip`.
 pub async fn post_ip(env: &Env, ctx: &Context, cfg: &Config, body: &[u8]) -> ApiResult<Response> {
     let ips = ip_api::parse_ip_batch(body)?;
-    let s = ip_state(env, ctx, &cfg.ipdb).await?;
+    let s = ip_state(env, ctx, &cfg.ipdb, &ips).await?;
     let results: Vec<Value> = ips
         .iter()
         .map(|&ip| ip_api::ip_json(ip, s.db.lookup(ip)))
@@ -278,7 +402,7 @@ pub async fn me(
         .ok()
         .flatten()
         .and_then(|v| crate::ip::parse_ip(&v).ok());
-    let s = ip_state(env, ctx, &cfg.ipdb).await?;
+    let s = ip_state(env, ctx, &cfg.ipdb, caller.as_slice()).await?;
     let ip = caller.map(|ip| ip_api::ip_json(ip, s.db.lookup(ip)));
     let has_coords = crate::api::query::pairs(query).any(|(k, _)| k == "lat" || k == "lon");
     let coords = if has_coords {
@@ -321,7 +445,14 @@ pub fn health() -> Value {
             "version": s.as_ref().map(|s| s.version.clone()),
             "source": s.as_ref().map(|s| s.source),
             "attribution": s.as_ref().and_then(|s| s.attribution.clone()),
-            "table_bytes": s.as_ref().map(|s| s.db.len()),
+            "table": s.as_ref().map(|s| json!({
+                "dir_bytes": s.db.dir_len(),
+                "pages": s.db.page_count(),
+                "page_bytes": s.db.pages_len(),
+                "loaded_pages": s.db.loaded_pages(),
+                "loaded_page_bytes": s.db.loaded_len(),
+                "page_load_ms": s.page_ms.get(),
+            })),
             "load_ms": s.as_ref().map(|s| s.load_ms),
             "checks": w.checks,
             "last_check_outcome": w.last_outcome,
@@ -344,6 +475,7 @@ pub async fn publish_from_source(env: &Env, cfg: &Config) -> Result<String, Stri
         .kv(IPDB_CONFIG)
         .map_err(|e| format!("KV binding: {e}"))?;
     let serving = serving(env, settings).await.map_err(|e| e.to_string())?;
+    let serving = ready_all(env, serving).await.map_err(|e| e.to_string())?;
     let current = match kv.get(&settings.kv_key).text().await {
         Ok(Some(text)) => IpdbRecord::parse(&text).ok(),
         _ => None,
@@ -398,12 +530,15 @@ async fn publish(
         .execute()
         .await
         .map_err(|e| format!("R2 write: {e}"))?;
-    if let Some(key) = &v.record.table_key {
+    let r = &v.record;
+    let table = (0..v.table.pages.len()).map(|i| (r.table_page_key(i), &v.table.pages[i]));
+    for (key, bytes) in std::iter::once((r.table_dir_key(), &v.table.dir)).chain(table) {
+        let Some(key) = key else { continue };
         bucket
-            .put(key, v.table.clone())
+            .put(&key, bytes.clone())
             .execute()
             .await
-            .map_err(|e| format!("R2 write: {e}"))?;
+            .map_err(|e| format!("R2 write {key}: {e}"))?;
     }
     let text = serde_json::to_string(&v.record).map_err(|e| e.to_string())?;
     // The objects are written before the record, so a reader never sees a record without them.
@@ -498,22 +633,34 @@ async fn gunzip(bytes: &[u8], limit: u64) -> Result<Vec<u8>, UpdateError> {
     Ok(buf.into_inner())
 }
 
-/// Bench: `n` lookups of pseudo-random IPv4 addresses inside the isolate (timed from outside
-/// against `n=0`).
-pub async fn bench(env: &Env, ctx: &Context, cfg: &Config, n: usize) -> ApiResult<Response> {
-    let s = ip_state(env, ctx, &cfg.ipdb).await?;
-    let mut x: u32 = 0x9E37_79B9;
-    let mut hits = 0u32;
-    for _ in 0..n {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        if matches!(
-            s.db.lookup(IpAddr::from(x.to_be_bytes())),
-            crate::ip::IpAnswer::Country(_)
-        ) {
-            hits += 1;
-        }
+/// Bench: `reps` passes of lookups over the `n` addresses of the shared benchmark mix (the
+/// native bench times the same list and work), timed from outside against `reps=0` in the
+/// same isolate; pages are loaded before either. `all=1` loads every page first (in a fresh
+/// isolate: the whole-table load the lazy pages replace).
+pub async fn bench(env: &Env, ctx: &Context, cfg: &Config, query: &str) -> ApiResult<Response> {
+    let num = |k: &str, d: usize| -> ApiResult<usize> {
+        crate::api::query::param(query, k)
+            .map_or(Ok(d), |v| v.parse())
+            .ok()
+            .filter(|&v| v <= 1_000_000)
+            .ok_or_else(|| {
+                ApiError::bad_request(ErrorCode::InvalidParameter, format!("{k}: 0..=1000000"))
+            })
+    };
+    let (n, reps, all) = (num("n", 0)?, num("reps", 1)?, num("all", 0)? == 1);
+    let ips = crate::ip::workload::addresses(n);
+    let mut s = ip_state(env, ctx, &cfg.ipdb, &ips).await?;
+    if all {
+        s = ready_all(env, s).await?;
     }
-    ok_json(&json!({ "n": n, "hits": hits }))
+    let mut countries = 0;
+    for _ in 0..reps {
+        countries += crate::ip::workload::count_countries(&s.db, &ips);
+    }
+    ok_json(&json!({
+        "n": n,
+        "reps": reps,
+        "countries": countries,
+        "loaded_page_bytes": s.db.loaded_len(),
+    }))
 }

@@ -214,7 +214,7 @@ async fn handle(
         Op::ReplayDeadLetters => notify::replay_dead_letters(cfg, env, &body).await,
         Op::BenchNoop => ok_json(&json!({ "ok": true })),
         Op::BenchGeo => geo::bench(&body, env, bench_n(&query, "repeat", 1)?).await,
-        Op::BenchIp => ip::bench(env, ctx, cfg, bench_n(&query, "n", 0)?).await,
+        Op::BenchIp => ip::bench(env, ctx, cfg, &query).await,
         Op::BenchAuth => bench_auth(&req, st, bench_n(&query, "n", 0)?).await,
     }
 }

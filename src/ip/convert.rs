@@ -111,7 +111,10 @@ pub fn ranges<S: AsRef<[u8]>>(db: &IpDb<S>) -> Result<Ranges, ConvertError> {
 ///
 /// # Errors
 /// [`ConvertError`] when the tree or a record is malformed.
-pub fn table<S: AsRef<[u8]>>(db: &IpDb<S>, meta: &[u8]) -> Result<Vec<u8>, ConvertError> {
+pub fn table<S: AsRef<[u8]>>(
+    db: &IpDb<S>,
+    meta: &[u8],
+) -> Result<super::table::TableFiles, ConvertError> {
     Ok(super::table::build(&ranges(db)?, meta))
 }
 

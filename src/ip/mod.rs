@@ -14,6 +14,7 @@ mod special;
 pub mod table;
 pub mod update;
 mod version;
+pub mod workload;
 
 pub use agreement::{
     compare, probe_set, probe_set_with, Agreement, ANCHORS, PROBE_COUNT, PROBE_SEED,

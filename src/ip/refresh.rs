@@ -14,7 +14,7 @@ pub enum Check {
     /// The record names the version already served.
     UpToDate(String),
     /// A new version: fetch its object.
-    Fetch(IpdbRecord),
+    Fetch(Box<IpdbRecord>),
 }
 
 /// Why a published version was not swapped in (the current database keeps serving).
@@ -60,7 +60,7 @@ pub fn check(record_text: Option<&str>, serving: Option<&str>) -> Result<Check, 
     if serving == Some(record.version.as_str()) {
         return Ok(Check::UpToDate(record.version));
     }
-    Ok(Check::Fetch(record))
+    Ok(Check::Fetch(Box::new(record)))
 }
 
 /// Accepts the object fetched for `record` (`None` = not in the bucket).
@@ -78,26 +78,57 @@ pub fn accept(record: &IpdbRecord, bytes: Option<Vec<u8>>) -> Result<IpDb<Vec<u8
     })
 }
 
-/// Accepts the converted table fetched for `record` (`None` = not in the bucket).
+/// Accepts the converted table's directory fetched for `record` (`None` = not in the
+/// bucket); its pages come later, one by one ([`accept_page`]).
 ///
 /// # Errors
 /// [`RefreshError`] when the record names no table, it is missing, does not match its
-/// checksum or does not open.
-pub fn accept_table(
+/// checksum, does not open or names another number of pages than the record.
+pub fn accept_table<S: AsRef<[u8]> + From<Vec<u8>>>(
     record: &IpdbRecord,
     bytes: Option<Vec<u8>>,
-) -> Result<IpTable<Vec<u8>>, RefreshError> {
-    let (Some(key), Some(sha)) = (&record.table_key, &record.table_sha256) else {
+) -> Result<IpTable<S>, RefreshError> {
+    let (Some(key), Some(sha)) = (record.table_dir_key(), &record.table_sha256) else {
         return Err(RefreshError::Missing("table".into()));
     };
     let bytes = bytes.ok_or_else(|| RefreshError::Missing(key.clone()))?;
     if super::sha256_hex(&bytes) != *sha {
-        return Err(RefreshError::Checksum(key.clone()));
+        return Err(RefreshError::Checksum(key));
     }
-    IpTable::from_bytes(bytes).map_err(|source| RefreshError::InvalidTable {
+    let invalid = |source| RefreshError::InvalidTable {
         key: key.clone(),
         source,
-    })
+    };
+    let t = IpTable::from_bytes(S::from(bytes)).map_err(invalid)?;
+    if t.page_count() != record.table_pages.len() {
+        return Err(invalid(TableError::Malformed(
+            "page count differs from the record",
+        )));
+    }
+    Ok(t)
+}
+
+/// Accepts page `p` of the table named by `record` (`None` = not in the bucket) into `table`.
+///
+/// # Errors
+/// [`RefreshError`] when it is missing, does not match the record's checksum or the
+/// directory's, or does not validate.
+pub fn accept_page<S: AsRef<[u8]>>(
+    record: &IpdbRecord,
+    table: &IpTable<S>,
+    p: usize,
+    bytes: Option<Vec<u8>>,
+) -> Result<(), RefreshError> {
+    let (Some(key), Some(sha)) = (record.table_page_key(p), record.table_pages.get(p)) else {
+        return Err(RefreshError::Missing(format!("table page {p}")));
+    };
+    let bytes = bytes.ok_or_else(|| RefreshError::Missing(key.clone()))?;
+    if super::sha256_hex(&bytes) != *sha {
+        return Err(RefreshError::Checksum(key));
+    }
+    table
+        .insert_page(p, bytes)
+        .map_err(|source| RefreshError::InvalidTable { key, source })
 }
 
 #[cfg(test)]
@@ -114,6 +145,7 @@ mod tests {
             attribution: None,
             table_key: None,
             table_sha256: None,
+            table_pages: Vec::new(),
         }
     }
 
@@ -148,16 +180,19 @@ mod tests {
         let junk = b"junk".to_vec();
         let mut r = record(&sha256_hex(b"db"));
         assert!(
-            accept_table(&r, Some(junk.clone())).is_err(),
+            accept_table::<Vec<u8>>(&r, Some(junk.clone())).is_err(),
             "no table named"
         );
         r.table_key = Some("ipdb/x.table".into());
         r.table_sha256 = Some(sha256_hex(&junk));
-        let e = accept_table(&r, None).unwrap_err();
-        assert!(e.to_string().contains("ipdb/x.table missing"), "{e}");
-        let e = accept_table(&r, Some(b"other".to_vec())).unwrap_err();
+        let e = accept_table::<Vec<u8>>(&r, None).unwrap_err();
+        assert!(
+            e.to_string().contains("ipdb/x.table/dir.bin missing"),
+            "{e}"
+        );
+        let e = accept_table::<Vec<u8>>(&r, Some(b"other".to_vec())).unwrap_err();
         assert!(e.to_string().starts_with("checksum mismatch"), "{e}");
-        let e = accept_table(&r, Some(junk)).unwrap_err();
+        let e = accept_table::<Vec<u8>>(&r, Some(junk)).unwrap_err();
         assert!(e.to_string().contains("IP country table truncated"), "{e}");
     }
 }

@@ -3,28 +3,37 @@
 //! ([`build`] from [`super::convert::ranges`]); answers exactly what `IpDb::lookup` answers on
 //! the source (tested on every range boundary and random addresses of both families).
 //!
+//! Two kinds of file: the directory (~100 KB, everything but the chunks) and pages of whole
+//! chunks (~[`PAGE_TARGET`] each), so a first answer needs the directory and one page; pages
+//! are loaded when a lookup first needs them and validated then.
+//!
 //! ```text
-//! header(48) | codes n×2 (ASCII alpha-2; code 0 = no country) | meta (JSON) | pad to 4
-//!            | directory CHUNKS × (offset u32, len u32, crc32 u32) | chunks
+//! dir:  header(48) | codes n×2 (ASCII alpha-2; code 0 = no country) | meta (JSON) | pad to 4
+//!       | pages P × (len u32, crc32 u32) | chunks CHUNKS × (page u32, offset u32, len u32)
+//! page: chunks, back to back
+//! header: magic 8 | version | n codes | meta len | pages at | P | chunks at | dir len
+//!         | crc32 of dir[48..] (u32 each) | page bytes u64
 //! v4 chunk (one per /8):          index 257 × u32 (first range of each /16, then n)
 //!                                 | starts n × u16 (low 16 bits) | codes n × u8
 //! v6 chunk (one per /16 of 2000::/3): n u32 | starts n × u64 (top 64 bits) | codes n × u8
 //!                                 | m u32 | exceptions m × (start u128, code u8)
 //! ```
 //! Every /16 (IPv4) and every chunk (IPv6) begins with a range, so a search never leaves its
-//! bucket. A chunk with `len == 0` has one country throughout: its `offset` is that code. IPv6
+//! bucket. A chunk with `len == 0` has one country throughout: its `offset` is that code
+//! (its page is `u32::MAX`). IPv6
 //! boundaries inside a /64 (DB-IP has a few hundred) are kept exactly: the /64 gets code
 //! [`EXCEPTION`] and its ranges go to the chunk's exception list. Addresses outside 2000::/3
 //! are special-purpose and never reach the table.
 
 use super::db::{CountryLookup, IpAnswer};
 use super::special::special_range;
+use std::cell::{Cell, OnceCell};
 use std::net::IpAddr;
 
 /// Magic bytes.
 pub const MAGIC: [u8; 8] = *b"IPCTRY\0\0";
 /// Bumped on any layout change; readers refuse other versions.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Header size.
 pub const HEADER: usize = 48;
 /// IPv4 chunks (one per /8).
@@ -33,6 +42,13 @@ pub const V4_CHUNKS: usize = 256;
 pub const V6_CHUNKS: usize = 8192;
 /// All chunks: IPv4 first.
 pub const CHUNKS: usize = V4_CHUNKS + V6_CHUNKS;
+/// Pages are filled with whole chunks up to about this size (a chunk larger than it gets a page
+/// of its own): a first answer reads the directory and one page.
+pub const PAGE_TARGET: usize = 128 << 10;
+/// Most pages a directory may name (a guard for damaged headers).
+pub const MAX_PAGES: usize = 4096;
+/// Page number of a uniform chunk in the directory.
+const UNIFORM: u32 = u32::MAX;
 /// Code of a /64 whose ranges are in the chunk's exception list.
 pub const EXCEPTION: u8 = 0xFF;
 
@@ -80,7 +96,7 @@ fn u128_at(b: &[u8], o: usize) -> u128 {
 ///
 /// # Panics
 /// When there are more than 254 distinct countries (ISO 3166 has 249).
-pub fn build(r: &super::convert::Ranges, meta: &[u8]) -> Vec<u8> {
+pub fn build(r: &super::convert::Ranges, meta: &[u8]) -> TableFiles {
     let mut codes: Vec<[u8; 2]> = vec![[0, 0]];
     let mut code_id = |c: super::convert::Code| -> u8 {
         let Some(c) = c else { return 0 };
@@ -202,50 +218,116 @@ pub fn build(r: &super::convert::Ranges, meta: &[u8]) -> Vec<u8> {
         }
         chunks.push(out);
     }
+    let mut pages: Vec<Vec<u8>> = vec![Vec::new()];
+    let mut entries: Vec<(u32, u32, u32)> = Vec::with_capacity(CHUNKS);
+    for (c, u) in chunks.iter().zip(&uniform) {
+        if let Some(code) = u {
+            entries.push((UNIFORM, u32::from(*code), 0));
+            continue;
+        }
+        let last = pages.last_mut().expect("one page");
+        if !last.is_empty() && last.len() + c.len() > PAGE_TARGET {
+            pages.push(Vec::new());
+        }
+        let p = pages.len() - 1;
+        let page = &mut pages[p];
+        entries.push((p as u32, page.len() as u32, c.len() as u32));
+        page.extend(c);
+    }
+    if pages.last().is_some_and(Vec::is_empty) {
+        pages.pop();
+    }
     let mut body = Vec::new();
     codes.iter().for_each(|c| body.extend(c));
     body.extend(meta);
     while body.len() % 4 != 0 {
         body.push(0);
     }
-    let dir_at = HEADER + body.len();
-    let mut offset = dir_at + CHUNKS * 12;
-    let mut dir = Vec::with_capacity(CHUNKS * 12);
-    for (c, u) in chunks.iter().zip(&uniform) {
-        let (off, len) = match u {
-            Some(code) => (u32::from(*code), 0u32),
-            None => (offset as u32, c.len() as u32),
-        };
-        dir.extend(off.to_le_bytes());
-        dir.extend(len.to_le_bytes());
-        dir.extend(crc32fast::hash(c).to_le_bytes());
-        offset += c.len();
+    let pages_at = HEADER + body.len();
+    for p in &pages {
+        body.extend((p.len() as u32).to_le_bytes());
+        body.extend(crc32fast::hash(p).to_le_bytes());
     }
-    body.extend(&dir);
-    let mut out = Vec::with_capacity(offset);
-    out.extend(MAGIC);
-    out.extend(VERSION.to_le_bytes());
-    out.extend((codes.len() as u32).to_le_bytes());
-    out.extend((meta.len() as u32).to_le_bytes());
-    out.extend((dir_at as u32).to_le_bytes());
-    out.extend((offset as u64).to_le_bytes());
-    out.extend(crc32fast::hash(&body).to_le_bytes());
-    out.resize(HEADER, 0);
-    out.extend(body);
-    chunks.iter().for_each(|c| out.extend(c));
-    out
+    let dir_at = HEADER + body.len();
+    for (p, o, l) in entries {
+        [p, o, l].iter().for_each(|x| body.extend(x.to_le_bytes()));
+    }
+    let total = HEADER + body.len();
+    let mut dir = Vec::with_capacity(total);
+    dir.extend(MAGIC);
+    for x in [
+        VERSION,
+        codes.len() as u32,
+        meta.len() as u32,
+        pages_at as u32,
+        pages.len() as u32,
+        dir_at as u32,
+        total as u32,
+        crc32fast::hash(&body),
+    ] {
+        dir.extend(x.to_le_bytes());
+    }
+    dir.extend(
+        pages
+            .iter()
+            .map(|p| p.len() as u64)
+            .sum::<u64>()
+            .to_le_bytes(),
+    );
+    dir.resize(HEADER, 0);
+    dir.extend(body);
+    TableFiles { dir, pages }
 }
 
-/// A table opened in place (one validation pass: header, checksums, every chunk's bounds).
+/// A built table: the directory and the pages it names (stored as separate files/objects).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableFiles {
+    /// Header, codes, meta, page list and chunk directory: all a lookup needs besides one page.
+    pub dir: Vec<u8>,
+    /// Chunks grouped into pages of about [`PAGE_TARGET`] bytes.
+    pub pages: Vec<Vec<u8>>,
+}
+
+impl TableFiles {
+    /// Opens the directory with every page loaded (tests, benchmarks, the cron's vetting).
+    ///
+    /// # Errors
+    /// [`TableError`] naming the first problem.
+    pub fn open(&self) -> Result<IpTable<&[u8]>, TableError> {
+        IpTable::from_parts(self.dir.as_slice(), self.pages.iter().cloned())
+    }
+
+    /// Directory plus pages, in bytes.
+    pub fn len(&self) -> usize {
+        self.dir.len() + self.pages.iter().map(Vec::len).sum::<usize>()
+    }
+
+    /// Never true for a built table (kept for clippy's `len_without_is_empty`).
+    pub fn is_empty(&self) -> bool {
+        self.dir.is_empty()
+    }
+}
+
+/// File name of page `i` next to the directory (assets and R2 alike).
+pub fn page_name(i: usize) -> String {
+    format!("page-{i:03}.bin")
+}
+
+/// A table's directory opened in place (header, checksum, every chunk's bounds), with its
+/// pages loaded one by one as lookups need them ([`IpTable::missing_page`],
+/// [`IpTable::insert_page`]); each page is validated once, when it arrives.
 pub struct IpTable<S: AsRef<[u8]>> {
     buf: S,
     codes: Vec<String>,
     meta: std::ops::Range<usize>,
+    pages_at: usize,
     dir_at: usize,
+    pages: Vec<OnceCell<Vec<u8>>>,
+    loaded: Cell<usize>,
 }
 
 impl<S: AsRef<[u8]>> IpTable<S> {
-    /// Opens and validates a table.
+    /// Opens and validates a directory; no page is loaded yet.
     ///
     /// # Errors
     /// [`TableError`] naming the first problem.
@@ -264,21 +346,22 @@ impl<S: AsRef<[u8]>> IpTable<S> {
                 actual: version,
             });
         }
-        let (n_codes, meta_len) = (u32_at(b, 12) as usize, u32_at(b, 16) as usize);
-        let dir_at = u32_at(b, 20) as usize;
-        let total = usize::try_from(u64_at(b, 24)).map_err(|_| TableError::Truncated)?;
+        let field = |i: usize| u32_at(b, 12 + i * 4) as usize;
+        let (n_codes, meta_len, pages_at, n_pages, dir_at, total) =
+            (field(0), field(1), field(2), field(3), field(4), field(5));
         if total != b.len() {
             return Err(TableError::Truncated);
         }
-        let dir_end = dir_at
-            .checked_add(CHUNKS * 12)
-            .filter(|&e| e <= b.len())
-            .ok_or(TableError::Truncated)?;
-        if n_codes == 0 || n_codes > EXCEPTION as usize || HEADER + n_codes * 2 + meta_len > dir_at
+        if n_codes == 0
+            || n_codes > EXCEPTION as usize
+            || HEADER + n_codes * 2 + meta_len > pages_at
+            || n_pages > MAX_PAGES
+            || pages_at + n_pages * 8 != dir_at
+            || dir_at + CHUNKS * 12 != total
         {
-            return Err(TableError::Malformed("code table"));
+            return Err(TableError::Malformed("directory layout"));
         }
-        if crc32fast::hash(&b[HEADER..dir_end]) != u32_at(b, 32) {
+        if crc32fast::hash(&b[HEADER..]) != u32_at(b, 36) {
             return Err(TableError::Checksum("directory"));
         }
         let mut codes = vec![String::new()];
@@ -292,46 +375,145 @@ impl<S: AsRef<[u8]>> IpTable<S> {
         let t = IpTable {
             codes,
             meta: HEADER + n_codes * 2..HEADER + n_codes * 2 + meta_len,
+            pages_at,
             dir_at,
+            pages: (0..n_pages).map(|_| OnceCell::new()).collect(),
+            loaded: Cell::new(0),
             buf,
         };
         for id in 0..CHUNKS {
-            t.validate_chunk(id, dir_end)?;
+            let (page, off, len) = t.entry(id);
+            let ok = if len == 0 {
+                page == UNIFORM as usize && off < t.codes.len()
+            } else {
+                page < n_pages && off.checked_add(len).is_some_and(|e| e <= t.page_len(page))
+            };
+            if !ok {
+                return Err(TableError::Malformed("chunk entry"));
+            }
         }
         Ok(t)
     }
 
-    fn entry(&self, id: usize) -> (usize, usize) {
-        let b = self.buf.as_ref();
-        let o = self.dir_at + id * 12;
-        (u32_at(b, o) as usize, u32_at(b, o + 4) as usize)
+    /// Opens a directory with all its pages (`pages` in order).
+    ///
+    /// # Errors
+    /// [`TableError`] naming the first problem.
+    pub fn from_parts(
+        dir: S,
+        pages: impl IntoIterator<Item = Vec<u8>>,
+    ) -> Result<Self, TableError> {
+        let t = Self::from_bytes(dir)?;
+        let mut n = 0;
+        for (i, p) in pages.into_iter().enumerate() {
+            t.insert_page(i, p)?;
+            n += 1;
+        }
+        if n != t.page_count() {
+            return Err(TableError::Truncated);
+        }
+        Ok(t)
     }
 
-    fn validate_chunk(&self, id: usize, data_start: usize) -> Result<(), TableError> {
+    fn entry(&self, id: usize) -> (usize, usize, usize) {
         let b = self.buf.as_ref();
-        let (off, len) = self.entry(id);
+        let o = self.dir_at + id * 12;
+        (
+            u32_at(b, o) as usize,
+            u32_at(b, o + 4) as usize,
+            u32_at(b, o + 8) as usize,
+        )
+    }
+
+    /// Number of pages.
+    pub fn page_count(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Size of page `p` as the directory records it.
+    pub fn page_len(&self, p: usize) -> usize {
+        u32_at(self.buf.as_ref(), self.pages_at + p * 8) as usize
+    }
+
+    /// Directory bytes.
+    pub fn dir_len(&self) -> usize {
+        self.buf.as_ref().len()
+    }
+
+    /// Bytes of all pages, loaded or not.
+    pub fn pages_len(&self) -> usize {
+        (0..self.page_count()).map(|p| self.page_len(p)).sum()
+    }
+
+    /// Bytes of the pages loaded so far.
+    pub fn loaded_len(&self) -> usize {
+        self.loaded.get()
+    }
+
+    /// Pages loaded so far.
+    pub fn loaded_pages(&self) -> usize {
+        self.pages.iter().filter(|p| p.get().is_some()).count()
+    }
+
+    /// The page a lookup of `ip` needs and that is not loaded yet (`None`: it can answer now).
+    pub fn missing_page(&self, ip: IpAddr) -> Option<usize> {
+        let p = self.page_of(ip)?;
+        self.pages[p].get().is_none().then_some(p)
+    }
+
+    fn page_of(&self, ip: IpAddr) -> Option<usize> {
+        let ip = unmap(ip);
+        if special_range(ip).is_some() {
+            return None;
+        }
+        let id = match ip {
+            IpAddr::V4(v4) => (u32::from(v4) >> 24) as usize,
+            IpAddr::V6(v6) => V4_CHUNKS + ((u128::from(v6) >> 112) as usize - 0x2000),
+        };
+        let (page, _, len) = self.entry(id);
+        (len != 0).then_some(page)
+    }
+
+    /// Validates page `p` (length, checksum, every chunk in it) and keeps it. A page already
+    /// loaded stays as it is.
+    ///
+    /// # Errors
+    /// [`TableError`] when the page does not belong to this directory or is damaged.
+    pub fn insert_page(&self, p: usize, bytes: Vec<u8>) -> Result<(), TableError> {
+        if p >= self.page_count() {
+            return Err(TableError::Malformed("page number"));
+        }
+        if bytes.len() != self.page_len(p) {
+            return Err(TableError::Truncated);
+        }
+        if crc32fast::hash(&bytes) != u32_at(self.buf.as_ref(), self.pages_at + p * 8 + 4) {
+            return Err(TableError::Checksum("page"));
+        }
+        for id in 0..CHUNKS {
+            let (page, off, len) = self.entry(id);
+            if len != 0 && page == p {
+                self.validate_chunk(id, &bytes[off..off + len])?;
+            }
+        }
+        let n = bytes.len();
+        if self.pages[p].set(bytes).is_ok() {
+            self.loaded.set(self.loaded.get() + n);
+        }
+        Ok(())
+    }
+
+    fn validate_chunk(&self, id: usize, c: &[u8]) -> Result<(), TableError> {
+        let len = c.len();
         let ok_code = |c: u8| (c as usize) < self.codes.len();
-        if len == 0 {
-            return if off < self.codes.len() {
-                Ok(())
-            } else {
-                Err(TableError::Malformed("uniform chunk code"))
-            };
-        }
-        let end = off
-            .checked_add(len)
-            .filter(|&e| off >= data_start && e <= b.len());
-        let c = &b[off..end.ok_or(TableError::Truncated)?];
-        if crc32fast::hash(c) != u32_at(b, self.dir_at + id * 12 + 8) {
-            return Err(TableError::Checksum("chunk"));
-        }
         let bad = TableError::Malformed("chunk layout");
         if id < V4_CHUNKS {
             if len < 257 * 4 {
                 return Err(bad);
             }
             let n = u32_at(c, 256 * 4) as usize;
-            if len != 257 * 4 + n * 3 || u32_at(c, 0) != 0 {
+            if n.checked_mul(3).and_then(|x| x.checked_add(257 * 4)) != Some(len)
+                || u32_at(c, 0) != 0
+            {
                 return Err(bad);
             }
             for i in 0..256 {
@@ -354,12 +536,12 @@ impl<S: AsRef<[u8]>> IpTable<S> {
                 return Err(bad);
             }
             let n = u32_at(c, 0) as usize;
-            let m_at = 4 + n * 9;
-            if n == 0 || m_at + 4 > len {
+            let m_at = n.checked_mul(9).and_then(|x| x.checked_add(4));
+            let Some(m_at) = m_at.filter(|&m| n > 0 && m + 4 <= len) else {
                 return Err(bad);
-            }
+            };
             let m = u32_at(c, m_at) as usize;
-            if len != m_at + 4 + m * 17 {
+            if m.checked_mul(17).and_then(|x| x.checked_add(m_at + 4)) != Some(len) {
                 return Err(bad);
             }
             let base = (0x2000 + (id - V4_CHUNKS) as u64) << 48;
@@ -395,24 +577,23 @@ impl<S: AsRef<[u8]>> IpTable<S> {
         &self.buf.as_ref()[self.meta.clone()]
     }
 
-    /// Total size in bytes.
-    pub fn len(&self) -> usize {
-        self.buf.as_ref().len()
-    }
-
-    /// Never true for a valid table (kept for clippy's `len_without_is_empty`).
-    pub fn is_empty(&self) -> bool {
-        self.buf.as_ref().is_empty()
+    /// The chunk of `id`: `Ok(code)` when uniform, else its bytes (`Err(page)` when not loaded).
+    #[inline]
+    fn chunk(&self, id: usize) -> Result<Result<u8, &[u8]>, usize> {
+        let (page, off, len) = self.entry(id);
+        if len == 0 {
+            return Ok(Ok(off as u8));
+        }
+        let p = self.pages[page].get().ok_or(page)?;
+        Ok(Err(&p[off..off + len]))
     }
 
     #[inline]
-    fn v4(&self, ip: u32) -> u8 {
-        let b = self.buf.as_ref();
-        let (off, len) = self.entry((ip >> 24) as usize);
-        if len == 0 {
-            return off as u8;
-        }
-        let c = &b[off..off + len];
+    fn v4(&self, ip: u32) -> Result<u8, usize> {
+        let c = match self.chunk((ip >> 24) as usize)? {
+            Ok(code) => return Ok(code),
+            Err(c) => c,
+        };
         let b16 = ((ip >> 16) & 0xFF) as usize;
         let (lo, hi) = (u32_at(c, b16 * 4) as usize, u32_at(c, b16 * 4 + 4) as usize);
         let n = u32_at(c, 256 * 4) as usize;
@@ -428,17 +609,15 @@ impl<S: AsRef<[u8]>> IpTable<S> {
                 z = m;
             }
         }
-        c[257 * 4 + n * 2 + a - 1]
+        Ok(c[257 * 4 + n * 2 + a - 1])
     }
 
     #[inline]
-    fn v6(&self, ip: u128) -> u8 {
-        let b = self.buf.as_ref();
-        let (off, len) = self.entry(V4_CHUNKS + ((ip >> 112) as usize - 0x2000));
-        if len == 0 {
-            return off as u8;
-        }
-        let c = &b[off..off + len];
+    fn v6(&self, ip: u128) -> Result<u8, usize> {
+        let c = match self.chunk(V4_CHUNKS + ((ip >> 112) as usize - 0x2000))? {
+            Ok(code) => return Ok(code),
+            Err(c) => c,
+        };
         let n = u32_at(c, 0) as usize;
         let key = (ip >> 64) as u64;
         let (mut a, mut z) = (1, n);
@@ -452,7 +631,7 @@ impl<S: AsRef<[u8]>> IpTable<S> {
         }
         let code = c[4 + n * 8 + a - 1];
         if code != EXCEPTION {
-            return code;
+            return Ok(code);
         }
         let m_at = 4 + n * 9;
         let m = u32_at(c, m_at) as usize;
@@ -465,27 +644,41 @@ impl<S: AsRef<[u8]>> IpTable<S> {
                 z = mid;
             }
         }
-        c[m_at + 4 + (a - 1) * 17 + 16]
+        Ok(c[m_at + 4 + (a - 1) * 17 + 16])
     }
 
-    /// Country of `ip`, with the same reserved-range and IPv4-mapped handling as `IpDb::lookup`.
-    pub fn lookup(&self, ip: IpAddr) -> IpAnswer<'_> {
-        let ip = match ip {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-            v4 => v4,
-        };
+    /// Country of `ip`, with the same reserved-range and IPv4-mapped handling as
+    /// `IpDb::lookup`, or `Err(page)` when the page it needs is not loaded.
+    ///
+    /// # Errors
+    /// The number of the page to load first ([`IpTable::insert_page`]).
+    pub fn try_lookup(&self, ip: IpAddr) -> Result<IpAnswer<'_>, usize> {
+        let ip = unmap(ip);
         if let Some(reason) = special_range(ip) {
-            return IpAnswer::Reserved(reason);
+            return Ok(IpAnswer::Reserved(reason));
         }
         let code = match ip {
-            IpAddr::V4(v4) => self.v4(u32::from(v4)),
+            IpAddr::V4(v4) => self.v4(u32::from(v4))?,
             // Global IPv6 is inside 2000::/3 (everything else is special, handled above).
-            IpAddr::V6(v6) => self.v6(u128::from(v6)),
+            IpAddr::V6(v6) => self.v6(u128::from(v6))?,
         };
-        match self.codes.get(code as usize) {
+        Ok(match self.codes.get(code as usize) {
             Some(c) if !c.is_empty() => IpAnswer::Country(c),
             _ => IpAnswer::NotFound,
-        }
+        })
+    }
+
+    /// [`IpTable::try_lookup`] on a table whose pages are all loaded ([`IpTable::from_parts`]);
+    /// an address whose page is missing answers `NotFound`.
+    pub fn lookup(&self, ip: IpAddr) -> IpAnswer<'_> {
+        self.try_lookup(ip).unwrap_or(IpAnswer::NotFound)
+    }
+}
+
+fn unmap(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
     }
 }
 
@@ -498,7 +691,9 @@ impl<S: AsRef<[u8]>> CountryLookup for IpTable<S> {
 impl<S: AsRef<[u8]>> std::fmt::Debug for IpTable<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IpTable")
-            .field("bytes", &self.len())
+            .field("dir_bytes", &self.dir_len())
+            .field("pages", &self.page_count())
+            .field("loaded_bytes", &self.loaded_len())
             .field("countries", &(self.codes.len() - 1))
             .finish()
     }

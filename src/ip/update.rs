@@ -128,7 +128,7 @@ pub struct Vetted {
     /// The database bytes (decompressed).
     pub bytes: Vec<u8>,
     /// The compact table converted from them (stored next to the database).
-    pub table: Vec<u8>,
+    pub table: super::table::TableFiles,
     /// How it compares with the serving database.
     pub agreement: Agreement,
 }
@@ -183,12 +183,11 @@ pub fn vet<B: CountryLookup + ?Sized>(
     }
     let (db_type, epoch) = db.describe();
     let attribution = Attribution::for_database_type(&db_type).or(fallback_attribution);
-    let mut record = IpdbRecord::for_database(sha256, epoch, updated_at, attribution);
-    let meta = table_meta(&db_type, epoch, record.attribution.as_ref());
+    let meta = table_meta(&db_type, epoch, attribution.as_ref());
     let table =
         super::convert::table(&db, &meta).map_err(|e| UpdateError::Convert(e.to_string()))?;
-    record.table_sha256 = Some(sha256_hex(&table));
-    record.table_key = Some(format!("ipdb/{}.table", record.sha256));
+    let record =
+        IpdbRecord::for_database(sha256, epoch, updated_at, attribution).with_table(&table);
     drop(db);
     Ok(Plan::Publish(Box::new(Vetted {
         record,

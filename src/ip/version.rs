@@ -19,13 +19,17 @@ pub struct IpdbRecord {
     /// The credit the data's licence asks for; absent in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<Attribution>,
-    /// The compact country table converted from the object (R2 key), when the publisher
-    /// stored one: isolates load it instead of the mmdb.
+    /// The compact country table converted from the object (an R2 key prefix: the directory
+    /// is `{table_key}/dir.bin`, page `i` is `{table_key}/page-{i:03}.bin`), when the
+    /// publisher stored one: isolates load it instead of the mmdb, pages as lookups need them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table_key: Option<String>,
-    /// Lower-case hex SHA-256 of the table object.
+    /// Lower-case hex SHA-256 of the table's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table_sha256: Option<String>,
+    /// Lower-case hex SHA-256 of each page, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub table_pages: Vec<String>,
 }
 
 /// Why a record was rejected.
@@ -69,7 +73,28 @@ impl IpdbRecord {
             attribution,
             table_key: None,
             table_sha256: None,
+            table_pages: Vec::new(),
         }
+    }
+
+    /// Names the converted table (directory and pages) in this record, stored under
+    /// `ipdb/{sha256}.table/`.
+    pub fn with_table(mut self, table: &super::table::TableFiles) -> Self {
+        self.table_key = Some(format!("ipdb/{}.table", self.sha256));
+        self.table_sha256 = Some(sha256_hex(&table.dir));
+        self.table_pages = table.pages.iter().map(|p| sha256_hex(p)).collect();
+        self
+    }
+
+    /// R2 key of the table's directory, when the record names a table.
+    pub fn table_dir_key(&self) -> Option<String> {
+        self.table_key.as_ref().map(|k| format!("{k}/dir.bin"))
+    }
+
+    /// R2 key of the table's page `i`, when the record names a table.
+    pub fn table_page_key(&self, i: usize) -> Option<String> {
+        let name = super::table::page_name(i);
+        self.table_key.as_ref().map(|k| format!("{k}/{name}"))
     }
 
     /// Parses and validates a record.
@@ -92,6 +117,12 @@ impl IpdbRecord {
             (None, None) => {}
             (Some(k), Some(h)) if !k.is_empty() && k.len() <= 1024 && is_sha256_hex(h) => {}
             _ => return Err(RecordError::Field("table_key/table_sha256")),
+        }
+        let pages_ok = r.table_pages.len() <= super::table::MAX_PAGES
+            && r.table_pages.iter().all(|h| is_sha256_hex(h))
+            && (r.table_key.is_some() || r.table_pages.is_empty());
+        if !pages_ok {
+            return Err(RecordError::Field("table_pages"));
         }
         Ok(r)
     }

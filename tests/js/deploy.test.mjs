@@ -86,20 +86,34 @@ EOF`);
   assert.notEqual(envs.staging.kv_namespaces[0].id, envs.production.kv_namespaces[0].id);
 });
 
-test("publish-ipdb.sh --dry-run: the object upload, then the record, both --remote", () => {
+test("publish-ipdb.sh --dry-run: the object upload, the converted table, then the record, all --remote", () => {
   const r = bash(`bash scripts/publish-ipdb.sh ${BUNDLED} --env production --dry-run`);
   assert.equal(r.code, 0, r.stderr);
   const lines = r.stdout.trim().split("\n");
-  assert.equal(lines.length, 2, r.stdout);
   const sha = crypto.createHash("sha256").update(fs.readFileSync(BUNDLED)).digest("hex");
-  assert.equal(lines[0],
-    `wrangler r2 object put edge-geo-notify-ipdb-production/ipdb/${sha}.mmdb --file ${BUNDLED} --content-type application/octet-stream --remote --env production`);
-  const m = lines[1].match(/^wrangler kv key put --binding IPDB_CONFIG ipdb\/current '(.*)' --remote --env production$/);
-  assert.ok(m, lines[1]);
+  const put = (key, file) =>
+    `wrangler r2 object put edge-geo-notify-ipdb-production/${key} --file ${file} --content-type application/octet-stream --remote --env production`;
+  assert.equal(lines[0], put(`ipdb/${sha}.mmdb`, BUNDLED));
+  const m = lines.at(-1).match(/^wrangler kv key put --binding IPDB_CONFIG ipdb\/current '(.*)' --remote --env production$/);
+  assert.ok(m, lines.at(-1));
   const record = JSON.parse(m[1]);
   assert.equal(record.sha256, sha);
   assert.equal(record.object_key, `ipdb/${sha}.mmdb`);
   assert.match(record.version, new RegExp(`^\\d+-${sha.slice(0, 12)}$`));
+  // The table converted by the native build, uploaded before the record that names it, each
+  // file matching the checksum the record carries.
+  assert.equal(record.table_key, `ipdb/${sha}.table`);
+  const dir = `build/ipdb/${sha}.table`;
+  const hash = (f) => crypto.createHash("sha256").update(fs.readFileSync(path.join(ROOT, f))).digest("hex");
+  assert.equal(lines[1], put(`${record.table_key}/dir.bin`, `${dir}/dir.bin`));
+  assert.equal(hash(`${dir}/dir.bin`), record.table_sha256);
+  assert.ok(record.table_pages.length > 10, `${record.table_pages.length} pages`);
+  assert.equal(lines.length, 3 + record.table_pages.length, r.stdout);
+  record.table_pages.forEach((h, i) => {
+    const page = `page-${String(i).padStart(3, "0")}.bin`;
+    assert.equal(lines[2 + i], put(`${record.table_key}/${page}`, `${dir}/${page}`));
+    assert.equal(hash(`${dir}/${page}`), h, page);
+  });
 });
 
 test("publish-ipdb.sh validates before anything is uploaded; remote runs refuse placeholder ids", () => {

@@ -86,12 +86,39 @@ test("the bundled default is DB-IP Lite, credited in answers and /healthz", asyn
   assert.deepEqual(r.body.ipdb.attribution, DBIP_CREDIT);
   const h = await w.get("/healthz");
   assert.deepEqual(h.body.ipdb.attribution, DBIP_CREDIT);
-  // Served from the converted table, not the mmdb.
-  const table = manifest.ip.files.find((f) => f.path === "ip/country.bin");
-  assert.equal(h.body.ipdb.table_bytes, table.bytes);
-  assert.ok(table.bytes < fs.statSync(BUNDLED).size);
+  // Served from the converted table (directory + pages), not the mmdb.
+  const files = manifest.ip.files;
+  const dir = files.find((f) => f.path === "ip/country/dir.bin");
+  const pages = files.filter((f) => /^ip\/country\/page-\d{3}\.bin$/.test(f.path));
+  const pageBytes = pages.reduce((a, f) => a + f.bytes, 0);
+  assert.deepEqual([h.body.ipdb.table.dir_bytes, h.body.ipdb.table.pages, h.body.ipdb.table.page_bytes], [dir.bytes, pages.length, pageBytes]);
+  assert.ok(dir.bytes + pageBytes < fs.statSync(BUNDLED).size);
   assert.equal(typeof h.body.ipdb.load_ms, "number");
   assert.match(fs.readFileSync(path.join(ROOT, "NOTICE"), "utf8"), /DB-IP[\s\S]*converted/);
+});
+
+test("a fresh isolate's first answer reads one page of the table, not all of it", async () => {
+  const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, "assets/manifest.json"), "utf8"));
+  const pages = manifest.ip.files.filter((f) => /^ip\/country\/page-\d{3}\.bin$/.test(f.path));
+  const fresh = await startWorker();
+  try {
+    let h = (await fresh.get("/healthz")).body.ipdb;
+    assert.equal(h.loaded, false);
+    const reader = new Reader(fs.readFileSync(BUNDLED));
+    const r = await fresh.get("/v1/geo/ip?ip=8.8.8.8");
+    assert.equal(r.body.country, reader.get("8.8.8.8").country_code);
+    h = (await fresh.get("/healthz")).body.ipdb;
+    assert.equal(h.table.loaded_pages, 1);
+    // The directory is embedded in the worker: the page is all that was read.
+    assert.ok(pages.some((f) => f.bytes === h.table.loaded_page_bytes), `${h.table.loaded_page_bytes}`);
+    assert.ok(h.table.loaded_page_bytes <= 1 << 20);
+    // Reserved addresses need no page; a second address in the same /8 reads nothing new.
+    await fresh.get("/v1/geo/ip?ip=10.0.0.1");
+    await fresh.get("/v1/geo/ip?ip=8.8.4.4");
+    assert.equal((await fresh.get("/healthz")).body.ipdb.table.loaded_pages, 1);
+  } finally {
+    await fresh.stop();
+  }
 });
 
 test("single lookups, reserved ranges and bad input", async () => {
@@ -171,7 +198,7 @@ test("hot swap: new version picked up without restart; bad ones rejected, old on
     [{ ...record, version: "no-sha", sha256: "" }, null, /sha256/],
     [{ ...record, version: "bad-table", table_key: "ipdb/bad.table", table_sha256: sha256(Buffer.from("not a table")) }, null, /IP country table/],
   ];
-  await r2.put("ipdb/bad.table", Buffer.from("not a table"));
+  await r2.put("ipdb/bad.table/dir.bin", Buffer.from("not a table"));
   for (const [rec, obj, pattern] of rejections) {
     if (obj) await r2.put(rec.object_key, obj);
     await kv.put("ipdb/current", typeof rec === "string" ? rec : JSON.stringify(rec));
@@ -260,17 +287,45 @@ test("cron update: .mmdb.gz decompressed in the worker; bad, oversized, slow and
     const bucket = await w2.mf.getR2Bucket("IPDB_BUCKET");
     const obj = await bucket.get(rec.object_key);
     assert.equal(sha256(Buffer.from(await obj.arrayBuffer())), rec.sha256);
-    // The converted table is stored next to it, with its own checksum in the record.
+    // The converted table is stored next to it: directory and pages, each with its checksum
+    // in the record.
     assert.equal(rec.table_key, `ipdb/${rec.sha256}.table`);
-    const tableObj = Buffer.from(await (await bucket.get(rec.table_key)).arrayBuffer());
-    assert.equal(sha256(tableObj), rec.table_sha256);
+    const object = async (key) => Buffer.from(await (await bucket.get(key)).arrayBuffer());
+    const dirObj = await object(`${rec.table_key}/dir.bin`);
+    assert.equal(sha256(dirObj), rec.table_sha256);
+    const pageObjs = [];
+    for (const [i, h] of rec.table_pages.entries()) {
+      pageObjs.push(await object(`${rec.table_key}/page-${String(i).padStart(3, "0")}.bin`));
+      assert.equal(sha256(pageObjs[i]), h, `page ${i}`);
+    }
     const h = await pollHealthOf(w2, (ipdb) => ipdb.version === rec.version);
     assert.equal(h.source, "r2");
-    assert.equal(h.table_bytes, tableObj.length);
+    assert.equal(h.table.dir_bytes, dirObj.length);
+    assert.equal(h.table.pages, pageObjs.length);
     const r = await w2.get("/v1/geo/ip?ip=8.8.8.8");
     const want = new Reader(good).get("8.8.8.8").country_code;
     assert.deepEqual([r.body.country, r.body.ipdb.version, r.body.ipdb.attribution], [want, rec.version, DBIP_CREDIT]);
+    // Pages come from R2 as lookups need them, not all at once.
+    const loaded = (await w2.get("/healthz")).body.ipdb.table;
+    assert.ok(loaded.loaded_pages >= 1 && loaded.loaded_pages <= 3, JSON.stringify(loaded));
     assert.equal((await run("good")).outcome, "unchanged");
+
+    // A version whose pages fail their checksums once fetched: the isolate swaps to it (its
+    // directory is fine), the first lookup needing a page falls back to the version before,
+    // answers right, and the broken one is not tried again.
+    await bucket.put("ipdb/corrupt.table/dir.bin", dirObj);
+    for (const [i, p] of pageObjs.entries()) {
+      const bad = Buffer.from(p);
+      bad[bad.length >> 1] ^= 0xff;
+      await bucket.put(`ipdb/corrupt.table/page-${String(i).padStart(3, "0")}.bin`, bad);
+    }
+    await kv.put("ipdb/current", JSON.stringify({ ...rec, version: "corrupt-pages", table_key: "ipdb/corrupt.table" }));
+    const after = await pollHealthOf(w2, (ipdb) => /^rejected: corrupt-pages: /.test(ipdb.last_check_outcome ?? ""), "9.9.9.9");
+    assert.equal(after.version, rec.version);
+    for (const ip of ["9.9.9.9", "2a02:2e0::1"]) {
+      const a = await w2.get(`/v1/geo/ip?ip=${ip}`);
+      assert.deepEqual([a.body.country, a.body.ipdb.version], [new Reader(good).get(ip)?.country_code ?? null, rec.version], ip);
+    }
   } finally {
     await w2.stop();
     for (const sock of sockets) sock.destroy();
@@ -278,9 +333,9 @@ test("cron update: .mmdb.gz decompressed in the worker; bad, oversized, slow and
   }
 });
 
-async function pollHealthOf(worker, pred) {
+async function pollHealthOf(worker, pred, ip = "81.2.69.160") {
   for (let i = 0; i < 200; i++) {
-    await worker.get("/v1/geo/ip?ip=81.2.69.160");
+    await worker.get(`/v1/geo/ip?ip=${ip}`);
     const h = await worker.get("/healthz");
     if (pred(h.body.ipdb)) return h.body.ipdb;
     await new Promise((res) => setTimeout(res, 10));
