@@ -104,4 +104,29 @@ fn write_generated_seeds() {
     let mut edit = 48u32.to_le_bytes().to_vec();
     edit.push(world.index[48]);
     write("geo_index", "edit-noop", &edit);
+    // ip_table: a small table (IPv4 ranges, IPv6 exception /64s) with each of its pages.
+    let p6 = |s: &str| u128::from(s.parse::<std::net::Ipv6Addr>().unwrap());
+    let ranges = edge_geo_notify::ip::convert::Ranges {
+        v4: vec![
+            (0, None),
+            (0x0808_0800, Some(*b"US")),
+            (0x0808_0900, None),
+            (0x5102_0000, Some(*b"GB")),
+        ],
+        v6: vec![
+            (0, None),
+            (p6("2a00:1::"), Some(*b"DE")),
+            (p6("2a00:1::8000"), Some(*b"FR")),
+            (p6("2a00:1:0:1::4"), Some(*b"IT")),
+            (p6("2a00:1:0:2::"), None),
+        ],
+    };
+    let t = edge_geo_notify::ip::table::build(&ranges, br#"{"database_type":"seed"}"#);
+    for (i, page) in t.pages.iter().enumerate() {
+        let mut d = vec![i as u8];
+        d.extend((t.dir.len() as u32).to_le_bytes());
+        d.extend(&t.dir);
+        d.extend(page);
+        write("ip_table", &format!("page-{i}"), &d);
+    }
 }

@@ -195,4 +195,38 @@ mod tests {
         let e = accept_table::<Vec<u8>>(&r, Some(junk)).unwrap_err();
         assert!(e.to_string().contains("IP country table truncated"), "{e}");
     }
+
+    #[test]
+    fn accepts_pages_only_as_the_record_names_them() {
+        let ranges = crate::ip::convert::Ranges {
+            v4: vec![(0, None), (0x0808_0800, Some(*b"US")), (0x0808_0900, None)],
+            v6: vec![(0, None)],
+        };
+        let files = crate::ip::table::build(&ranges, b"{}");
+        let r = record(&sha256_hex(b"db")).with_table(&files);
+        assert_eq!(r.table_pages.len(), 1);
+        let t: IpTable<Vec<u8>> = accept_table(&r, Some(files.dir.clone())).unwrap();
+        let ip = "8.8.8.8".parse().unwrap();
+        assert_eq!(t.missing_page(ip), Some(0));
+        let e = accept_page(&r, &t, 0, None).unwrap_err();
+        assert!(e.to_string().ends_with("page-000.bin missing"), "{e}");
+        let mut bad = files.pages[0].clone();
+        bad[0] ^= 1;
+        let e = accept_page(&r, &t, 0, Some(bad)).unwrap_err();
+        assert!(e.to_string().starts_with("checksum mismatch"), "{e}");
+        let e = accept_page(&r, &t, 1, Some(Vec::new())).unwrap_err();
+        assert!(e.to_string().contains("table page 1"), "{e}");
+        assert_eq!(
+            t.missing_page(ip),
+            Some(0),
+            "nothing kept from a refused page"
+        );
+        accept_page(&r, &t, 0, Some(files.pages[0].clone())).unwrap();
+        assert_eq!(t.try_lookup(ip), Ok(crate::ip::IpAnswer::Country("US")));
+        // A record naming another number of pages than the directory is refused.
+        let mut two = r.clone();
+        two.table_pages.push(sha256_hex(b"x"));
+        let e = accept_table::<Vec<u8>>(&two, Some(files.dir)).unwrap_err();
+        assert!(e.to_string().contains("page count"), "{e}");
+    }
 }

@@ -352,8 +352,12 @@ impl<S: AsRef<[u8]>> IpTable<S> {
         if total != b.len() {
             return Err(TableError::Truncated);
         }
+        // Every field is checked against `total` first, so the sums cannot wrap (wasm32).
         if n_codes == 0
             || n_codes > EXCEPTION as usize
+            || meta_len > total
+            || pages_at > total
+            || dir_at > total
             || HEADER + n_codes * 2 + meta_len > pages_at
             || n_pages > MAX_PAGES
             || pages_at + n_pages * 8 != dir_at
