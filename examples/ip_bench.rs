@@ -43,7 +43,29 @@ fn time(rounds: usize, ips: &[IpAddr], mut f: impl FnMut(IpAddr) -> bool) -> f64
     v[v.len() / 2]
 }
 
+/// `--table-ns DIR`: ns/lookup of the table the worker serves (`DIR/dir.bin` + pages), the
+/// worker's `/__bench/ip` pass over the same 1 M addresses; median of 3 passes, one number.
+fn table_ns(dir: &std::path::Path) {
+    let read = |name: &str| std::fs::read(dir.join(name)).expect("built assets");
+    let table = IpTable::from_bytes(read("dir.bin")).expect("opens");
+    for p in 0..table.page_count() {
+        let name = edge_geo_notify::ip::table::page_name(p);
+        table.insert_page(p, read(&name)).expect("valid page");
+    }
+    let ips = addresses(1_000_000);
+    println!(
+        "{:.1}",
+        time_passes(3, ips.len(), || count_countries(&table, &ips))
+    );
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, dir] = args.as_slice() {
+        if flag == "--table-ns" {
+            return table_ns(std::path::Path::new(dir));
+        }
+    }
     let ips = addresses(1_000_000);
     println!("| database | mmdb bytes | table bytes (dir + pages) | convert ms | open dir µs | load all pages µs | plain `maxminddb` ns | ours `IpDb` ns | **table ns** | table / maxminddb |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");

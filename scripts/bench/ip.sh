@@ -6,9 +6,10 @@
 # Native: the compact table vs the plain `maxminddb` reader vs our `IpDb` wrapper, same
 # addresses, same process (examples/ip_bench.rs); `mmdb-lib` (npm) on the same address mix; for
 # DB-IP Lite (default) and iptoasn. Agreement of iptoasn with DB-IP on the fixed probe set
-# (`ipdb-check`). In workerd (needs `bash scripts/build-worker.sh`): first IP answer of a fresh
-# isolate, bytes read before it, and wasm ns/lookup. Timings vary on shared machines: compare
-# the ratios within one run.
+# (`ipdb-check`). In workerd (needs `bash scripts/build-worker.sh`; scripts/bench/ip-workerd.mjs):
+# first IP answer of a fresh isolate with lazy pages against the whole-table load, the bytes
+# each reads, and wasm ns/lookup against native on the same addresses and work. Timings vary on
+# shared machines: compare the ratios within one run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/env.sh >/dev/null
@@ -33,7 +34,7 @@ cargo run -q --release --bin ipdb-check -- "$D/iptoasn-country-mmdb/iptoasn-coun
   | jq -r '.agreement | "| compared | agree | lost | changed | iptoasn answered |\n|---:|---:|---:|---:|---:|\n| \(.compared) | \(.agree) (\(100*.agree/.compared|floor)%) | \(.lost) | \(.changed) | \(.candidate_answered) |"'
 if [ "${1:-}" != "--no-workerd" ]; then
   echo
-  echo "### In workerd"
+  echo "### In workerd (\`node scripts/bench/ip-workerd.mjs 5\`)"
   echo
   node scripts/bench/ip-workerd.mjs 5 2>/dev/null | grep '^|'
 fi
