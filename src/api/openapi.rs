@@ -1033,8 +1033,19 @@ fn components() -> Value {
                             "source": nullable_string,
                             "attribution": { "oneOf": [schema_ref("Attribution"), { "type": "null" }] },
                             "last_update": last_update,
-                            "table_bytes": { "type": ["integer", "null"], "description": "Size of the country table being served" },
-                            "load_ms": { "type": ["number", "null"], "description": "Fetch + open time of that table" },
+                            "table": {
+                                "type": ["object", "null"],
+                                "description": "The country table being served: its directory, its pages, and the pages this isolate has loaded so far",
+                                "properties": {
+                                    "dir_bytes": { "type": "integer" },
+                                    "pages": { "type": "integer" },
+                                    "page_bytes": { "type": "integer", "description": "All pages, loaded or not" },
+                                    "loaded_pages": { "type": "integer" },
+                                    "loaded_page_bytes": { "type": "integer" },
+                                    "page_load_ms": { "type": "number", "description": "Fetch + validation time of the loaded pages" },
+                                },
+                            },
+                            "load_ms": { "type": ["number", "null"], "description": "Fetch (R2 only) + open time of the table's directory" },
                         },
                     },
                     "secrets": {
