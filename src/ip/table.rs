@@ -656,6 +656,7 @@ impl<S: AsRef<[u8]>> IpTable<S> {
     ///
     /// # Errors
     /// The number of the page to load first ([`IpTable::insert_page`]).
+    #[inline]
     pub fn try_lookup(&self, ip: IpAddr) -> Result<IpAnswer<'_>, usize> {
         let ip = unmap(ip);
         if let Some(reason) = special_range(ip) {
@@ -674,11 +675,13 @@ impl<S: AsRef<[u8]>> IpTable<S> {
 
     /// [`IpTable::try_lookup`] on a table whose pages are all loaded ([`IpTable::from_parts`]);
     /// an address whose page is missing answers `NotFound`.
+    #[inline]
     pub fn lookup(&self, ip: IpAddr) -> IpAnswer<'_> {
         self.try_lookup(ip).unwrap_or(IpAnswer::NotFound)
     }
 }
 
+#[inline]
 fn unmap(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
