@@ -4,13 +4,16 @@
 //! `cargo bench --bench ctc [-- near_border]` (assets must be built: `bash
 //! scripts/build-assets.sh`). Point sets: `ctc_points.rs`.
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use edge_geo_notify::geo::{oracle::Oracle, CountryIndex, GridPoint, LatLon, Tile};
 use std::path::Path;
 
 #[path = "ctc_points.rs"]
 mod ctc_points;
 use ctc_points::N;
+
+/// Points per `lookup_batch` call in the batched group.
+const BATCH: usize = 256;
 
 struct Fixture {
     index: CountryIndex<Vec<u8>>,
@@ -86,6 +89,20 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 i = (i + 1) % n;
                 black_box(f.oracle.lookup(pts[i].0, pts[i].1))
+            })
+        });
+        g.finish();
+        // The batch API: 256 points per call, reported per point (criterion's time / 256).
+        let mut g = c.benchmark_group(format!("{name}_batched"));
+        g.throughput(Throughput::Elements(BATCH as u64));
+        let mut out = vec![Ok(None); BATCH];
+        let mut j = 0;
+        g.bench_function("ours_lookup_batch", |b| {
+            b.iter(|| {
+                j = (j + BATCH) % (n - BATCH);
+                f.index
+                    .lookup_batch(&grid[j..j + BATCH], |t| f.tiles[t].as_ref(), &mut out);
+                black_box(&out);
             })
         });
         g.finish();

@@ -2,7 +2,7 @@
 //!
 //! `cargo run --release --example ctc_profile -- gen DIR` writes the point sets once (parsing the
 //! GeoJSON is too slow under valgrind); `... -- run DIR SET IMPL` then looks up every point of a
-//! set, where IMPL is `ours`, `ours_latlon` or `cb` (the `country-boundaries` crate).
+//! set, where IMPL is `ours`, `ours_latlon`, `ours_batch` (256 points per call) or `cb` (the `country-boundaries` crate).
 
 use edge_geo_notify::geo::{format, CountryIndex, GridPoint, LatLon, Tile};
 use std::hint::black_box;
@@ -56,6 +56,13 @@ fn main() {
             run_ours(&index, &tiles, &g, reps)
         }
         "ours_latlon" => run_latlon(&index, &tiles, &pts, reps),
+        "ours_batch" => {
+            let g: Vec<GridPoint> = pts
+                .iter()
+                .map(|&(a, b)| LatLon::new(a, b).unwrap().into())
+                .collect();
+            run_batch(&index, &tiles, &g, reps)
+        }
         "shape" => {
             shape(&root, &pts);
             0
@@ -91,6 +98,28 @@ fn run_ours(
         for &p in g {
             s += black_box(index.lookup_with(p, |t| tiles[t].as_ref()))
                 .map_or(0, |c| c.map_or(1, |v| v as usize));
+        }
+    }
+    s
+}
+
+#[inline(never)]
+fn run_batch(
+    index: &CountryIndex<Vec<u8>>,
+    tiles: &[Option<Tile<Vec<u8>>>],
+    g: &[GridPoint],
+    reps: usize,
+) -> usize {
+    let mut s = 0;
+    let mut out = vec![Ok(None); 256];
+    for _ in 0..reps {
+        for chunk in g.chunks(256) {
+            let out = &mut out[..chunk.len()];
+            index.lookup_batch(chunk, |t| tiles[t].as_ref(), out);
+            s += out
+                .iter()
+                .map(|r| r.map_or(0, |c| c.map_or(1, |v| v as usize)))
+                .sum::<usize>();
         }
     }
     s

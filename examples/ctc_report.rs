@@ -1,5 +1,5 @@
 //! Coordinates → country, native, for `BENCHMARKS.md` (`bash scripts/bench-report.sh`): ns per
-//! lookup on the four point sets for ours (from a grid point and from lat/lon), the
+//! lookup on the four point sets for ours (from a grid point, from lat/lon, and batched), the
 //! `country-boundaries` crate and the `geo` interval-tree oracle, interleaved batch by batch so
 //! machine noise hits every contender alike; each peer's agreement with our answers on the
 //! cities. Prints markdown; writes the batch timings (for the chart), the point sets and our
@@ -48,10 +48,11 @@ fn main() {
         "ours_from_latlon",
         "country_boundaries",
         "geo_oracle",
+        "ours_batch",
     ];
     let mut json = String::from("{");
-    println!("| point set (points) | ours, grid point | ours, from lat/lon | `country-boundaries` | `geo` interval trees (oracle) |");
-    println!("|---|---|---|---|---|");
+    println!("| point set (points) | ours, grid point | ours, from lat/lon | ours, batched | `country-boundaries` | `geo` interval trees (oracle) |");
+    println!("|---|---|---|---|---|---|");
     let mut cities_agreement = String::new();
     for (si, (set, pts)) in ctc_points::all_sets().into_iter().enumerate() {
         let bytes: Vec<u8> = pts
@@ -68,7 +69,8 @@ fn main() {
             .iter()
             .map(|&(a, b)| country_boundaries::LatLon::new(a, b).expect("valid"))
             .collect();
-        let mut t: [Vec<f64>; 4] = Default::default();
+        let mut t: [Vec<f64>; 5] = Default::default();
+        let mut answers = vec![Ok(None); BATCH];
         // One whole pass per contender, contenders alternating, so none runs on cache lines
         // another has just warmed for the same batch. The oracle (~50× slower) times every
         // 10th batch once.
@@ -77,13 +79,13 @@ fn main() {
             .chunks(BATCH)
             .map(<[usize]>::to_vec)
             .collect();
-        let mut pass = |k: usize, keep: bool, f: &mut dyn FnMut(usize)| {
+        let mut pass = |k: usize, keep: bool, f: &mut dyn FnMut(&[usize])| {
             for (bi, chunk) in batches.iter().enumerate() {
                 if k == 3 && bi % 10 != 0 {
                     continue;
                 }
                 let s = Instant::now();
-                chunk.iter().for_each(|&i| f(i));
+                f(chunk);
                 if keep {
                     t[k].push(s.elapsed().as_nanos() as f64 / chunk.len() as f64);
                 }
@@ -91,28 +93,44 @@ fn main() {
         };
         for round in 0..=3 {
             let keep = round > 0;
-            pass(0, keep, &mut |i| {
-                black_box(ours(grid[i]));
+            pass(0, keep, &mut |c| {
+                c.iter().for_each(|&i| {
+                    black_box(ours(grid[i]));
+                })
             });
-            pass(1, keep, &mut |i| {
-                let p = GridPoint::from(LatLon::new(pts[i].0, pts[i].1).expect("valid"));
-                black_box(ours(p));
+            pass(1, keep, &mut |c| {
+                c.iter().for_each(|&i| {
+                    let p = GridPoint::from(LatLon::new(pts[i].0, pts[i].1).expect("valid"));
+                    black_box(ours(p));
+                })
             });
-            pass(2, keep, &mut |i| {
-                black_box(cb.ids(cbp[i]));
+            // The batch API (what `POST /v1/geo/country` uses): a chunk is a contiguous range.
+            pass(4, keep, &mut |c| {
+                let out = &mut answers[..c.len()];
+                index.lookup_batch(&grid[c[0]..c[0] + c.len()], |t| tiles[t].as_ref(), out);
+                black_box(out);
+            });
+            pass(2, keep, &mut |c| {
+                c.iter().for_each(|&i| {
+                    black_box(cb.ids(cbp[i]));
+                })
             });
             if round == 1 {
-                pass(3, true, &mut |i| {
-                    black_box(oracle.lookup(pts[i].0, pts[i].1));
+                pass(3, true, &mut |c| {
+                    c.iter().for_each(|&i| {
+                        black_box(oracle.lookup(pts[i].0, pts[i].1));
+                    })
                 });
             }
         }
         let med: Vec<f64> = t.iter().map(|v| median(&mut v.clone())).collect();
         println!(
-            "| {set} ({}) | **{:.0} ns** | {:.0} ns | {:.0} ns ({:.2}× ours) | {:.0} ns ({:.1}× ours) |",
+            "| {set} ({}) | **{:.0} ns** | {:.0} ns | {:.0} ns ({:.2}× ours) | {:.0} ns ({:.2}× ours) | {:.0} ns ({:.1}× ours) |",
             pts.len(),
             med[0],
             med[1],
+            med[4],
+            med[4] / med[0],
             med[2],
             med[2] / med[0],
             med[3],

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Section: title and the machine the figures come from.
 set -euo pipefail
+cargo build --release --quiet --example mem_latency >&2
+LAT=$(./target/release/examples/mem_latency | awk '{printf "%s%s MiB %s ns", (NR > 1 ? ", " : ""), $1, $2}')
 cat <<MD
 # Benchmarks
 
@@ -12,6 +14,7 @@ contender ran in the same process or run, interleaved), not absolute figures acr
 |---|---|
 | CPU | $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; L2 $(lscpu | sed -n 's/^L2 cache: *//p'), L3 $(lscpu | sed -n 's/^L3 cache: *//p') |
 | memory | $(free -g | awk '/^Mem:/ {print $2 " GiB"}') |
+| one dependent random read, by buffer size (\`examples/mem_latency.rs\`) | $LAT |
 | OS | $(. /etc/os-release && echo "$PRETTY_NAME"), kernel $(uname -r) |
 | load average at start | $(cut -d' ' -f1-3 /proc/loadavg) |
 | toolchain | $(rustc --version), Node $(node --version), $(python3 --version) |

@@ -21,6 +21,7 @@ const q = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.mi
 const impls = [...new Set(SETS.flatMap((s) => Object.keys(data[s] ?? {})))].filter((k) => data.uniform?.[k]?.length);
 const LABEL = {
   ours: "ours (grid point)", ours_from_latlon: "ours (lat/lon)", ours_wasm: "ours in workerd (wasm)",
+  ours_batch: "ours, batched", ours_wasm_batch: "ours in workerd, batched",
   country_boundaries: "country-boundaries", geo_oracle: "geo interval trees",
   shapely_prepared: "shapely prepared (bulk)", country_coder: "country-coder (JS)",
 };
@@ -47,7 +48,7 @@ const lo = Math.log10(Math.max(1, Math.min(...all.filter((x) => x > 0)) * 0.8));
 const hi = Math.log10(Math.max(...all) * 1.2);
 const X = (v) => +(left + ((Math.log10(Math.max(v, 1)) - lo) / (hi - lo)) * (W - left - right)).toFixed(1);
 let y = 30, body = "";
-const COLORS = ["#1b7837", "#5aae61", "#2166ac", "#b2182b", "#762a83", "#e08214", "#8c510a"];
+const COLORS = ["#1b7837", "#5aae61", "#2166ac", "#b2182b", "#762a83", "#e08214", "#8c510a", "#01665e", "#c51b7d"];
 for (const s of SETS) {
   body += `<text x="10" y="${y}" font-weight="bold">${s}</text>`;
   y += 8;

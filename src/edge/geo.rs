@@ -77,17 +77,21 @@ async fn tile(state: &GeoState, env: &Env, id: usize) -> ApiResult<Rc<Tile<Vec<u
     Ok(t)
 }
 
-/// Answers every point, fetching each missing tile once.
+/// Answers every point (one interleaved batch over the loaded tiles), then fetches each missing
+/// tile once for the points that need it.
 pub async fn lookup(state: &GeoState, env: &Env, points: &[LatLon]) -> ApiResult<Vec<Option<u16>>> {
-    let mut out = Vec::with_capacity(points.len());
-    for &p in points {
-        let g = GridPoint::from(p);
-        let r = {
-            let tiles = state.tiles.borrow();
-            state
-                .index
-                .lookup_with(g, |t| tiles.get(t).and_then(|t| t.as_deref()))
-        };
+    let grid: Vec<GridPoint> = points.iter().map(|&p| GridPoint::from(p)).collect();
+    let mut found = vec![Ok(None); grid.len()];
+    {
+        let tiles = state.tiles.borrow();
+        state.index.lookup_batch(
+            &grid,
+            |t| tiles.get(t).and_then(|t| t.as_deref()),
+            &mut found,
+        );
+    }
+    let mut out = Vec::with_capacity(grid.len());
+    for (r, &g) in found.into_iter().zip(&grid) {
         out.push(match r {
             Ok(id) => id,
             Err(t) => {
@@ -150,9 +154,10 @@ pub async fn health(env: &Env) -> (Value, bool) {
     }
 }
 
-/// Bench: body is little-endian f64 (lat, lon) pairs; runs `repeat` passes of lookups so an
-/// external timer can subtract the `repeat=0` request (parse + transfer) from the total.
-pub async fn bench(body: &[u8], env: &Env, repeat: usize) -> ApiResult<Response> {
+/// Bench: body is little-endian f64 (lat, lon) pairs; runs `repeat` passes of lookups (one at a
+/// time, or with `batched` through the interleaved batch) so an external timer can subtract the
+/// `repeat=0` request (parse + transfer) from the total.
+pub async fn bench(body: &[u8], env: &Env, repeat: usize, batched: bool) -> ApiResult<Response> {
     let mut latlons = Vec::with_capacity(body.len() / 16);
     for c in body.chunks_exact(16) {
         let (lat, lon) = c.split_at(8);
@@ -168,7 +173,18 @@ pub async fn bench(body: &[u8], env: &Env, repeat: usize) -> ApiResult<Response>
     lookup(&state, env, &latlons).await?;
     let tiles = state.tiles.borrow();
     let mut checksum: u64 = 0;
+    let mut found = vec![Ok(None); pts.len()];
     for _ in 0..repeat {
+        if batched {
+            let get = |t: usize| tiles.get(t).and_then(|t| t.as_deref());
+            state.index.lookup_batch(&pts, get, &mut found);
+            for id in &found {
+                checksum = checksum
+                    .wrapping_mul(31)
+                    .wrapping_add(id.ok().flatten().map_or(0xFFFF, u64::from));
+            }
+            continue;
+        }
         for &g in &pts {
             let id = state
                 .index

@@ -213,7 +213,10 @@ async fn handle(
         Op::DeadLetters => notify::dead_letters(cfg, &query).await,
         Op::ReplayDeadLetters => notify::replay_dead_letters(cfg, env, &body).await,
         Op::BenchNoop => ok_json(&json!({ "ok": true })),
-        Op::BenchGeo => geo::bench(&body, env, bench_n(&query, "repeat", 1)?).await,
+        Op::BenchGeo => {
+            let batched = bench_n(&query, "batch", 0)? != 0;
+            geo::bench(&body, env, bench_n(&query, "repeat", 1)?, batched).await
+        }
         Op::BenchIp => ip::bench(env, ctx, cfg, &query).await,
         Op::BenchAuth => bench_auth(&req, st, bench_n(&query, "n", 0)?).await,
     }

@@ -177,7 +177,7 @@ impl Builder {
             .map(|r| r.len() - 1)
             .sum();
         let shift = (r.x1 - r.x0).trailing_zeros();
-        if edges <= LEAF_EDGES || shift <= MIN_SHIFT {
+        if edges <= LEAF_EDGES || shift <= MIN_SHIFT || one_sided_fits(&cands, r, edges) {
             return self.leaf(tile, r, default_value, &cands);
         }
         let mut cov = cands;
@@ -194,7 +194,11 @@ impl Builder {
             .collect();
         // Two levels at once when a quadrant will split again: a descent then reads half as
         // many nodes, and a node's 16 children share one or two cache lines.
-        let wide = shift > MIN_SHIFT + 1 && quads.iter().any(|f| candidate_edges(f) > LEAF_EDGES);
+        let wide = shift > MIN_SHIFT + 1
+            && quadrants(r)
+                .into_iter()
+                .zip(&quads)
+                .any(|(qr, f)| candidate_edges(f) > LEAF_EDGES && !fits_after_resolve(f, qr));
         let k = if wide { 2 } else { 1 };
         let first = self.tiles[tile].nodes.len();
         self.tiles[tile]
@@ -280,7 +284,8 @@ impl Builder {
         (NODE_LEAF << 30) | off as u32
     }
 
-    fn finish(self, features: &[SourceFeature]) -> Built {
+    fn finish(mut self, features: &[SourceFeature]) -> Built {
+        self.breadth_first();
         let mut tiles = Vec::with_capacity(N_TILES);
         let mut table = Vec::with_capacity(N_TILES * 8);
         for (id, t) in self.tiles.iter().enumerate() {
@@ -336,6 +341,40 @@ impl Builder {
             index,
             tiles,
             stats: self.stats,
+        }
+    }
+}
+
+impl Builder {
+    /// Re-lays each tile's nodes level by level: roots first, then their children, and so on.
+    /// Built depth-first, the few upper-level nodes every lookup in a tile reads were spread
+    /// over the whole node array; level by level they share a few pages that stay in cache.
+    fn breadth_first(&mut self) {
+        for (id, t) in self.tiles.iter_mut().enumerate() {
+            if t.nodes.is_empty() {
+                continue;
+            }
+            let old = std::mem::take(&mut t.nodes);
+            let mut new = Vec::with_capacity(old.len());
+            for (cell, g) in self.grid.iter_mut().enumerate() {
+                if *g & GRID_POINTER != 0 && tile_of(cell % GRID_COLS, cell / GRID_COLS) == id {
+                    new.push(old[(*g & !GRID_POINTER) as usize]);
+                    *g = GRID_POINTER | (new.len() as u32 - 1);
+                }
+            }
+            let mut i = 0;
+            while i < new.len() {
+                let v = new[i];
+                if v >> 30 == NODE_INTERNAL {
+                    let first = (v & NODE_CHILD) as usize;
+                    let n = if v & NODE_WIDE != 0 { 16 } else { 4 };
+                    let at = new.len() as u32;
+                    new.extend_from_slice(&old[first..first + n]);
+                    new[i] = (v & !NODE_CHILD) | at;
+                }
+                i += 1;
+            }
+            t.nodes = new;
         }
     }
 }
@@ -418,6 +457,35 @@ fn candidate_edges(feats: &[FeatState]) -> usize {
         .flat_map(|f| &f.rings)
         .map(|r| r.len() - 1)
         .sum()
+}
+
+/// True when the leaf of `r` stays within [`LEAF_EDGES`] once [`Builder::leaf`] stores a land
+/// border from one side only. Counting both sides split land borders a level deeper than
+/// maritime ones: twice the leaves and nodes for the same stored edges.
+fn one_sided_fits(cands: &[FeatState], r: Rect, edges: usize) -> bool {
+    let Some(last) = cands.last() else {
+        return false;
+    };
+    let last_edges: usize = last.rings.iter().map(|r| r.len() - 1).sum();
+    if edges - last_edges > LEAF_EDGES {
+        return false;
+    }
+    let all: Vec<Vec<Vec<P>>> = cands
+        .iter()
+        .map(|f| f.rings.iter().flat_map(|ring| chains(ring, r)).collect())
+        .collect();
+    constant_parity(&all, cands, r).is_some()
+}
+
+/// [`one_sided_fits`] for a quadrant's unresolved features.
+fn fits_after_resolve(feats: &[FeatState], r: Rect) -> bool {
+    let (_, cands) = resolve(feats.to_vec());
+    let edges = cands
+        .iter()
+        .flat_map(|f| &f.rings)
+        .map(|r| r.len() - 1)
+        .sum();
+    one_sided_fits(&cands, r, edges)
 }
 
 /// Splits a cell's features into the smallest covering one (by rank) and the candidates that
