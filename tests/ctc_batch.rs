@@ -9,28 +9,14 @@ use edge_geo_notify::geo::{GridPoint, LatLon, LANES};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+/// 40 000 near-edge points, then 20 000 uniform ones.
 fn points(seed: u64) -> Vec<GridPoint> {
-    let w = world();
-    let edges: Vec<([f64; 2], [f64; 2])> = w
-        .features
-        .iter()
-        .flat_map(|f| f.parts.iter().flatten())
-        .flat_map(|r| r.windows(2).map(|e| (e[0], e[1])))
-        .collect();
     let mut rng = SmallRng::seed_from_u64(seed);
-    (0..60_000)
-        .map(|i| {
-            let (lat, lon) = if i % 3 == 0 {
-                (rng.gen_range(-90.0..=90.0), rng.gen_range(-180.0..180.0))
-            } else {
-                let (a, b) = edges[rng.gen_range(0..edges.len())];
-                let t: f64 = rng.gen();
-                let lon = a[0] + t * (b[0] - a[0]) + rng.gen_range(-0.01..0.01);
-                let lat = a[1] + t * (b[1] - a[1]) + rng.gen_range(-0.01..0.01);
-                (lat.clamp(-90.0, 90.0), lon.clamp(-180.0, 179.999_999_9))
-            };
-            LatLon::new(lat, lon).expect("valid").into()
-        })
+    let uniform = (0..20_000).map(|_| (rng.gen_range(-90.0..=90.0), rng.gen_range(-180.0..180.0)));
+    common::near_edge_points(seed, 40_000)
+        .into_iter()
+        .chain(uniform)
+        .map(|(lat, lon)| LatLon::new(lat, lon).expect("valid").into())
         .collect()
 }
 

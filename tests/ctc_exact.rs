@@ -83,23 +83,7 @@ fn agrees_with_oracle_on_a_million_uniform_points() {
 
 #[test]
 fn agrees_with_oracle_near_edges() {
-    let w = world();
-    let edges: Vec<([f64; 2], [f64; 2])> = w
-        .features
-        .iter()
-        .flat_map(|f| f.parts.iter().flatten())
-        .flat_map(|r| r.windows(2).map(|e| (e[0], e[1])))
-        .collect();
-    let mut rng = SmallRng::seed_from_u64(7);
-    let pts: Vec<(f64, f64)> = (0..200_000)
-        .map(|_| {
-            let (a, b) = edges[rng.gen_range(0..edges.len())];
-            let t: f64 = rng.gen();
-            let lon = a[0] + t * (b[0] - a[0]) + rng.gen_range(-0.01..0.01);
-            let lat = a[1] + t * (b[1] - a[1]) + rng.gen_range(-0.01..0.01);
-            (lat.clamp(-90.0, 90.0), lon.clamp(-180.0, 179.999_999_9))
-        })
-        .collect();
+    let pts = common::near_edge_points(7, 200_000);
     let (agree, near) = check(&pts);
     eprintln!("near edges: {agree} agree, {near} differ within {TOLERANCE_DEG}° of an edge");
     // Measured: 8 of 200 000 (README). The bound leaves room for a data or builder change that

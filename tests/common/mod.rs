@@ -41,6 +41,27 @@ pub fn world() -> &'static World {
     })
 }
 
+/// `n` points within ±0.01° of random source edges, as (lat, lon).
+pub fn near_edge_points(seed: u64, n: usize) -> Vec<(f64, f64)> {
+    use rand::{rngs::SmallRng, Rng, SeedableRng};
+    let edges: Vec<([f64; 2], [f64; 2])> = world()
+        .features
+        .iter()
+        .flat_map(|f| f.parts.iter().flatten())
+        .flat_map(|r| r.windows(2).map(|e| (e[0], e[1])))
+        .collect();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            let (a, b) = edges[rng.gen_range(0..edges.len())];
+            let t: f64 = rng.gen();
+            let lon = a[0] + t * (b[0] - a[0]) + rng.gen_range(-0.01..0.01);
+            let lat = a[1] + t * (b[1] - a[1]) + rng.gen_range(-0.01..0.01);
+            (lat.clamp(-90.0, 90.0), lon.clamp(-180.0, 179.999_999_9))
+        })
+        .collect()
+}
+
 pub fn oracle() -> &'static Oracle {
     static O: OnceLock<Oracle> = OnceLock::new();
     O.get_or_init(|| Oracle::new(&world().features))
