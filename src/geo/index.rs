@@ -390,25 +390,12 @@ impl<S: AsRef<[u8]>> Tile<S> {
     /// Walks the quadtree from `root` to the leaf holding `p`.
     #[inline]
     fn descend(&self, root: usize, p: GridPoint) -> Option<u16> {
-        let mut shift = TOP_SHIFT;
-        let mut v = self.node(root);
+        let (mut v, mut shift) = (self.node(root), TOP_SHIFT);
         while v >> 30 == NODE_INTERNAL {
-            let k = 1 + (v & NODE_WIDE != 0) as u32;
-            // A well-formed tree bottoms out long before; this guards a cyclic (corrupt) one.
-            if shift < k {
-                return None;
-            }
-            shift -= k;
-            let m = (1 << k) - 1;
-            let q = ((((p.y >> shift) & m) << k) | ((p.x >> shift) & m)) as usize;
-            v = self.node((v & NODE_CHILD) as usize + q);
+            // `None` guards a cyclic (corrupt) tree; a well-formed one bottoms out long before.
+            (v, shift) = self.step(v, shift, p)?;
         }
-        let payload = v & NODE_PAYLOAD;
-        if v >> 30 == NODE_UNIFORM {
-            return country_or_sea(payload as u16);
-        }
-        let mask = (1i64 << shift) - 1;
-        leaf_lookup(self.leaves(), payload as usize, p.x & mask, p.y & mask)
+        self.finish(v, shift, p)
     }
 }
 
