@@ -13,7 +13,7 @@ use crate::ip::refresh::{self, Check};
 use crate::ip::table::{page_name, IpTable};
 use crate::ip::update::{self, CappedBuf, Plan, UpdateError, UpdatePolicy, UpdateStatus};
 use crate::ip::{Attribution, IpdbRecord};
-use futures_util::future::{join_all, select, Either};
+use futures_util::future::{join, join_all, select, Either};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
@@ -117,28 +117,34 @@ pub async fn ip_state(
             maybe_refresh(env, ctx, cfg);
             s
         }
-        None => serving(env, cfg).await?,
+        None => serving(env, cfg, ips).await?,
     };
     ready(env, s, ips).await
 }
 
-/// The database being served, loading its directory when the isolate has none yet (also for
-/// the cron).
-async fn serving(env: &Env, cfg: &IpdbSettings) -> ApiResult<Rc<IpState>> {
+/// The database being served. An isolate that has none yet reads the config store and, at the
+/// same time, the bundled pages `ips` need (so the common cold start pays one round trip, not
+/// two in a row); the bundled table serves when no newer version is published.
+async fn serving(env: &Env, cfg: &IpdbSettings, ips: &[IpAddr]) -> ApiResult<Rc<IpState>> {
     if let Some(s) = current() {
         return Ok(s);
     }
-    refresh(env, cfg).await;
-    if let Some(s) = current() {
-        return Ok(s);
-    }
+    let bundled = bundled()?;
+    let need = missing_pages(&bundled, ips);
+    // A page that fails here is fetched again by `ready` (and its error answered there).
+    let (_, _) = join(refresh(env, cfg), load_pages(env, &bundled, &need)).await;
+    Ok(IP.with(|s| s.borrow_mut().get_or_insert(bundled).clone()))
+}
+
+/// The bundled table, opened from the directory embedded in the wasm (no I/O).
+fn bundled() -> ApiResult<Rc<IpState>> {
     let started = Date::now().as_millis();
     let dir = "ip/country/dir.bin (embedded)";
     // Copied (~100 KB, microseconds) so bundled and swapped tables are one type, the one the
     // native bench times.
     let db = IpTable::from_bytes(EMBEDDED_DIR.to_vec()).map_err(|e| corrupt(dir, e))?;
     let meta = meta_of(&db);
-    let state = Rc::new(IpState {
+    Ok(Rc::new(IpState {
         db,
         pages: PageSource::Assets,
         version: format!("bundled:{}:{}", meta.database_type, meta.build_epoch),
@@ -147,8 +153,15 @@ async fn serving(env: &Env, cfg: &IpdbSettings) -> ApiResult<Rc<IpState>> {
         load_ms: (Date::now().as_millis() - started) as f64,
         page_ms: Cell::new(0.0),
         fallback: RefCell::new(None),
-    });
-    Ok(IP.with(|s| s.borrow_mut().get_or_insert(state).clone()))
+    }))
+}
+
+/// The pages of `s` that `ips` need and that are not loaded yet, each once.
+fn missing_pages(s: &IpState, ips: &[IpAddr]) -> Vec<usize> {
+    let mut need: Vec<usize> = ips.iter().filter_map(|&ip| s.db.missing_page(ip)).collect();
+    need.sort_unstable();
+    need.dedup();
+    need
 }
 
 /// Loads the pages `ips` need into `s` (concurrently, once per isolate). When a swapped-in
@@ -157,9 +170,7 @@ async fn serving(env: &Env, cfg: &IpdbSettings) -> ApiResult<Rc<IpState>> {
 async fn ready(env: &Env, s: Rc<IpState>, ips: &[IpAddr]) -> ApiResult<Rc<IpState>> {
     let mut s = s;
     loop {
-        let mut need: Vec<usize> = ips.iter().filter_map(|&ip| s.db.missing_page(ip)).collect();
-        need.sort_unstable();
-        need.dedup();
+        let need = missing_pages(&s, ips);
         let Err(e) = load_pages(env, &s, &need).await else {
             return Ok(s);
         };
@@ -242,14 +253,11 @@ fn maybe_refresh(env: &Env, ctx: &Context, cfg: &IpdbSettings) {
 /// Reads the record and swaps in a new database when its version changed, and reads the last
 /// scheduled update's status. Never fails: the outcome is logged and kept for `/healthz`.
 async fn refresh(env: &Env, cfg: &IpdbSettings) {
-    let outcome = match try_refresh(env, cfg).await {
-        Ok(m) => m,
-        Err(e) => {
-            worker::console_error!("ipdb refresh rejected: {e}");
-            format!("rejected: {e}")
-        }
-    };
-    let status = read_status(env, cfg).await;
+    let (outcome, status) = join(try_refresh(env, cfg), read_status(env, cfg)).await;
+    let outcome = outcome.unwrap_or_else(|e| {
+        worker::console_error!("ipdb refresh rejected: {e}");
+        format!("rejected: {e}")
+    });
     WATCH.with(|w| {
         let mut w = w.borrow_mut();
         w.last_check_ms = Date::now().as_millis() as f64;
@@ -475,7 +483,9 @@ pub async fn publish_from_source(env: &Env, cfg: &Config) -> Result<String, Stri
     let kv = env
         .kv(IPDB_CONFIG)
         .map_err(|e| format!("KV binding: {e}"))?;
-    let serving = serving(env, settings).await.map_err(|e| e.to_string())?;
+    let serving = serving(env, settings, &[])
+        .await
+        .map_err(|e| e.to_string())?;
     let serving = ready_all(env, serving).await.map_err(|e| e.to_string())?;
     let current = match kv.get(&settings.kv_key).text().await {
         Ok(Some(text)) => IpdbRecord::parse(&text).ok(),

@@ -92,9 +92,10 @@ export function queueOptions({ maxRetries = 3, maxBatchTimeout = 1, dlqMaxRetrie
   };
 }
 
-export async function startWorker({ assetsDir = path.join(ROOT, "assets"), bindings = {}, options = {}, queue } = {}) {
-  // Node 22's fetch pools connections; workerd closes idle ones, so tests use fresh ones.
-  const mf = new Miniflare({
+/// One worker's Miniflare options: the compiled worker, its assets, bindings and local
+/// backends (shared by `startWorker` and benchmarks that run several isolates in one runtime).
+export function workerOptions({ assetsDir = path.join(ROOT, "assets"), bindings = {}, queue } = {}) {
+  return {
     name: "edge-geo-notify",
     modules: true,
     scriptPath: path.join(ROOT, "build/index.js"),
@@ -109,13 +110,17 @@ export async function startWorker({ assetsDir = path.join(ROOT, "assets"), bindi
     kvNamespaces: ["IPDB_CONFIG"],
     durableObjects: { INBOX_HUB: "InboxHub" },
     r2Buckets: ["IPDB_BUCKET"],
-    // A fixed request.cf (Miniflare would otherwise try to download one).
-    cf: { country: "GB", colo: "LHR", asn: 64512 },
-    host: "127.0.0.1",
-    port: 0,
     ...(queue ? queueOptions(queue) : {}),
-    ...options,
-  });
+  };
+}
+
+/// Runtime-wide options: a fixed request.cf (Miniflare would otherwise try to download one)
+/// and a free loopback port.
+export const RUNTIME = { cf: { country: "GB", colo: "LHR", asn: 64512 }, host: "127.0.0.1", port: 0 };
+
+export async function startWorker({ assetsDir, bindings = {}, options = {}, queue } = {}) {
+  // Node 22's fetch pools connections; workerd closes idle ones, so tests use fresh ones.
+  const mf = new Miniflare({ ...workerOptions({ assetsDir, bindings, queue }), ...RUNTIME, ...options });
   const url = await mf.ready;
   const base = url.href.replace(/\/$/, "");
   await validateAnswers(base);
