@@ -28,6 +28,20 @@ const V4_MAYBE_SPECIAL: [bool; 256] = {
     t
 };
 
+/// `false` only for addresses that are in no special-purpose range (the common case, decided
+/// from the first bytes): callers skip [`special_range`] for them.
+#[inline(always)]
+pub fn maybe_special(ip: &IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => V4_MAYBE_SPECIAL[v4.octets()[0] as usize],
+        // Every special IPv6 range is outside 2000::/3 but documentation (2001:db8::/32).
+        IpAddr::V6(v6) => {
+            let o = v6.octets();
+            (o[0] & 0xE0) != 0x20 || o[..4] == [0x20, 0x01, 0x0d, 0xb8]
+        }
+    }
+}
+
 fn special_v4(ip: Ipv4Addr) -> Option<&'static str> {
     let o = ip.octets();
     if !V4_MAYBE_SPECIAL[o[0] as usize] {
@@ -86,5 +100,53 @@ mod tests {
         assert_eq!(r("2001:db8::1"), Some("documentation"));
         assert_eq!(r("8.8.8.8"), None);
         assert_eq!(r("2606:4700::1111"), None);
+    }
+
+    /// The fast check may only rule out: every address of every special range says "maybe".
+    #[test]
+    fn maybe_special_never_misses_a_special_address() {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let v6_prefixes: [u128; 10] = [
+            0,
+            0xffff_0000_0000,
+            0x0064_ff9b << 96,
+            0x0100 << 112,
+            0x2001_0db8 << 96,
+            0xfc00 << 112,
+            0xfe80 << 112,
+            0xff00 << 112,
+            0x2000 << 112,
+            0x4000 << 112,
+        ];
+        let mut checked = 0;
+        for i in 0..400_000u64 {
+            let r = next();
+            let ip = if i % 2 == 0 {
+                // Every first octet, random rest.
+                IpAddr::from(((i as u32 / 2 % 256) << 24 | (r as u32 >> 8)).to_be_bytes())
+            } else {
+                // Random addresses under each special prefix (and two global ones), with only the
+                // prefix's leading bits kept.
+                let p = v6_prefixes[(r % 10) as usize];
+                let keep = [128, 32, 96, 64, 96, 7, 10, 8, 3, 3][(r % 10) as usize];
+                let rand = (u128::from(next()) << 64 | u128::from(next())) >> keep.min(127);
+                let rand = if keep == 128 { 0 } else { rand };
+                IpAddr::from(std::net::Ipv6Addr::from(p | rand))
+            };
+            if special_range(ip).is_some() {
+                assert!(maybe_special(&ip), "{ip} is special but ruled out");
+                checked += 1;
+            }
+        }
+        assert!(
+            checked > 100_000,
+            "too few special addresses drawn: {checked}"
+        );
     }
 }

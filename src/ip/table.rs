@@ -26,7 +26,7 @@
 //! are special-purpose and never reach the table.
 
 use super::db::{CountryLookup, IpAnswer};
-use super::special::special_range;
+use super::special::{maybe_special, special_range};
 use std::cell::{Cell, OnceCell};
 use std::net::IpAddr;
 
@@ -321,9 +321,20 @@ pub struct IpTable<S: AsRef<[u8]>> {
     codes: Vec<String>,
     meta: std::ops::Range<usize>,
     pages_at: usize,
-    dir_at: usize,
     pages: Vec<OnceCell<Vec<u8>>>,
+    /// The directory's chunk entries, decoded once at open: a lookup reads one aligned record
+    /// instead of decoding three little-endian fields with bounds checks (fewer wasm
+    /// instructions per lookup, counted with callgrind).
+    chunks: Box<[Chunk]>,
     loaded: Cell<usize>,
+}
+
+/// Where a chunk is: `page` (or [`UNIFORM`], then `off` is the code), byte offset and length.
+#[derive(Clone, Copy)]
+struct Chunk {
+    page: u32,
+    off: u32,
+    len: u32,
 }
 
 impl<S: AsRef<[u8]>> IpTable<S> {
@@ -380,8 +391,17 @@ impl<S: AsRef<[u8]>> IpTable<S> {
             codes,
             meta: HEADER + n_codes * 2..HEADER + n_codes * 2 + meta_len,
             pages_at,
-            dir_at,
             pages: (0..n_pages).map(|_| OnceCell::new()).collect(),
+            chunks: (0..CHUNKS)
+                .map(|id| {
+                    let o = dir_at + id * 12;
+                    Chunk {
+                        page: u32_at(b, o),
+                        off: u32_at(b, o + 4),
+                        len: u32_at(b, o + 8),
+                    }
+                })
+                .collect(),
             loaded: Cell::new(0),
             buf,
         };
@@ -419,15 +439,9 @@ impl<S: AsRef<[u8]>> IpTable<S> {
         Ok(t)
     }
 
-    #[inline(always)]
     fn entry(&self, id: usize) -> (usize, usize, usize) {
-        let b = self.buf.as_ref();
-        let o = self.dir_at + id * 12;
-        (
-            u32_at(b, o) as usize,
-            u32_at(b, o + 4) as usize,
-            u32_at(b, o + 8) as usize,
-        )
+        let c = self.chunks[id];
+        (c.page as usize, c.off as usize, c.len as usize)
     }
 
     /// Number of pages.
@@ -587,25 +601,25 @@ impl<S: AsRef<[u8]>> IpTable<S> {
     // through the shadow stack (seen in a workerd CPU profile), unlike the native build.
     #[inline(always)]
     fn chunk(&self, id: usize) -> Result<Result<u8, &[u8]>, usize> {
-        let (page, off, len) = self.entry(id);
+        let Chunk { page, off, len } = self.chunks[id];
         if len == 0 {
             return Ok(Ok(off as u8));
         }
-        let p = self.pages[page].get().ok_or(page)?;
-        Ok(Err(&p[off..off + len]))
+        let p = self.pages[page as usize].get().ok_or(page as usize)?;
+        Ok(Err(&p[off as usize..(off + len) as usize]))
     }
 
     #[inline(always)]
-    fn v4(&self, ip: u32) -> Result<u8, usize> {
-        let c = match self.chunk((ip >> 24) as usize)? {
+    fn v4(&self, o: [u8; 4]) -> Result<u8, usize> {
+        let c = match self.chunk(o[0] as usize)? {
             Ok(code) => return Ok(code),
             Err(c) => c,
         };
-        let b16 = ((ip >> 16) & 0xFF) as usize;
+        let b16 = o[1] as usize;
         let (lo, hi) = (u32_at(c, b16 * 4) as usize, u32_at(c, b16 * 4 + 4) as usize);
         let n = u32_at(c, 256 * 4) as usize;
         let starts = &c[257 * 4..257 * 4 + n * 2];
-        let key = ip as u16;
+        let key = u16::from_be_bytes([o[2], o[3]]);
         // Last start ≤ key in [lo, hi); the anchor at lo is 0, so one exists.
         let (mut a, mut z) = (lo + 1, hi);
         while a < z {
@@ -620,28 +634,31 @@ impl<S: AsRef<[u8]>> IpTable<S> {
     }
 
     #[inline(always)]
-    fn v6(&self, ip: u128) -> Result<u8, usize> {
-        let c = match self.chunk(V4_CHUNKS + ((ip >> 112) as usize - 0x2000))? {
+    fn v6(&self, o: &[u8; 16]) -> Result<u8, usize> {
+        let c = match self
+            .chunk(V4_CHUNKS + (usize::from(u16::from_be_bytes([o[0], o[1]])) - 0x2000))?
+        {
             Ok(code) => return Ok(code),
             Err(c) => c,
         };
         let n = u32_at(c, 0) as usize;
-        let key = (ip >> 64) as u64;
-        let (mut a, mut z) = (1, n);
-        while a < z {
-            let m = (a + z) / 2;
-            if u64_at(c, 4 + m * 8) <= key {
-                a = m + 1;
-            } else {
-                z = m;
+        let key = u64::from_be_bytes(o[..8].try_into().expect("8 bytes"));
+        // Branch-free: the next probe does not wait on a mispredicted compare.
+        let (mut base, mut len) = (0, n);
+        while len > 1 {
+            let half = len / 2;
+            if u64_at(c, 4 + (base + half) * 8) <= key {
+                base += half;
             }
+            len -= half;
         }
-        let code = c[4 + n * 8 + a - 1];
+        let code = c[4 + n * 8 + base];
         if code != EXCEPTION {
             return Ok(code);
         }
         let m_at = 4 + n * 9;
         let m = u32_at(c, m_at) as usize;
+        let ip = u128::from_be_bytes(*o);
         let (mut a, mut z) = (0, m);
         while a < z {
             let mid = (a + z) / 2;
@@ -661,14 +678,28 @@ impl<S: AsRef<[u8]>> IpTable<S> {
     /// The number of the page to load first ([`IpTable::insert_page`]).
     #[inline(always)]
     pub fn try_lookup(&self, ip: IpAddr) -> Result<IpAnswer<'_>, usize> {
+        if maybe_special(&ip) {
+            return self.try_lookup_rare(ip);
+        }
+        self.try_lookup_global(ip)
+    }
+
+    /// Addresses that may be special or IPv4-mapped: off the common path.
+    #[inline(never)]
+    fn try_lookup_rare(&self, ip: IpAddr) -> Result<IpAnswer<'_>, usize> {
         let ip = unmap(ip);
         if let Some(reason) = special_range(ip) {
             return Ok(IpAnswer::Reserved(reason));
         }
+        self.try_lookup_global(ip)
+    }
+
+    /// A global address: IPv4, or IPv6 inside 2000::/3 (everything else is special).
+    #[inline(always)]
+    fn try_lookup_global(&self, ip: IpAddr) -> Result<IpAnswer<'_>, usize> {
         let code = match ip {
-            IpAddr::V4(v4) => self.v4(u32::from(v4))?,
-            // Global IPv6 is inside 2000::/3 (everything else is special, handled above).
-            IpAddr::V6(v6) => self.v6(u128::from(v6))?,
+            IpAddr::V4(v4) => self.v4(v4.octets())?,
+            IpAddr::V6(v6) => self.v6(&v6.octets())?,
         };
         Ok(match self.codes.get(code as usize) {
             Some(c) if !c.is_empty() => IpAnswer::Country(c),
