@@ -621,16 +621,15 @@ impl<S: AsRef<[u8]>> IpTable<S> {
         let starts = &c[257 * 4..257 * 4 + n * 2];
         let key = u16::from_be_bytes([o[2], o[3]]);
         // Last start ≤ key in [lo, hi); the anchor at lo is 0, so one exists.
-        let (mut a, mut z) = (lo + 1, hi);
-        while a < z {
-            let m = (a + z) / 2;
-            if u16_at(starts, m * 2) <= key {
-                a = m + 1;
-            } else {
-                z = m;
+        let (mut base, mut len) = (lo, hi - lo);
+        while len > 1 {
+            let half = len / 2;
+            if u16_at(starts, (base + half) * 2) <= key {
+                base += half;
             }
+            len -= half;
         }
-        Ok(c[257 * 4 + n * 2 + a - 1])
+        Ok(c[257 * 4 + n * 2 + base])
     }
 
     #[inline(always)]
