@@ -10,6 +10,7 @@
 //! ```text
 //! dir:  header(48) | codes n×2 (ASCII alpha-2; code 0 = no country) | meta (JSON) | pad to 4
 //!       | pages P × (len u32, crc32 u32) | chunks CHUNKS × (page u32, offset u32, len u32)
+//!       | slash16 65536 × u8 (the code of each IPv4 /16 with one range, else EXCEPTION)
 //! page: chunks, back to back
 //! header: magic 8 | version | n codes | meta len | pages at | P | chunks at | dir len
 //!         | crc32 of dir[48..] (u32 each) | page bytes u64
@@ -19,7 +20,8 @@
 //!                                 | m u32 | exceptions m × (start u128, code u8)
 //! ```
 //! Every /16 (IPv4) and every chunk (IPv6) begins with a range, so a search never leaves its
-//! bucket. A chunk with `len == 0` has one country throughout: its `offset` is that code
+//! bucket. Four in five IPv4 /16s hold a single range (DB-IP Lite); `slash16` answers those
+//! from the directory with one byte read, without a page. A chunk with `len == 0` has one country throughout: its `offset` is that code
 //! (its page is `u32::MAX`). IPv6
 //! boundaries inside a /64 (DB-IP has a few hundred) are kept exactly: the /64 gets code
 //! [`EXCEPTION`] and its ranges go to the chunk's exception list. Addresses outside 2000::/3
@@ -33,7 +35,7 @@ use std::net::IpAddr;
 /// Magic bytes.
 pub const MAGIC: [u8; 8] = *b"IPCTRY\0\0";
 /// Bumped on any layout change; readers refuse other versions.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Header size.
 pub const HEADER: usize = 48;
 /// IPv4 chunks (one per /8).
@@ -42,6 +44,8 @@ pub const V4_CHUNKS: usize = 256;
 pub const V6_CHUNKS: usize = 8192;
 /// All chunks: IPv4 first.
 pub const CHUNKS: usize = V4_CHUNKS + V6_CHUNKS;
+/// IPv4 /16s, each with a byte in the directory's `slash16` array.
+pub const SLASH16: usize = 1 << 16;
 /// Pages are filled with whole chunks up to about this size (a chunk larger than it gets a page
 /// of its own): a first answer reads the directory and one page.
 pub const PAGE_TARGET: usize = 128 << 10;
@@ -111,6 +115,7 @@ pub fn build(r: &super::convert::Ranges, meta: &[u8]) -> TableFiles {
     let v6: Vec<(u128, u8)> = r.v6.iter().map(|&(s, c)| (s, code_id(c))).collect();
     let mut chunks: Vec<Vec<u8>> = Vec::with_capacity(CHUNKS);
     let mut uniform: Vec<Option<u8>> = Vec::with_capacity(CHUNKS);
+    let mut slash16: Vec<u8> = Vec::with_capacity(SLASH16);
     // IPv4: per /8, starts re-anchored at every /16.
     let mut i = 0;
     for hi in 0..V4_CHUNKS as u32 {
@@ -136,6 +141,8 @@ pub fn build(r: &super::convert::Ranges, meta: &[u8]) -> TableFiles {
                 starts.push(v4[j].0);
                 cs.push(v4[j].1);
             }
+            let one_range = starts.len() - index[b16 as usize] as usize == 1;
+            slash16.push(if one_range { v4[j].1 } else { EXCEPTION });
         }
         index.push(starts.len() as u32);
         if cs.iter().all(|&c| c == cs[0]) {
@@ -252,6 +259,7 @@ pub fn build(r: &super::convert::Ranges, meta: &[u8]) -> TableFiles {
     for (p, o, l) in entries {
         [p, o, l].iter().for_each(|x| body.extend(x.to_le_bytes()));
     }
+    body.extend(&slash16);
     let total = HEADER + body.len();
     let mut dir = Vec::with_capacity(total);
     dir.extend(MAGIC);
@@ -321,6 +329,8 @@ pub struct IpTable<S: AsRef<[u8]>> {
     codes: Vec<String>,
     meta: std::ops::Range<usize>,
     pages_at: usize,
+    /// Where the `slash16` array starts in the directory.
+    slash16_at: usize,
     pages: Vec<OnceCell<Vec<u8>>>,
     /// The directory's chunk entries, decoded once at open: a lookup reads one aligned record
     /// instead of decoding three little-endian fields with bounds checks (fewer wasm
@@ -372,7 +382,7 @@ impl<S: AsRef<[u8]>> IpTable<S> {
             || HEADER + n_codes * 2 + meta_len > pages_at
             || n_pages > MAX_PAGES
             || pages_at + n_pages * 8 != dir_at
-            || dir_at + CHUNKS * 12 != total
+            || dir_at + CHUNKS * 12 + SLASH16 != total
         {
             return Err(TableError::Malformed("directory layout"));
         }
@@ -391,6 +401,7 @@ impl<S: AsRef<[u8]>> IpTable<S> {
             codes,
             meta: HEADER + n_codes * 2..HEADER + n_codes * 2 + meta_len,
             pages_at,
+            slash16_at: dir_at + CHUNKS * 12,
             pages: (0..n_pages).map(|_| OnceCell::new()).collect(),
             chunks: (0..CHUNKS)
                 .map(|id| {
@@ -415,6 +426,13 @@ impl<S: AsRef<[u8]>> IpTable<S> {
             if !ok {
                 return Err(TableError::Malformed("chunk entry"));
             }
+        }
+        let slash16 = &t.buf.as_ref()[t.slash16_at..t.slash16_at + SLASH16];
+        if !slash16
+            .iter()
+            .all(|&c| c == EXCEPTION || (c as usize) < t.codes.len())
+        {
+            return Err(TableError::Malformed("slash16 code"));
         }
         Ok(t)
     }
@@ -486,6 +504,7 @@ impl<S: AsRef<[u8]>> IpTable<S> {
             return None;
         }
         let id = match ip {
+            IpAddr::V4(v4) if self.slash16(v4.octets()) != EXCEPTION => return None,
             IpAddr::V4(v4) => (u32::from(v4) >> 24) as usize,
             IpAddr::V6(v6) => V4_CHUNKS + ((u128::from(v6) >> 112) as usize - 0x2000),
         };
@@ -609,8 +628,18 @@ impl<S: AsRef<[u8]>> IpTable<S> {
         Ok(Err(&p[off as usize..(off + len) as usize]))
     }
 
+    /// The `slash16` byte of the /16 holding `o`: its code, or [`EXCEPTION`].
+    #[inline(always)]
+    fn slash16(&self, o: [u8; 4]) -> u8 {
+        self.buf.as_ref()[self.slash16_at + (usize::from(o[0]) << 8 | usize::from(o[1]))]
+    }
+
     #[inline(always)]
     fn v4(&self, o: [u8; 4]) -> Result<u8, usize> {
+        let code = self.slash16(o);
+        if code != EXCEPTION {
+            return Ok(code);
+        }
         let c = match self.chunk(o[0] as usize)? {
             Ok(code) => return Ok(code),
             Err(c) => c,

@@ -105,6 +105,10 @@ test("a fresh isolate's first answer reads one page of the table, not all of it"
     let h = (await fresh.get("/healthz")).body.ipdb;
     assert.equal(h.loaded, false);
     const reader = new Reader(fs.readFileSync(BUNDLED));
+    // 2.2.0.0/16 is one range in the pinned DB-IP: the embedded directory answers it alone.
+    const d = await fresh.get("/v1/geo/ip?ip=2.2.2.2");
+    assert.equal(d.body.country, reader.get("2.2.2.2").country_code);
+    assert.equal((await fresh.get("/healthz")).body.ipdb.table.loaded_pages, 0);
     const r = await fresh.get("/v1/geo/ip?ip=8.8.8.8");
     assert.equal(r.body.country, reader.get("8.8.8.8").country_code);
     h = (await fresh.get("/healthz")).body.ipdb;
