@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Native vs node-V8 wasm on the IP table lookup (the crate's own source files; see Cargo.toml).
+#   bash scripts/bench/ip-wasm-node/run.sh            6 interleaved rounds: min and median ns
+#   bash scripts/bench/ip-wasm-node/run.sh --icount   instructions per lookup under callgrind
+# Needs the built assets (bash scripts/build-assets.sh). Timings on a shared VM vary by tens of
+# percent between rounds; instruction counts do not.
+set -euo pipefail
+cd "$(dirname "$0")"
+export CARGO_TARGET_DIR="$PWD/../../../target/ip-wasm-node"
+cargo build -q --offline --release --target wasm32-unknown-unknown
+cargo build -q --offline --release --example native
+W="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/ip_wasm_node.wasm"
+N="$CARGO_TARGET_DIR/release/examples/native"
+if [ "${1:-}" = "--icount" ]; then
+  ir() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 | awk '/Collected/ {print $4}'; }
+  n1=$(ir "$N" icount 1); n5=$(ir "$N" icount 5)
+  w1=$(ir --smc-check=all node --single-threaded run.mjs "$W" icount 1)
+  w5=$(ir --smc-check=all node --single-threaded run.mjs "$W" icount 5)
+  python3 -c "n=($n5-$n1)/8e5; w=($w5-$w1)/8e5; print(f'instructions/lookup: native {n:.0f}, wasm (V8) {w:.0f}, ratio {w/n:.2f}')"
+  exit
+fi
+for _ in 1 2 3 4 5 6; do echo "$("$N") $(node run.mjs "$W")"; done | python3 -c '
+import sys, statistics as st
+r = [list(map(float, l.split())) for l in sys.stdin]
+nmin, wmin = min(x[0] for x in r), min(x[2] for x in r)
+nmed, wmed = st.median(x[1] for x in r), st.median(x[3] for x in r)
+print(f"native min {nmin:.1f} median {nmed:.1f} ns | wasm (node V8) min {wmin:.1f} median {wmed:.1f} ns | ratio min {wmin/nmin:.2f} median {wmed/nmed:.2f}")'

@@ -1,0 +1,115 @@
+//! The crate's IP table lookup, compiled on its own: exports for a wasm host (`run.mjs`) and a
+//! library for the native examples. `db` and `convert` are the two items the included files
+//! need from their siblings.
+#![allow(dead_code)]
+
+// The included files sit at the crate root, so their `super::` paths name the items below.
+#[path = "../../../../src/ip/special.rs"]
+pub mod special;
+#[path = "../../../../src/ip/table.rs"]
+pub mod table;
+#[path = "../../../../src/ip/workload.rs"]
+pub mod workload;
+
+/// The answer type and lookup trait of `src/ip/db.rs`, without the mmdb reader.
+pub mod db {
+    use std::net::IpAddr;
+    /// As `crate::ip::IpAnswer`.
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum IpAnswer<'a> {
+        /// ISO alpha-2 code.
+        Country(&'a str),
+        /// No country.
+        NotFound,
+        /// Special-purpose range.
+        Reserved(&'static str),
+    }
+    /// As `crate::ip::CountryLookup`.
+    pub trait CountryLookup {
+        /// Country of `ip`.
+        fn country(&self, ip: IpAddr) -> IpAnswer<'_>;
+    }
+}
+
+/// The range type `table::build` takes (unused here).
+pub mod convert {
+    /// As `crate::ip::convert::Code`.
+    pub type Code = Option<[u8; 2]>;
+    /// As `crate::ip::convert::Ranges`.
+    pub struct Ranges {
+        /// IPv4 starts.
+        pub v4: Vec<(u32, Code)>,
+        /// IPv6 starts.
+        pub v6: Vec<(u128, Code)>,
+    }
+}
+
+use std::cell::RefCell;
+use table::IpTable;
+
+thread_local! {
+    static TABLE: RefCell<Option<IpTable<Vec<u8>>>> = const { RefCell::new(None) };
+    static IPS: RefCell<Vec<std::net::IpAddr>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A buffer of `n` bytes for the host to fill (ownership passes back with `open` / `page`).
+#[no_mangle]
+pub extern "C" fn alloc(n: usize) -> *mut u8 {
+    let mut v = vec![0u8; n];
+    let p = v.as_mut_ptr();
+    std::mem::forget(v);
+    p
+}
+
+/// # Safety
+/// `p` came from `alloc(n)` and is not used by the host afterwards.
+unsafe fn take(p: *mut u8, n: usize) -> Vec<u8> {
+    Vec::from_raw_parts(p, n, n)
+}
+
+/// Opens the directory in `alloc(n)`'s buffer; its page count, or -1.
+///
+/// # Safety
+/// As [`take`].
+#[no_mangle]
+pub unsafe extern "C" fn open(p: *mut u8, n: usize) -> i32 {
+    match IpTable::from_bytes(take(p, n)) {
+        Ok(t) => {
+            let pages = t.page_count() as i32;
+            TABLE.with(|s| *s.borrow_mut() = Some(t));
+            pages
+        }
+        Err(_) => -1,
+    }
+}
+
+/// Adds page `i` from `alloc(n)`'s buffer; 1 when it is accepted.
+///
+/// # Safety
+/// As [`take`].
+#[no_mangle]
+pub unsafe extern "C" fn page(i: usize, p: *mut u8, n: usize) -> i32 {
+    TABLE.with(|s| {
+        let s = s.borrow();
+        let t = s.as_ref().expect("open first");
+        i32::from(t.insert_page(i, take(p, n)).is_ok())
+    })
+}
+
+/// Makes the benchmark's `n` addresses (`workload::addresses`).
+#[no_mangle]
+pub extern "C" fn gen(n: usize) {
+    IPS.with(|v| *v.borrow_mut() = workload::addresses(n));
+}
+
+/// `reps` passes of `workload::count_countries`; the summed count.
+#[no_mangle]
+pub extern "C" fn run(reps: usize) -> usize {
+    TABLE.with(|t| {
+        IPS.with(|v| {
+            let (t, v) = (t.borrow(), v.borrow());
+            let t = t.as_ref().expect("open first");
+            (0..reps).map(|_| workload::count_countries(t, &v)).sum()
+        })
+    })
+}
