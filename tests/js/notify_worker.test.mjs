@@ -49,8 +49,11 @@ async function delta(fn, redisCalls = 0) {
 test("create, merge, duplicate, already-applied — with round trips counted", async () => {
   const first = event({ sender: { id: "bo", name: "Bo" } });
   // The script cache is cold on a fresh stack (EVALSHA → NOSCRIPT → EVAL): warm it first so
-  // the counted rows below are the steady state the README describes.
-  await create(event({ owner: "warm", sender: { id: "w", name: "W" } }));
+  // the counted rows below are the steady state the README describes. The warm-up's commit
+  // runs after its response (waitUntil): wait for both scripts' EVALs, or that commit can land
+  // inside the first counted row.
+  await delta(() => create(event({ owner: "warm", sender: { id: "w", name: "W" } })));
+  await stack.until((s) => (s.redis.eval ?? 0) >= 2, "the warm-up's reserve and commit scripts loaded");
   let d = await delta(() => create(first), 2);
   assert.equal(d.result.status, 201);
   assert.equal(d.result.body.status, "created");
