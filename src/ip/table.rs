@@ -21,9 +21,9 @@
 //! ```
 //! Every /16 (IPv4) and every chunk (IPv6) begins with a range, so a search never leaves its
 //! bucket. Four in five IPv4 /16s hold a single range (DB-IP Lite); `slash16` answers those
-//! from the directory with one byte read, without a page. A chunk with `len == 0` has one country throughout: its `offset` is that code
-//! (its page is `u32::MAX`). IPv6
-//! boundaries inside a /64 (DB-IP has a few hundred) are kept exactly: the /64 gets code
+//! from the directory with one byte read, without a page. A chunk with `len == 0` has one
+//! country throughout: its `offset` is that code (its page is `u32::MAX`). IPv6 boundaries
+//! inside a /64 (DB-IP has a few hundred) are kept exactly: the /64 gets code
 //! [`EXCEPTION`] and its ranges go to the chunk's exception list. Addresses outside 2000::/3
 //! are special-purpose and never reach the table.
 
