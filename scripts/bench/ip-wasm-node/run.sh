@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Native vs node-V8 wasm on the IP table lookup (the crate's own source files; see Cargo.toml).
 #   bash scripts/bench/ip-wasm-node/run.sh            6 interleaved rounds: min and median ns
-#   bash scripts/bench/ip-wasm-node/run.sh --icount   instructions per lookup under callgrind
+#   bash scripts/bench/ip-wasm-node/run.sh --icount   instructions per lookup under callgrind (valgrind)
 # Needs the built assets (bash scripts/build-assets.sh). Timings on a shared VM vary by tens of
 # percent between rounds; instruction counts do not.
 set -euo pipefail
