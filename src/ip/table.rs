@@ -26,9 +26,14 @@
 //! inside a /64 (DB-IP has a few hundred) are kept exactly: the /64 gets code
 //! [`EXCEPTION`] and its ranges go to the chunk's exception list. Addresses outside 2000::/3
 //! are special-purpose and never reach the table.
+//!
+//! The reader adds two things in memory, derived from validated bytes (the format is
+//! unchanged): a copy of `slash16` in which every /16 holding a special-purpose address says
+//! [`EXCEPTION`] (so most IPv4 lookups are one byte read, with no range check), and a bucket
+//! index per IPv6 chunk, built when its page loads, that cuts a search from ~15 probes to ~3.
 
 use super::db::{CountryLookup, IpAnswer};
-use super::special::{maybe_special, special_range};
+use super::special::{maybe_special_v6, special_range, special_slash16s, special_v4};
 use std::cell::{Cell, OnceCell};
 use std::net::IpAddr;
 
@@ -327,10 +332,17 @@ pub fn page_name(i: usize) -> String {
 pub struct IpTable<S: AsRef<[u8]>> {
     buf: S,
     codes: Vec<String>,
+    /// `codes` by code byte, `None` for "no country" and unused bytes: indexed without a check.
+    names: Box<[Option<Box<str>>; 256]>,
     meta: std::ops::Range<usize>,
     pages_at: usize,
-    /// Where the `slash16` array starts in the directory.
-    slash16_at: usize,
+    /// The directory's `slash16` array, copied at open with two changes for the lookup: it is
+    /// indexed by the /16's two octets read little-endian (one 16-bit load; wasm has no byte
+    /// swap), and every /16 holding a special-purpose address says [`EXCEPTION`], so a code
+    /// read from it is the answer without any other check.
+    slash16: Box<[u8; SLASH16]>,
+    /// Bucket index of each loaded IPv6 chunk ([`Chunk::slot`]), built with its page.
+    v6_index: Vec<OnceCell<Buckets>>,
     pages: Vec<OnceCell<Vec<u8>>>,
     /// The directory's chunk entries, decoded once at open: a lookup reads one aligned record
     /// instead of decoding three little-endian fields with bounds checks (fewer wasm
@@ -339,12 +351,54 @@ pub struct IpTable<S: AsRef<[u8]>> {
     loaded: Cell<usize>,
 }
 
-/// Where a chunk is: `page` (or [`UNIFORM`], then `off` is the code), byte offset and length.
+/// Where a chunk is: `page` (or [`UNIFORM`], then `off` is the code), byte offset and length;
+/// for an IPv6 chunk with a page, `slot` is its place in `IpTable::v6_index`.
 #[derive(Clone, Copy)]
 struct Chunk {
     page: u32,
     off: u32,
     len: u32,
+    slot: u32,
+}
+
+/// log2 of the mean number of keys per bucket in an IPv6 chunk's bucket index.
+const KEYS_PER_BUCKET_LOG2: u32 = 3;
+
+/// A bucket index over one IPv6 chunk's sorted /64 keys, built in memory when its page is
+/// loaded (derived data: the file format does not change). Bucket `j` covers the keys whose
+/// `bits` bits below the chunk's /16 equal `j`; `first[j]` is the number of keys below it.
+/// It narrows the ~15 probes of a search over a whole chunk (83 773 keys in 2001::/16) to ~3.
+struct Buckets {
+    bits: u32,
+    first: Box<[u32]>,
+}
+
+impl Buckets {
+    fn new(keys: &[[u8; 8]]) -> Self {
+        let bits = (keys.len().next_power_of_two().trailing_zeros())
+            .saturating_sub(KEYS_PER_BUCKET_LOG2)
+            .min(16);
+        let mut first = Vec::with_capacity((1 << bits) + 1);
+        let mut k = 0;
+        for j in 0..1u64 << bits {
+            // `bits` = 0: one bucket, the whole chunk.
+            while k < keys.len() && bucket(u64::from_le_bytes(keys[k]), bits) < j {
+                k += 1;
+            }
+            first.push(k as u32);
+        }
+        first.push(keys.len() as u32);
+        Buckets {
+            bits,
+            first: first.into_boxed_slice(),
+        }
+    }
+}
+
+/// The bucket of an IPv6 /64 key: its `bits` bits below the /16.
+#[inline(always)]
+fn bucket(key: u64, bits: u32) -> u64 {
+    (key << 16).checked_shr(64 - bits).unwrap_or(0)
 }
 
 impl<S: AsRef<[u8]>> IpTable<S> {
@@ -397,11 +451,17 @@ impl<S: AsRef<[u8]>> IpTable<S> {
             }
             codes.push(String::from_utf8(c.to_vec()).expect("ASCII"));
         }
-        let t = IpTable {
+        let mut names: Vec<Option<Box<str>>> = vec![None; 256];
+        for (n, c) in names.iter_mut().zip(&codes).skip(1) {
+            *n = Some(c.as_str().into());
+        }
+        let mut t = IpTable {
+            names: names.into_boxed_slice().try_into().expect("256"),
             codes,
             meta: HEADER + n_codes * 2..HEADER + n_codes * 2 + meta_len,
             pages_at,
-            slash16_at: dir_at + CHUNKS * 12,
+            slash16: lookup_slash16(&b[dir_at + CHUNKS * 12..]),
+            v6_index: Vec::new(),
             pages: (0..n_pages).map(|_| OnceCell::new()).collect(),
             chunks: (0..CHUNKS)
                 .map(|id| {
@@ -410,6 +470,7 @@ impl<S: AsRef<[u8]>> IpTable<S> {
                         page: u32_at(b, o),
                         off: u32_at(b, o + 4),
                         len: u32_at(b, o + 8),
+                        slot: 0,
                     }
                 })
                 .collect(),
@@ -427,7 +488,13 @@ impl<S: AsRef<[u8]>> IpTable<S> {
                 return Err(TableError::Malformed("chunk entry"));
             }
         }
-        let slash16 = &t.buf.as_ref()[t.slash16_at..t.slash16_at + SLASH16];
+        let mut slots = 0;
+        for c in t.chunks[V4_CHUNKS..].iter_mut().filter(|c| c.len != 0) {
+            c.slot = slots;
+            slots += 1;
+        }
+        t.v6_index = (0..slots).map(|_| OnceCell::new()).collect();
+        let slash16 = &t.buf.as_ref()[dir_at + CHUNKS * 12..];
         if !slash16
             .iter()
             .all(|&c| c == EXCEPTION || (c as usize) < t.codes.len())
@@ -505,8 +572,8 @@ impl<S: AsRef<[u8]>> IpTable<S> {
         }
         let id = match ip {
             IpAddr::V4(v4) if self.slash16(v4.octets()) != EXCEPTION => return None,
-            IpAddr::V4(v4) => (u32::from(v4) >> 24) as usize,
-            IpAddr::V6(v6) => V4_CHUNKS + ((u128::from(v6) >> 112) as usize - 0x2000),
+            IpAddr::V4(v4) => usize::from(v4.octets()[0]),
+            IpAddr::V6(v6) => v6_chunk(&v6.octets()),
         };
         let (page, _, len) = self.entry(id);
         (len != 0).then_some(page)
@@ -531,6 +598,18 @@ impl<S: AsRef<[u8]>> IpTable<S> {
             let (page, off, len) = self.entry(id);
             if len != 0 && page == p {
                 self.validate_chunk(id, &bytes[off..off + len])?;
+            }
+        }
+        if self.pages[p].get().is_some() {
+            return Ok(());
+        }
+        // Indexes first: a loaded page always has its chunks' indexes.
+        for c in &self.chunks[V4_CHUNKS..] {
+            if c.len != 0 && c.page as usize == p {
+                let chunk = &bytes[c.off as usize..(c.off + c.len) as usize];
+                let n = u32_at(chunk, 0) as usize;
+                let index = Buckets::new(chunk[4..4 + n * 8].as_chunks::<8>().0);
+                let _ = self.v6_index[c.slot as usize].set(index);
             }
         }
         let n = bytes.len();
@@ -619,67 +698,65 @@ impl<S: AsRef<[u8]>> IpTable<S> {
     // `always`: the wasm build otherwise keeps this and `try_lookup` as calls returning
     // through the shadow stack (seen in a workerd CPU profile), unlike the native build.
     #[inline(always)]
-    fn chunk(&self, id: usize) -> Result<Result<u8, &[u8]>, usize> {
-        let Chunk { page, off, len } = self.chunks[id];
-        if len == 0 {
-            return Ok(Ok(off as u8));
+    fn chunk(&self, c: Chunk) -> Result<Result<u8, &[u8]>, usize> {
+        if c.len == 0 {
+            return Ok(Ok(c.off as u8));
         }
-        let p = self.pages[page as usize].get().ok_or(page as usize)?;
-        Ok(Err(&p[off as usize..(off + len) as usize]))
+        let p = self.pages[c.page as usize].get().ok_or(c.page as usize)?;
+        Ok(Err(&p[c.off as usize..(c.off + c.len) as usize]))
     }
 
-    /// The `slash16` byte of the /16 holding `o`: its code, or [`EXCEPTION`].
+    /// The `slash16` byte of the /16 holding `o`: its code, or [`EXCEPTION`] (also for every
+    /// /16 with a special-purpose address).
     #[inline(always)]
     fn slash16(&self, o: [u8; 4]) -> u8 {
-        self.buf.as_ref()[self.slash16_at + (usize::from(o[0]) << 8 | usize::from(o[1]))]
+        self.slash16[usize::from(u16::from_le_bytes([o[0], o[1]]))]
     }
 
+    /// The code of a global IPv4 address whose /16 is not answered by `slash16`.
     #[inline(always)]
     fn v4(&self, o: [u8; 4]) -> Result<u8, usize> {
-        let code = self.slash16(o);
-        if code != EXCEPTION {
-            return Ok(code);
-        }
-        let c = match self.chunk(o[0] as usize)? {
+        let c = match self.chunk(self.chunks[usize::from(o[0])])? {
             Ok(code) => return Ok(code),
             Err(c) => c,
         };
-        let b16 = o[1] as usize;
-        let (lo, hi) = (u32_at(c, b16 * 4) as usize, u32_at(c, b16 * 4 + 4) as usize);
-        let n = u32_at(c, 256 * 4) as usize;
-        let starts = &c[257 * 4..257 * 4 + n * 2];
+        // Typed views, each sliced once: the search below indexes through std's
+        // `partition_point`, which reads without per-probe bounds checks.
+        let (index, rest) = c.split_at(257 * 4);
+        let index = index.as_chunks::<4>().0;
+        let b16 = usize::from(o[1]);
+        let (lo, hi) = (
+            u32::from_le_bytes(index[b16]) as usize,
+            u32::from_le_bytes(index[b16 + 1]) as usize,
+        );
+        let n = u32::from_le_bytes(index[256]) as usize;
+        let (starts, codes) = rest.split_at(n * 2);
         let key = u16::from_be_bytes([o[2], o[3]]);
         // Last start ≤ key in [lo, hi); the anchor at lo is 0, so one exists.
-        let (mut base, mut len) = (lo, hi - lo);
-        while len > 1 {
-            let half = len / 2;
-            if u16_at(starts, (base + half) * 2) <= key {
-                base += half;
-            }
-            len -= half;
-        }
-        Ok(c[257 * 4 + n * 2 + base])
+        let starts = &starts.as_chunks::<2>().0[lo..hi];
+        Ok(codes[lo + starts.partition_point(|s| u16::from_le_bytes(*s) <= key) - 1])
     }
 
+    /// The code of an IPv6 address inside 2000::/3.
     #[inline(always)]
     fn v6(&self, o: &[u8; 16]) -> Result<u8, usize> {
-        let c = match self
-            .chunk(V4_CHUNKS + (usize::from(u16::from_be_bytes([o[0], o[1]])) - 0x2000))?
-        {
+        let chunk = self.chunks[v6_chunk(o)];
+        let c = match self.chunk(chunk)? {
             Ok(code) => return Ok(code),
             Err(c) => c,
         };
         let n = u32_at(c, 0) as usize;
         let key = u64::from_be_bytes(o[..8].try_into().expect("8 bytes"));
-        // Branch-free: the next probe does not wait on a mispredicted compare.
-        let (mut base, mut len) = (0, n);
-        while len > 1 {
-            let half = len / 2;
-            if u64_at(c, 4 + (base + half) * 8) <= key {
-                base += half;
-            }
-            len -= half;
-        }
+        let keys = c[4..4 + n * 8].as_chunks::<8>().0;
+        // Set with the page, before it became visible.
+        let Some(ix) = self.v6_index[chunk.slot as usize].get() else {
+            return Err(chunk.page as usize);
+        };
+        let j = bucket(key, ix.bits) as usize;
+        let (lo, hi) = (ix.first[j] as usize, ix.first[j + 1] as usize);
+        // Keys below the bucket are ≤ key and the chunk's first key is its base, so the answer
+        // is the bucket's last key ≤ key, or the key before the bucket.
+        let base = lo + keys[lo..hi].partition_point(|k| u64::from_le_bytes(*k) <= key) - 1;
         let code = c[4 + n * 8 + base];
         if code != EXCEPTION {
             return Ok(code);
@@ -706,33 +783,49 @@ impl<S: AsRef<[u8]>> IpTable<S> {
     /// The number of the page to load first ([`IpTable::insert_page`]).
     #[inline(always)]
     pub fn try_lookup(&self, ip: IpAddr) -> Result<IpAnswer<'_>, usize> {
-        if maybe_special(&ip) {
-            return self.try_lookup_rare(ip);
-        }
-        self.try_lookup_global(ip)
+        // Every path ends in one code and one `answer`: with an answer per path, V8 kept a
+        // merge and a second test of the result per lookup.
+        let code = match ip {
+            IpAddr::V4(v4) => {
+                // Most IPv4 addresses are answered by their /16's byte alone.
+                let o = v4.octets();
+                match self.slash16(o) {
+                    EXCEPTION => match special_v4(o) {
+                        Some(reason) => return Ok(IpAnswer::Reserved(reason)),
+                        None => self.v4(o)?,
+                    },
+                    code => code,
+                }
+            }
+            // By value as an integer: as an `IpAddr` the wasm build copies every address to the
+            // shadow stack to pass a pointer, on the common path too.
+            IpAddr::V6(v6) if maybe_special_v6(&v6.octets()) => {
+                return self.try_lookup_rare(v6.to_bits())
+            }
+            IpAddr::V6(v6) => self.v6(&v6.octets())?,
+        };
+        Ok(self.answer(code))
     }
 
-    /// Addresses that may be special or IPv4-mapped: off the common path.
+    /// IPv6 outside 2000::/3 or in its documentation range, IPv4-mapped among them.
     #[inline(never)]
-    fn try_lookup_rare(&self, ip: IpAddr) -> Result<IpAnswer<'_>, usize> {
-        let ip = unmap(ip);
+    fn try_lookup_rare(&self, v6: u128) -> Result<IpAnswer<'_>, usize> {
+        let ip = unmap(IpAddr::V6(v6.into()));
         if let Some(reason) = special_range(ip) {
             return Ok(IpAnswer::Reserved(reason));
         }
-        self.try_lookup_global(ip)
+        match ip {
+            IpAddr::V4(v4) => self.try_lookup(IpAddr::V4(v4)),
+            IpAddr::V6(v6) => Ok(self.answer(self.v6(&v6.octets())?)),
+        }
     }
 
-    /// A global address: IPv4, or IPv6 inside 2000::/3 (everything else is special).
     #[inline(always)]
-    fn try_lookup_global(&self, ip: IpAddr) -> Result<IpAnswer<'_>, usize> {
-        let code = match ip {
-            IpAddr::V4(v4) => self.v4(v4.octets())?,
-            IpAddr::V6(v6) => self.v6(&v6.octets())?,
-        };
-        Ok(match self.codes.get(code as usize) {
-            Some(c) if !c.is_empty() => IpAnswer::Country(c),
-            _ => IpAnswer::NotFound,
-        })
+    fn answer(&self, code: u8) -> IpAnswer<'_> {
+        match &self.names[usize::from(code)] {
+            Some(c) => IpAnswer::Country(c),
+            None => IpAnswer::NotFound,
+        }
     }
 
     /// [`IpTable::try_lookup`] on a table whose pages are all loaded ([`IpTable::from_parts`]);
@@ -741,6 +834,27 @@ impl<S: AsRef<[u8]>> IpTable<S> {
     pub fn lookup(&self, ip: IpAddr) -> IpAnswer<'_> {
         self.try_lookup(ip).unwrap_or(IpAnswer::NotFound)
     }
+}
+
+/// The chunk of an IPv6 address inside 2000::/3 (the mask keeps the index in bounds).
+#[inline(always)]
+fn v6_chunk(o: &[u8; 16]) -> usize {
+    V4_CHUNKS + (usize::from(u16::from_be_bytes([o[0], o[1]])) & (V6_CHUNKS - 1))
+}
+
+/// The directory's `slash16` array as [`IpTable`] reads it (see its `slash16` field).
+fn lookup_slash16(dir: &[u8]) -> Box<[u8; SLASH16]> {
+    let mut out: Box<[u8; SLASH16]> = vec![EXCEPTION; SLASH16]
+        .into_boxed_slice()
+        .try_into()
+        .expect("SLASH16");
+    for (hi, row) in dir[..SLASH16].chunks_exact(256).enumerate() {
+        for (lo, &code) in row.iter().enumerate() {
+            out[lo << 8 | hi] = code;
+        }
+    }
+    special_slash16s(|s| out[usize::from(s.swap_bytes())] = EXCEPTION);
+    out
 }
 
 #[inline(always)]
