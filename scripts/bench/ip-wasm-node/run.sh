@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Native vs node-V8 wasm on the IP table lookup (the crate's own source files; see Cargo.toml).
 #   bash scripts/bench/ip-wasm-node/run.sh            6 interleaved rounds: min and median ns
-#   bash scripts/bench/ip-wasm-node/run.sh --icount   instructions per lookup under callgrind (valgrind)
+#   bash scripts/bench/ip-wasm-node/run.sh --icount   instructions per lookup under callgrind (valgrind):
+#                                                     native, node's V8, and workerd itself
+#                                                     (workerd-icount.sh)
 # Needs the built assets (bash scripts/build-assets.sh). Timings on a shared VM vary by tens of
 # percent between rounds; instruction counts do not.
 set -euo pipefail
@@ -14,9 +16,13 @@ N="$CARGO_TARGET_DIR/release/examples/native"
 if [ "${1:-}" = "--icount" ]; then
   ir() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 | awk '/Collected/ {print $4}'; }
   n1=$(ir "$N" icount 1); n5=$(ir "$N" icount 5)
-  w1=$(ir --smc-check=all node --single-threaded run.mjs "$W" icount 1)
-  w5=$(ir --smc-check=all node --single-threaded run.mjs "$W" icount 5)
-  python3 -c "n=($n5-$n1)/8e5; w=($w5-$w1)/8e5; print(f'instructions/lookup: native {n:.0f}, wasm (V8) {w:.0f}, ratio {w/n:.2f}')"
+  # --no-liftoff: without it every counted pass ran V8's baseline code (there is no on-stack
+  # replacement for wasm and a single-threaded V8 never installed the optimised code).
+  w1=$(ir --smc-check=all node --single-threaded --no-liftoff run.mjs "$W" icount 1)
+  w5=$(ir --smc-check=all node --single-threaded --no-liftoff run.mjs "$W" icount 5)
+  d0=$(bash workerd-icount.sh "$W" 0); d5=$(bash workerd-icount.sh "$W" 5)
+  python3 -c "n=($n5-$n1)/8e5; w=($w5-$w1)/8e5; d=($d5-$d0)/1e6
+print(f'instructions/lookup: native {n:.0f} | wasm in node V8 {w:.0f} ({w/n:.2f}x) | wasm in workerd {d:.0f} ({d/n:.2f}x)')"
   exit
 fi
 for _ in 1 2 3 4 5 6; do echo "$("$N") $(node run.mjs "$W")"; done | python3 -c '
