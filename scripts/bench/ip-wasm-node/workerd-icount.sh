@@ -16,7 +16,8 @@ import os, sys
 t, port = sys.argv[1], sys.argv[2]
 pages = sorted(f for f in os.listdir(t) if f.startswith("page-"))
 imports = "\n".join(f'import p{i} from "{p}";' for i, p in enumerate(pages))
-open(f"{t}/w.mjs", "w").write(f'''import wasmMod from "m.wasm";
+open(f"{t}/w.mjs", "w").write(f'''const FAMILY = {os.environ.get('IP_FAMILY', '0')};
+import wasmMod from "m.wasm";
 import dir from "dir.bin";
 {imports}
 const pages = [{",".join(f"p{i}" for i in range(len(pages)))}];
@@ -26,7 +27,7 @@ function init() {{
   const put = (b) => {{ const u = new Uint8Array(b); const p = x.alloc(u.length); new Uint8Array(x.memory.buffer, p, u.length).set(u); return [p, u.length]; }};
   if (x.open(...put(dir)) < 0) throw new Error("directory refused");
   pages.forEach((b, i) => {{ if (!x.page(i, ...put(b))) throw new Error("page " + i); }});
-  x.gen(200000);
+  x.gen(200000, Number(FAMILY));
 }}
 export default {{ fetch(req) {{
   if (!x) init();

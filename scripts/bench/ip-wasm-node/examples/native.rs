@@ -1,7 +1,12 @@
 //! The same table and passes as `run.mjs`, native. `native` prints min and median ns/lookup
 //! over 15 passes of 1 M addresses; `native icount REPS` runs REPS passes of 200 000 (callgrind).
 use ip_wasm_node::table::{page_name, IpTable};
-use ip_wasm_node::workload::{addresses, count_countries};
+use ip_wasm_node::workload::count_countries;
+
+fn addresses(n: usize) -> Vec<std::net::IpAddr> {
+    let family = std::env::var("IP_FAMILY").map_or(0, |f| f.parse().expect("IP_FAMILY: 4 or 6"));
+    ip_wasm_node::addresses(n, family)
+}
 use std::hint::black_box;
 
 fn main() {

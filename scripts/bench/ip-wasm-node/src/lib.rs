@@ -96,10 +96,19 @@ pub unsafe extern "C" fn page(i: usize, p: *mut u8, n: usize) -> i32 {
     })
 }
 
-/// Makes the benchmark's `n` addresses (`workload::addresses`).
+/// Makes the benchmark's `n` addresses (`workload::addresses`); `family` 4 or 6 keeps only the
+/// addresses of that family (still `n` of them), 0 keeps the mix.
 #[no_mangle]
-pub extern "C" fn gen(n: usize) {
-    IPS.with(|v| *v.borrow_mut() = workload::addresses(n));
+pub extern "C" fn gen(n: usize, family: u32) {
+    IPS.with(|v| *v.borrow_mut() = addresses(n, family));
+}
+
+/// `n` addresses of `workload::addresses`, of one family or both (see [`gen`]).
+pub fn addresses(n: usize, family: u32) -> Vec<std::net::IpAddr> {
+    let mut a = workload::addresses(if family == 0 { n } else { n * 4 });
+    a.retain(|ip| family == 0 || (family == 4) == ip.is_ipv4());
+    a.truncate(n);
+    a
 }
 
 /// `reps` passes of `workload::count_countries`; the summed count.
