@@ -331,8 +331,10 @@ pub fn page_name(i: usize) -> String {
 /// [`IpTable::insert_page`]); each page is validated once, when it arrives.
 pub struct IpTable<S: AsRef<[u8]>> {
     buf: S,
-    codes: Vec<String>,
-    /// `codes` by code byte, `None` for "no country" and unused bytes: indexed without a check.
+    /// Codes in the directory, "no country" (code 0) included.
+    n_codes: usize,
+    /// Country of each code byte, `None` for "no country" and unused bytes: indexed without a
+    /// check.
     names: Box<[Option<Box<str>>; 256]>,
     meta: std::ops::Range<usize>,
     pages_at: usize,
@@ -443,21 +445,17 @@ impl<S: AsRef<[u8]>> IpTable<S> {
         if crc32fast::hash(&b[HEADER..]) != u32_at(b, 36) {
             return Err(TableError::Checksum("directory"));
         }
-        let mut codes = vec![String::new()];
-        for i in 1..n_codes {
+        let mut names: Vec<Option<Box<str>>> = vec![None; 256];
+        for (i, name) in names.iter_mut().enumerate().take(n_codes).skip(1) {
             let c = &b[HEADER + 2 * i..HEADER + 2 * i + 2];
             if !c.iter().all(u8::is_ascii_alphanumeric) {
                 return Err(TableError::Malformed("country code"));
             }
-            codes.push(String::from_utf8(c.to_vec()).expect("ASCII"));
-        }
-        let mut names: Vec<Option<Box<str>>> = vec![None; 256];
-        for (n, c) in names.iter_mut().zip(&codes).skip(1) {
-            *n = Some(c.as_str().into());
+            *name = Some(std::str::from_utf8(c).expect("ASCII").into());
         }
         let mut t = IpTable {
             names: names.into_boxed_slice().try_into().expect("256"),
-            codes,
+            n_codes,
             meta: HEADER + n_codes * 2..HEADER + n_codes * 2 + meta_len,
             pages_at,
             slash16: lookup_slash16(&b[dir_at + CHUNKS * 12..]),
@@ -480,7 +478,7 @@ impl<S: AsRef<[u8]>> IpTable<S> {
         for id in 0..CHUNKS {
             let (page, off, len) = t.entry(id);
             let ok = if len == 0 {
-                page == UNIFORM as usize && off < t.codes.len()
+                page == UNIFORM as usize && off < t.n_codes
             } else {
                 page < n_pages && off.checked_add(len).is_some_and(|e| e <= t.page_len(page))
             };
@@ -497,7 +495,7 @@ impl<S: AsRef<[u8]>> IpTable<S> {
         let slash16 = &t.buf.as_ref()[dir_at + CHUNKS * 12..];
         if !slash16
             .iter()
-            .all(|&c| c == EXCEPTION || (c as usize) < t.codes.len())
+            .all(|&c| c == EXCEPTION || (c as usize) < t.n_codes)
         {
             return Err(TableError::Malformed("slash16 code"));
         }
@@ -621,7 +619,7 @@ impl<S: AsRef<[u8]>> IpTable<S> {
 
     fn validate_chunk(&self, id: usize, c: &[u8]) -> Result<(), TableError> {
         let len = c.len();
-        let ok_code = |c: u8| (c as usize) < self.codes.len();
+        let ok_code = |c: u8| (c as usize) < self.n_codes;
         let bad = TableError::Malformed("chunk layout");
         if id < V4_CHUNKS {
             if len < 257 * 4 {
@@ -878,7 +876,7 @@ impl<S: AsRef<[u8]>> std::fmt::Debug for IpTable<S> {
             .field("dir_bytes", &self.dir_len())
             .field("pages", &self.page_count())
             .field("loaded_bytes", &self.loaded_len())
-            .field("countries", &(self.codes.len() - 1))
+            .field("countries", &(self.n_codes - 1))
             .finish()
     }
 }
