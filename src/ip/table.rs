@@ -552,6 +552,18 @@ impl<S: AsRef<[u8]>> IpTable<S> {
         self.loaded.get()
     }
 
+    /// Bytes the reader keeps besides the directory and pages: the lookup copy of `slash16`
+    /// and the bucket indexes of the IPv6 chunks loaded so far.
+    pub fn derived_len(&self) -> usize {
+        let index: usize = self
+            .v6_index
+            .iter()
+            .filter_map(OnceCell::get)
+            .map(|b| b.first.len() * 4)
+            .sum();
+        SLASH16 + index
+    }
+
     /// Pages loaded so far.
     pub fn loaded_pages(&self) -> usize {
         self.pages.iter().filter(|p| p.get().is_some()).count()
