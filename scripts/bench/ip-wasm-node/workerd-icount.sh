@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Instructions that workerd itself executes for REPS passes of the IP table workload (1 M
-# lookups each... see run.sh), under callgrind: `workerd-icount.sh WASM REPS` prints the total
-# for 8 warm-up passes plus one request of REPS passes; run.sh subtracts REPS=0 from REPS=5.
+# Instructions that workerd itself executes for REPS passes of the IP table workload (200 000
+# addresses each, IP_FAMILY as in run.sh), under callgrind: `workerd-icount.sh WASM REPS` prints
+# the total for 8 warm-up passes plus one request of REPS passes; run.sh subtracts REPS=0 from
+# REPS=5.
 # The same bare module as run.mjs, served by workerd directly (a generated capnp config), so
 # the count is of workerd's own V8 and its code for this wasm, with nothing timed.
 set -euo pipefail
