@@ -48,8 +48,9 @@ PY
 valgrind --tool=callgrind --smc-check=all --callgrind-out-file=/dev/null "$B" serve "$T/cfg.capnp" > "$T/vg.out" 2>&1 &
 VG=$!
 U="http://127.0.0.1:$PORT/?reps"
-for _ in $(seq 300); do curl -sf -o /dev/null "$U=0" && break; sleep 1; done
-for _ in 1 2 3 4 5 6 7 8; do curl -sf -o /dev/null "$U=1"; done  # tier-up to the optimising compiler
-curl -sf -o /dev/null "$U=$REPS"
+get() { python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1]).read()' "$1"; }
+for _ in $(seq 300); do get "$U=0" 2>/dev/null && break; sleep 1; done
+for _ in 1 2 3 4 5 6 7 8; do get "$U=1"; done  # tier-up to the optimising compiler
+get "$U=$REPS"
 pkill -TERM -f "workerd serve $T/cfg.capnp"; wait "$VG" || true
 awk '/Collected/ {print $4}' "$T/vg.out"
