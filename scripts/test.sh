@@ -14,4 +14,11 @@ cargo test
 echo "== pytest (local backend stack)"
 .venv/bin/python -m pytest -q stack/tests
 echo "== node --test (compiled worker in workerd via Miniflare)"
-node --test --test-concurrency=1 "tests/js/*.test.mjs"
+# The TAP log is long and CI keeps only its tail, so a failure is repeated at the end: each
+# failing test's name and its YAML block (error, expected/actual, stack).
+mkdir -p target
+if ! node --test --test-concurrency=1 "tests/js/*.test.mjs" | tee target/node-tests.tap; then
+  echo "== failed node tests (from target/node-tests.tap)"
+  awk '/^not ok /{on=1} on{print} on&&/^  \.\.\.$/{on=0}' target/node-tests.tap
+  exit 1
+fi
