@@ -25,7 +25,14 @@ function validatorFor(url) {
 }
 
 async function validatingFetch(input, init) {
-  const res = await realFetch(input, init);
+  let res;
+  try {
+    res = await realFetch(input, init);
+  } catch (e) {
+    // undici's "fetch failed" hides why in `cause`, which the TAP report does not print.
+    if (e?.cause && !e.message.includes("cause:")) e.message += ` (cause: ${e.cause.code ?? ""} ${e.cause.message ?? e.cause})`;
+    throw e;
+  }
   const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
   const v = validatorFor(url);
   if (!v) return res;
