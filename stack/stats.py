@@ -9,6 +9,7 @@ class Stats:
         self._lock = threading.Lock()
         self._requests = Counter()
         self._status = Counter()
+        self._errors = Counter()
         self._last = {}
         self._in_flight = 0
 
@@ -27,6 +28,9 @@ class Stats:
         with self._lock:
             self._requests[label] += 1
             self._status[str(status)] += 1
+            if status >= 400:
+                # Per label: e.g. an EVALSHA answered NOSCRIPT, after which the client sends EVAL.
+                self._errors[label] += 1
             self._last[label] = body
 
     def snapshot(self):
@@ -35,6 +39,7 @@ class Stats:
             snap = {
                 "requests": dict(self._requests),
                 "status": dict(self._status),
+                "errors": dict(self._errors),
                 "total": sum(self._requests.values()),
                 "in_flight": self._in_flight,
             }
@@ -45,6 +50,7 @@ class Stats:
         with self._lock:
             self._requests.clear()
             self._status.clear()
+            self._errors.clear()
             self._last.clear()
 
 

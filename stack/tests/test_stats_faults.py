@@ -26,6 +26,22 @@ def test_stats_counters(stack, redis, api, coll, key):
     assert ds.get("/__stats")[1]["total"] == 0
 
 
+def test_stats_count_errors_per_command(stack, redis, key):
+    """An EVALSHA of an unknown script is answered NOSCRIPT and counted under `errors`, so a test
+    can tell finished script calls (EVALSHA that ran, or NOSCRIPT then EVAL) from attempts."""
+    rs = Client(stack["redis_rest_url"])
+    rs.post("/__stats/reset")
+    status, body, _ = redis.post("/", ["EVALSHA", "0" * 40, "1", key])
+    assert status == 400 and body["error"].startswith("NOSCRIPT")
+    redis.post("/", ["EVAL", "return 1", "1", key])
+    redis.post("/", ["GET", key])
+    _, body, _ = rs.get("/__stats")
+    assert body["requests"] == {"evalsha": 1, "eval": 1, "get": 1}
+    assert body["errors"] == {"evalsha": 1}
+    rs.post("/__stats/reset")
+    assert rs.get("/__stats")[1]["errors"] == {}
+
+
 def test_fault_spec_validation(stack):
     for url in (stack["redis_rest_url"], stack["data_api_url"]):
         c = Client(url)

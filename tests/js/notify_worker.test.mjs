@@ -45,6 +45,16 @@ async function delta(fn, redisCalls = 0) {
   const s = await stack.until((s) => s.redisTotal >= redisCalls, `${redisCalls} Redis calls`);
   return { result, ...s };
 }
+// Creates an event that gets written and waits for its dedup commit, which runs after the
+// response (waitUntil): otherwise it can land inside a later step's count. Two script calls:
+// the reservation, then the commit.
+async function createCommitted(ev) {
+  const before = await stack.stats();
+  const r = await create(ev);
+  assert.ok(["created", "merged", "already_applied"].includes(r.body.status), JSON.stringify(r.body));
+  await stack.scriptsDone(before, 2, "the create's dedup commit");
+  return r;
+}
 
 test("create, merge, duplicate, already-applied — with round trips counted", async () => {
   const first = event({ sender: { id: "bo", name: "Bo" } });
@@ -93,9 +103,9 @@ test("create, merge, duplicate, already-applied — with round trips counted", a
 });
 
 test("retract re-renders, deletes the item with its last sender", async () => {
-  await create(event({ owner: "rae", itemKey: "post:9", sender: { id: "s1", name: "Sam" } }));
-  await create(event({ owner: "rae", itemKey: "post:9", sender: { id: "s2", name: "Kim" } }));
-  await create(event({ owner: "rae", itemKey: "post:9", sender: { id: "s3", name: "Lee" } }));
+  await createCommitted(event({ owner: "rae", itemKey: "post:9", sender: { id: "s1", name: "Sam" } }));
+  await createCommitted(event({ owner: "rae", itemKey: "post:9", sender: { id: "s2", name: "Kim" } }));
+  await createCommitted(event({ owner: "rae", itemKey: "post:9", sender: { id: "s3", name: "Lee" } }));
   let d = await delta(() => retract("rae", "post:9", "s2"));
   assert.equal(d.result.body.status, "updated");
   assert.deepEqual(d.data, { updateOne: 1 }, "retract from a merged item: one call");
@@ -149,7 +159,7 @@ test("cursor paging is one call per page and stable under concurrent inserts", a
 });
 
 test("unread count, mark read/all, archive, delete", async () => {
-  for (let i = 0; i < 3; i++) await create(event({ owner: "uma", itemKey: `k${i}`, sender: { id: `x${i}`, name: "X" } }));
+  for (let i = 0; i < 3; i++) await createCommitted(event({ owner: "uma", itemKey: `k${i}`, sender: { id: `x${i}`, name: "X" } }));
   const count = async () => (await (await fetch(`${w.base}/v1/notifications/unread-count`, { headers: asUser("uma") })).json()).unread;
   const d = await delta(count);
   assert.equal(d.result, 3);
@@ -235,8 +245,13 @@ const withKey = (key) => ({ ...SERVICE, "idempotency-key": key });
 
 test("Idempotency-Key: replay flagged, other body 422, bad key 400, one Redis call before and one after", async () => {
   const ev = event({ owner: "ida", itemKey: "i1", sender: { id: "p", name: "Pia" } });
-  // Warm the claim script's cache so the counted call is the steady state.
+  // Warm the claim script's cache so the counted call is the steady state, and wait for the
+  // warm-up's after-response writes (dedup commit, stored result) so none lands in the count.
+  // Script calls: claim, reservation, commit.
+  const s0 = await stack.stats();
   await w.post("/v1/notifications/events", event({ owner: "ida-warm" }), withKey("warm-1"));
+  await stack.scriptsDone(s0, 3, "the warm-up's claim, reservation and commit");
+  await stack.until((s) => (s.redis.set ?? 0) > (s0.redis.set ?? 0), "the warm-up's stored result");
   const d = await delta(() => w.post("/v1/notifications/events", ev, withKey("req-123")), 4);
   const first = d.result;
   assert.equal(first.status, 201);
@@ -293,8 +308,8 @@ test("Idempotency-Key: a 5xx is not kept, so the retry runs", async () => {
 });
 
 test("Idempotency-Key on retractions: replay flagged, other body 422", async () => {
-  await create(event({ owner: "idr", itemKey: "i1", sender: { id: "a", name: "A" } }));
-  await create(event({ owner: "idr", itemKey: "i1", sender: { id: "b", name: "B" } }));
+  await createCommitted(event({ owner: "idr", itemKey: "i1", sender: { id: "a", name: "A" } }));
+  await createCommitted(event({ owner: "idr", itemKey: "i1", sender: { id: "b", name: "B" } }));
   const body = { owner: "idr", itemKey: "i1", senderId: "a" };
   const d = await delta(() => w.post("/v1/notifications/retractions", body, withKey("r-1")), 2);
   assert.deepEqual([d.result.status, d.result.body.status], [200, "updated"]);

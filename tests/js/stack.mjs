@@ -39,7 +39,7 @@ export async function startStack() {
       for (const s of [d, r]) if (typeof s?.total !== "number") throw new Error(`broken /__stats: ${JSON.stringify(s)}`);
       return {
         data: d.requests, dataTotal: d.total, dataLast: d.last,
-        redis: r.requests, redisTotal: r.total, redisLast: r.last,
+        redis: r.requests, redisTotal: r.total, redisLast: r.last, redisErrors: r.errors,
         inFlight: d.in_flight + r.in_flight, dataInFlight: d.in_flight,
       };
     },
@@ -47,6 +47,14 @@ export async function startStack() {
     // Tests wait on this observable state, never on a fixed sleep.
     async until(pred, what, ms = 20_000) {
       return this.poll((s) => s.inFlight === 0 && pred(s), what, ms);
+    },
+    // Waits until `n` more Lua script calls than in `before` (a stats snapshot) have finished
+    // and nothing is in flight. A call is one EVALSHA that ran, or, on a cold script cache, an
+    // EVALSHA answered NOSCRIPT followed by an EVAL: counting finished calls (not EVALSHAs)
+    // cannot stop between the two. For work the worker does after its response (waitUntil).
+    async scriptsDone(before, n, what) {
+      const done = (s) => (s.redis.evalsha ?? 0) - (s.redisErrors.evalsha ?? 0) + (s.redis.eval ?? 0);
+      return this.until((s) => done(s) - done(before) >= n, what);
     },
     // Like `until`, without requiring an idle stack (e.g. to see a request being held).
     async poll(pred, what, ms = 20_000) {
