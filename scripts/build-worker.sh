@@ -10,7 +10,7 @@ export WASM_OPT_BIN="${WASM_OPT_BIN:-$PWD/node_modules/binaryen/bin/wasm-opt}"
 bash scripts/build-assets.sh
 # The stamp covers every input of build/ (the wasm + JS shim): the crate's sources and lockfile,
 # this script, the npm lockfile (esbuild, binaryen), the tool versions, assets/geo/index.bin and
-# assets/ip/country/dir.bin, which the wasm embeds (src/edge/geo.rs, src/edge/ip.rs). The rest
+# assets/ip/country/dir.bin, which the wasm embeds (src/edge/geo.rs, src/edge/ip/mod.rs). The rest
 # of assets/ and www/ are not inputs of build/: build-assets.sh above rebuilds and checks them
 # on every run.
 stamp="$( (cat Cargo.toml Cargo.lock package-lock.json "$0" assets/geo/index.bin assets/ip/country/dir.bin;

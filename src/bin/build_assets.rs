@@ -138,7 +138,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let (db_type, epoch) = db.describe();
     let meta = edge_geo_notify::ip::update::table_meta(&db_type, epoch, Some(&(ip.attribution)()));
     let table = edge_geo_notify::ip::convert::table(&db, &meta)?;
-    // The directory is embedded in the worker (src/edge/ip.rs); pages are read through ASSETS
+    // The directory is embedded in the worker (src/edge/ip/mod.rs); pages are read through ASSETS
     // as lookups need them. Stale pages of an earlier build go first.
     let table_dir = out.join("ip/country");
     if table_dir.exists() {
