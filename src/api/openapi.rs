@@ -1043,6 +1043,7 @@ fn components() -> Value {
                                     "loaded_pages": { "type": "integer" },
                                     "loaded_page_bytes": { "type": "integer" },
                                     "page_load_ms": { "type": "number", "description": "Fetch + validation time of the loaded pages" },
+                                    "derived_bytes": { "type": "integer", "description": "Memory the reader keeps besides directory and pages: the /16 lookup array and the bucket indexes of the IPv6 chunks loaded so far" },
                                 },
                             },
                             "load_ms": { "type": ["number", "null"], "description": "Fetch (R2 only) + open time of the table's directory" },

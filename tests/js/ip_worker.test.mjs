@@ -120,6 +120,15 @@ test("a fresh isolate's first answer reads one page of the table, not all of it"
     await fresh.get("/v1/geo/ip?ip=10.0.0.1");
     await fresh.get("/v1/geo/ip?ip=8.8.4.4");
     assert.equal((await fresh.get("/healthz")).body.ipdb.table.loaded_pages, 1);
+    // The reader's own structures: the /16 array from the open, then each loaded IPv6 chunk's
+    // bucket index.
+    const v4 = (await fresh.get("/healthz")).body.ipdb.table.derived_bytes;
+    assert.ok(v4 >= 1 << 16, `${v4}`);
+    const v6 = await fresh.get("/v1/geo/ip?ip=2a00:1450:4001::1");
+    assert.equal(v6.body.country, reader.get("2a00:1450:4001::1").country_code);
+    const t = (await fresh.get("/healthz")).body.ipdb.table;
+    assert.equal(t.loaded_pages, 2);
+    assert.ok(t.derived_bytes > v4, `${v4} → ${t.derived_bytes}`);
   } finally {
     await fresh.stop();
   }

@@ -463,6 +463,7 @@ pub fn health() -> Value {
                 "loaded_pages": s.db.loaded_pages(),
                 "loaded_page_bytes": s.db.loaded_len(),
                 "page_load_ms": s.page_ms.get(),
+                "derived_bytes": s.db.derived_len(),
             })),
             "load_ms": s.as_ref().map(|s| s.load_ms),
             "checks": w.checks,
