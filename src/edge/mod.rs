@@ -420,19 +420,22 @@ async fn discard_unread_body(raw: &worker::web_sys::Request) {
     if raw.body_used() || raw.body().is_none() {
         return;
     }
-    let declared = raw
-        .headers()
-        .get("content-length")
-        .ok()
-        .flatten()
-        .and_then(|v| v.parse::<usize>().ok());
-    if !declared.is_some_and(|n| n > 0 && n <= DISCARD_MAX) {
+    if !declared_length(raw).is_some_and(|n| n > 0 && n <= DISCARD_MAX) {
         return;
     }
     if let Ok(p) = raw.array_buffer() {
         // The bytes are not wanted; a failure to read them changes nothing for this answer.
         let _ = wasm_bindgen_futures::JsFuture::from(p).await;
     }
+}
+
+/// The request's `Content-Length`, when it declares a valid one.
+fn declared_length(raw: &worker::web_sys::Request) -> Option<usize> {
+    raw.headers()
+        .get("content-length")
+        .ok()
+        .flatten()
+        .and_then(|v| v.parse().ok())
 }
 
 async fn read_body(req: &mut Request, limit: usize) -> ApiResult<Vec<u8>> {
@@ -443,13 +446,7 @@ async fn read_body(req: &mut Request, limit: usize) -> ApiResult<Vec<u8>> {
             format!("request body over {limit} bytes"),
         )
     };
-    let declared = req
-        .headers()
-        .get("content-length")
-        .ok()
-        .flatten()
-        .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > limit) {
+    if declared_length(req.inner()).is_some_and(|n| n > limit) {
         return Err(too_large());
     }
     let body = req
