@@ -193,14 +193,19 @@ test("rate limits: public geo per client IP, user routes per user, 429 with Retr
   });
   try {
     // Miniflare's limiter counts in fixed windows (floor(now / period)), so a run that straddles
-    // a window's end is reset midway, as it should be. Each run is kept only if it fell inside
-    // one window, with a second's margin either side for the worker's clock; otherwise it runs
-    // again with fresh keys. Three straddling runs in a row cannot happen (runs take ~0.1 s).
+    // a window's edge is reset midway, as it should be. A run starts only outside a second's
+    // margin (for the worker's clock) around an edge: near one, it waits on the clock until the
+    // margin after it (at most 3 s). It is kept only if it also ended inside the same window
+    // with the margin; otherwise it runs again with fresh keys.
+    const WINDOW = 60_000, MARGIN = 1000;
     const oneWindow = async (run) => {
       for (let attempt = 0; attempt < 3; attempt++) {
-        const start = Math.floor((Date.now() - 1000) / 60_000);
+        const into = Date.now() % WINDOW;
+        const wait = into < MARGIN ? MARGIN - into : into > WINDOW - 2 * MARGIN ? WINDOW - into + MARGIN : 0;
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        const start = Math.floor((Date.now() - MARGIN) / WINDOW);
         const seen = await run(attempt);
-        if (Math.floor((Date.now() + 1000) / 60_000) === start) return seen;
+        if (Math.floor((Date.now() + MARGIN) / WINDOW) === start) return seen;
       }
       assert.fail("three runs in a row straddled a limiter window");
     };
