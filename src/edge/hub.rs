@@ -86,6 +86,11 @@ pub struct InboxHub {
     /// When this instance last pushed (forgotten on hibernation: then the next change pushes at
     /// once, which is what a quiet inbox wants anyway).
     last_push: Cell<Option<f64>>,
+    /// Badge reads are numbered in start order (`started`), and `sent` is the newest number sent.
+    /// The Data API can answer two reads out of order; a read older than one already sent is
+    /// dropped, so the last badge a socket gets is never older than one it had.
+    started: Cell<u64>,
+    sent: Cell<u64>,
 }
 
 impl InboxHub {
@@ -106,12 +111,27 @@ impl InboxHub {
         Ok(badge::message(counts, &encode_cursor(&pos)).to_string())
     }
 
+    /// [`Self::badge`], or `None` when a read that started later has been sent already.
+    async fn fresh_badge(&self, owner: &str) -> Result<Option<String>> {
+        let ticket = self.started.get() + 1;
+        self.started.set(ticket);
+        let msg = self.badge(owner).await?;
+        if self.sent.get() > ticket {
+            return Ok(None);
+        }
+        self.sent.set(ticket);
+        Ok(Some(msg))
+    }
+
     async fn push(&self, owner: &str) -> Result<()> {
-        let sockets = self.state.get_websockets();
-        if sockets.is_empty() {
+        if self.state.get_websockets().is_empty() {
             return Ok(());
         }
-        let msg = self.badge(owner).await?;
+        let Some(msg) = self.fresh_badge(owner).await? else {
+            return Ok(());
+        };
+        // Read after the badge: a socket that connected meanwhile gets it too.
+        let sockets = self.state.get_websockets();
         self.last_push.set(Some(now()));
         for ws in sockets {
             // A socket closing right now is not an error for the others.
@@ -131,6 +151,8 @@ impl DurableObject for InboxHub {
             state,
             env,
             last_push: Cell::new(None),
+            started: Cell::new(0),
+            sent: Cell::new(0),
         }
     }
 
@@ -154,8 +176,10 @@ impl DurableObject for InboxHub {
         let pair = WebSocketPair::new()?;
         self.state.accept_web_socket(&pair.server);
         // Every connect starts with a fresh badge: that is what repairs a missed push.
-        match self.badge(&owner).await {
-            Ok(msg) => pair.server.send_with_str(msg)?,
+        match self.fresh_badge(&owner).await {
+            Ok(Some(msg)) => pair.server.send_with_str(msg)?,
+            // A newer badge went to every socket, this one included.
+            Ok(None) => {}
             Err(e) => worker::console_warn!(
                 "{}",
                 json!({ "hub": "badge failed", "error": e.to_string() })
@@ -189,7 +213,10 @@ impl DurableObject for InboxHub {
         // "refresh" asks for the badge now (e.g. after the app returns to the foreground).
         if matches!(message, WebSocketIncomingMessage::String(ref s) if s == "refresh") {
             if let Some(owner) = self.owner().await? {
-                ws.send_with_str(self.badge(&owner).await?)?;
+                // `None`: a newer badge reached every socket while this one was read.
+                if let Some(msg) = self.fresh_badge(&owner).await? {
+                    ws.send_with_str(msg)?;
+                }
             }
         }
         Ok(())
