@@ -60,8 +60,11 @@ for i in $(seq 1 "$runs"); do
       echo "[flaky] node run $i/$runs: ok ($(( $(date +%s) - t0 )) s)"; rm -f "$log"
     else
       red=$((red + 1))
-      # Top-level TAP results carry the file; nested ones (4 spaces) name the test.
-      awk '/^# Subtest: /{if (substr($0,1,1)=="#") file=$3} /^ *not ok /{sub(/^ *not ok [0-9]+ - /,""); print "node " file " " $0}' "$log" \
+      # A top-level "not ok N - name" and the file from its YAML block's `location:`.
+      awk '/^not ok [0-9]+ - /{name=$0; sub(/^not ok [0-9]+ - /,"",name); p=1; next}
+           p && /^ +location: /{l=$0; sub(/^.*location: \047/,"",l); sub(/:[0-9]+:[0-9]+\047.*$/,"",l);
+                                n=split(l,a,"/"); print "node " a[n] " " name; p=0}
+           p && /^  \.\.\.$/{print "node ? " name; p=0}' "$log" \
         | tee -a "$failures" | sed 's/^/[flaky]   failed: /'
       echo "[flaky] node run $i/$runs: FAILED (log $log)"
     fi
