@@ -33,6 +33,8 @@ export interface InboxClientOptions {
   user?: string;
   /** Default: memory (nothing survives a restart). See `/indexeddb` and `/async-storage`. */
   persistence?: Persistence;
+  /** Which items this client holds: the inbox (default), one category of it, or the archive. */
+  view?: { category?: string; archived?: boolean };
   /** Items per list page (1–100, default 20). */
   pageSize?: number;
   /** Open the live badge stream (default true); without it the client polls. */
@@ -75,7 +77,7 @@ function subOf(token: string): string | null {
 }
 
 export class InboxClient {
-  readonly store = new InboxStore();
+  readonly store: InboxStore;
   readonly http: Http;
   readonly #o: InboxClientOptions;
   readonly #persistence: Persistence;
@@ -97,6 +99,8 @@ export class InboxClient {
 
   constructor(o: InboxClientOptions) {
     this.#o = o;
+    const { category, archived = false } = o.view ?? {};
+    this.store = new InboxStore(null, (i) => i.archived === archived && (category === undefined || i.categoryType === category));
     this.http = new Http({ baseUrl: o.baseUrl, getToken: o.getToken, fetch: o.fetch, retry: o.retry, sleep: o.sleep, random: o.random });
     this.#persistence = o.persistence ?? new MemoryPersistence();
     this.#user = o.user ?? null;
@@ -167,7 +171,7 @@ export class InboxClient {
 
   /** The first page with counts: replaces the store's items (pending operations stay on top). */
   async load(): Promise<void> {
-    const page = await this.http.request<PageBody>("GET", `/v1/notifications?limit=${this.#pageSize()}`);
+    const page = await this.http.request<PageBody>("GET", `/v1/notifications?${this.#listQuery()}`);
     this.store.applyPage(page);
   }
 
@@ -175,7 +179,7 @@ export class InboxClient {
   async loadMore(): Promise<boolean> {
     const cursor = this.store.nextCursor;
     if (cursor === null) return false;
-    const q = `limit=${this.#pageSize()}&counts=false&cursor=${encodeURIComponent(cursor)}`;
+    const q = `${this.#listQuery()}&counts=false&cursor=${encodeURIComponent(cursor)}`;
     const page = await this.http.request<PageBody>("GET", `/v1/notifications?${q}`);
     this.store.applyPage(page, true);
     return page.nextCursor !== null;
@@ -355,13 +359,24 @@ export class InboxClient {
         if (behind) void this.pull().catch((e) => this.#emit("error", e as InboxError, "pull after a badge"));
       }
     });
-    ws.addEventListener("close", () => {
+    const down = () => {
       if (this.#ws !== ws) return;
       this.#ws = null;
       if (!this.#running) return;
       this.#setStatus("polling");
       this.#schedulePoll();
       this.#scheduleReconnect();
+    };
+    ws.addEventListener("close", down);
+    // A refused handshake (e.g. an expired token) may fire only `error` (Node's WebSocket does).
+    ws.addEventListener("error", () => {
+      if (this.#ws !== ws) return;
+      down();
+      try {
+        ws.close();
+      } catch {
+        // already closed
+      }
     });
   }
 
@@ -402,8 +417,10 @@ export class InboxClient {
 
   // --- internals -------------------------------------------------------------------------------
 
-  #pageSize(): number {
-    return Math.min(100, Math.max(1, this.#o.pageSize ?? 20));
+  #listQuery(): string {
+    const size = Math.min(100, Math.max(1, this.#o.pageSize ?? 20));
+    const { category, archived } = this.#o.view ?? {};
+    return `limit=${size}${category === undefined ? "" : `&category=${encodeURIComponent(category)}`}${archived ? "&archived=true" : ""}`;
   }
 
   async #userKey(): Promise<string> {
@@ -411,7 +428,8 @@ export class InboxClient {
       const token = await this.http.token(false);
       this.#user = (token && subOf(token)) ?? "default";
     }
-    return this.#user;
+    const { category, archived } = this.#o.view ?? {};
+    return `${this.#user}${category === undefined ? "" : `|category=${category}`}${archived ? "|archived" : ""}`;
   }
 
   #saveSoon(): void {

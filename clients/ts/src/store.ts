@@ -65,23 +65,21 @@ interface Items {
 }
 
 /**
- * Applies `op` to `items`, returning the changed items (`null` = gone) and the counts after it
- * (README "Counts of the visible state").
+ * Applies `op` to `items`, returning the changed items (`null` = gone from this view) and the
+ * counts after it (README "Counts of the visible state"). Counts follow the item's flags, not
+ * whether this view shows it.
  */
-function applyOperation(op: Operation, items: Items, counts: Counts): { changed: Map<string, Notification | null>; counts: Counts } {
+function applyOperation(op: Operation, items: Items, counts: Counts, keep: (i: Notification) => boolean): { changed: Map<string, Notification | null>; counts: Counts } {
   const changed = new Map<string, Notification | null>();
   let { unread, unseen } = counts;
   const change = (before: Notification, after: Notification | null) => {
-    changed.set(before.itemKey, after);
+    changed.set(before.itemKey, after && keep(after) ? after : null);
     unread += contributes(after, "read") - contributes(before, "read");
     unseen += contributes(after, "seen") - contributes(before, "seen");
   };
   if (op.kind === "mark") {
     const cur = items.get(op.itemKey);
-    if (cur) {
-      const next = { ...cur, [op.flag]: op.value };
-      change(cur, op.flag === "archived" && op.value ? null : next);
-    }
+    if (cur && cur[op.flag] !== op.value) change(cur, { ...cur, [op.flag]: op.value });
   } else if (op.kind === "delete") {
     const cur = items.get(op.itemKey);
     if (cur) change(cur, null);
@@ -90,7 +88,7 @@ function applyOperation(op: Operation, items: Items, counts: Counts): { changed:
       if (op.category !== undefined && cur.categoryType !== op.category) continue;
       if (op.action === "read" && !cur.read) change(cur, { ...cur, read: true });
       else if (op.action === "seen" && !cur.seen) change(cur, { ...cur, seen: true });
-      else if (op.action === "archiveRead" && cur.read) change(cur, null);
+      else if (op.action === "archiveRead" && cur.read && !cur.archived) change(cur, { ...cur, archived: true });
       else if (op.action === "delete") change(cur, null);
     }
     if (op.category === undefined) {
@@ -115,8 +113,14 @@ export class InboxStore {
   #pending: Pending[] = [];
   #snapshot: InboxSnapshot | null = null;
   #listeners = new Set<() => void>();
+  readonly #keep: (i: Notification) => boolean;
 
-  constructor(state?: PersistedState) {
+  /**
+   * `keep` chooses the items this store holds (default: the inbox, `!archived`; e.g. one
+   * category, or the archive with `(i) => i.archived`). Items it rejects leave like tombstones.
+   */
+  constructor(state?: PersistedState | null, keep: (i: Notification) => boolean = (i) => !i.archived) {
+    this.#keep = keep;
     if (state) this.restore(state);
   }
 
@@ -193,7 +197,7 @@ export class InboxStore {
     if (i < 0) return;
     const [p] = this.#pending.splice(i, 1);
     const base = this.#base;
-    const r = applyOperation(p.op, { get: (k) => base.get(k), all: () => base.values() }, this.#counts);
+    const r = applyOperation(p.op, { get: (k) => base.get(k), all: () => base.values() }, this.#counts, this.#keep);
     for (const [k, v] of r.changed) {
       if (v) this.#upsert(v); else this.#remove(k);
     }
@@ -247,8 +251,8 @@ export class InboxStore {
   }
 
   #upsert(item: Notification): void {
-    // Only the inbox is kept: an archived item leaves it like a tombstone.
-    if (item.archived) this.#remove(item.itemKey);
+    // Only this store's view is kept (the inbox by default): another item leaves like a tombstone.
+    if (!this.#keep(item)) this.#remove(item.itemKey);
     else {
       this.#base.set(item.itemKey, item);
       this.#orderDirty = true;
@@ -288,7 +292,7 @@ export class InboxStore {
         },
       };
       for (const p of this.#pending) {
-        const r = applyOperation(p.op, view, counts);
+        const r = applyOperation(p.op, view, counts, this.#keep);
         for (const [k, v] of r.changed) over.set(k, v);
         counts = r.counts;
       }
