@@ -102,9 +102,10 @@ function applyOperation(op: Operation, items: Items, counts: Counts, keep: (i: N
 
 export class InboxStore {
   #base = new Map<string, Notification>();
-  /** `#base`'s values in order; rebuilt lazily after a change. */
+  /** `#base`'s values in order; brought up to date lazily (see `#ordered`). */
   #order: Notification[] = [];
-  #orderDirty = false;
+  /** Keys upserted or removed since `#order` was last brought up to date. */
+  #dirty = new Set<string>();
   #counts: Counts = { unread: 0, unseen: 0 };
   #generation = 0;
   #countsSync: string | null = null;
@@ -147,7 +148,7 @@ export class InboxStore {
   /** A list page: the first (`append` false: replaces the items) or a later one (`loadMore`). */
   applyPage(body: PageBody, append = false): void {
     if (!append) {
-      this.#base.clear();
+      this.#clear();
       this.#sync = body.sync;
       if (body.counts) this.#setCounts(body.counts, body.sync);
     }
@@ -231,7 +232,7 @@ export class InboxStore {
   /** Replaces everything with a persisted state (a cold start). */
   restore(state: PersistedState): void {
     if (state.version !== 1) throw new TypeError(`unknown persisted inbox version ${String(state.version)}`);
-    this.#base.clear();
+    this.#clear();
     for (const item of state.items) this.#upsert(item);
     this.#counts = { ...state.counts };
     this.#generation = 0;
@@ -255,20 +256,48 @@ export class InboxStore {
     if (!this.#keep(item)) this.#remove(item.itemKey);
     else {
       this.#base.set(item.itemKey, item);
-      this.#orderDirty = true;
+      this.#dirty.add(item.itemKey);
     }
   }
 
   #remove(key: string): void {
-    if (this.#base.delete(key)) this.#orderDirty = true;
+    if (this.#base.delete(key)) this.#dirty.add(key);
   }
 
+  #clear(): void {
+    this.#base.clear();
+    this.#order = [];
+    this.#dirty.clear();
+  }
+
+  /**
+   * The base items in order. After a change page only the changed keys move: the rest keep
+   * their order, the changed ones are sorted and merged in (O(n + k log k), not a full sort).
+   */
   #ordered(): Notification[] {
-    if (this.#orderDirty) {
+    if (this.#dirty.size === 0) return this.#order;
+    const dirty = this.#dirty;
+    this.#dirty = new Set();
+    if (dirty.size * 4 > this.#base.size) {
       this.#order = [...this.#base.values()].sort(compareItems);
-      this.#orderDirty = false;
+      return this.#order;
     }
-    return this.#order;
+    const added: Notification[] = [];
+    for (const k of dirty) {
+      const i = this.#base.get(k);
+      if (i) added.push(i);
+    }
+    added.sort(compareItems);
+    const merged: Notification[] = [];
+    let j = 0;
+    for (const i of this.#order) {
+      if (dirty.has(i.itemKey)) continue;
+      while (j < added.length && compareItems(added[j], i) < 0) merged.push(added[j++]);
+      merged.push(i);
+    }
+    while (j < added.length) merged.push(added[j++]);
+    this.#order = merged;
+    return merged;
   }
 
   #changed(): void {
