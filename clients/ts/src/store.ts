@@ -288,14 +288,17 @@ export class InboxStore {
       if (i) added.push(i);
     }
     added.sort(compareItems);
-    const merged: Notification[] = [];
+    const order = this.#order;
+    const merged: Notification[] = new Array(this.#base.size);
     let j = 0;
-    for (const i of this.#order) {
+    let n = 0;
+    for (let x = 0; x < order.length; x++) {
+      const i = order[x];
       if (dirty.has(i.itemKey)) continue;
-      while (j < added.length && compareItems(added[j], i) < 0) merged.push(added[j++]);
-      merged.push(i);
+      while (j < added.length && compareItems(added[j], i) < 0) merged[n++] = added[j++];
+      merged[n++] = i;
     }
-    while (j < added.length) merged.push(added[j++]);
+    while (j < added.length) merged[n++] = added[j++];
     this.#order = merged;
     return merged;
   }
@@ -328,7 +331,8 @@ export class InboxStore {
       items = over.size === 0 ? order : [...view.all()];
     }
     return {
-      items: Object.freeze(items === order ? order.slice() : items) as readonly Notification[],
+      // `#order` is never changed in place (a change builds a new array), so it can be shared.
+      items: Object.freeze(items) as readonly Notification[],
       counts: Object.freeze(counts),
       sync: this.#sync,
       nextCursor: this.#nextCursor,
