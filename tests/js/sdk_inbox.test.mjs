@@ -294,3 +294,27 @@ test("a cold start from persisted state shows the inbox at once and pulls only t
   assert.ok(!keys(cold).includes("c5"));
   await Promise.all([cold.stop(), fresh.stop()]);
 });
+
+test("when the feed repeats entries inside its settle window the store still holds each item once", async () => {
+  // A 10-minute window (production: 2 s), so every pull below repeats what it already applied,
+  // however slow the machine.
+  const w2 = await startWorker({ bindings: { ...stack.bindings, SERVICE_TOKEN: "svc", ...AUTH, NOTIFY_SYNC_SETTLE_MS: "600000" } });
+  try {
+    const svc2 = new InboxService({ baseUrl: w2.base, serviceKey: "svc" });
+    const owner = "settle";
+    const c = new InboxClient({ baseUrl: w2.base, user: owner, getToken: () => userToken(owner), live: false, pollMs: 3_600_000, watchVisibility: false, retry: { attempts: 0 } });
+    await c.start();
+    for (const k of ["s1", "s2", "s3"]) await svc2.send(event(owner, k));
+    const first = await c.pull();
+    const second = await c.pull();
+    assert.equal(first, 3);
+    assert.equal(second, 3, "the second pull repeated every entry");
+    assert.deepEqual(keys(c), ["s3", "s2", "s1"]);
+    const fresh = new InboxClient({ baseUrl: w2.base, user: owner, getToken: () => userToken(owner), live: false, pollMs: 3_600_000, watchVisibility: false });
+    await fresh.start();
+    assert.deepEqual(view(c), view(fresh));
+    await Promise.all([c.stop(), fresh.stop()]);
+  } finally {
+    await w2.stop();
+  }
+});
