@@ -119,18 +119,24 @@ export class InboxClient {
   /**
    * Shows the persisted inbox at once (if any), then brings it up to date: only the changes
    * since its `sync` when one was persisted, else the first page. Sends queued operations and
-   * opens the live badge (or starts polling).
+   * opens the live badge (or starts polling). With a persisted inbox, a failed pull (offline) is
+   * reported as an `error` event, not thrown; without one, a failed first load is thrown.
    */
   async start(): Promise<void> {
     if (this.#running) return;
     this.#running = true;
-    const user = await this.#userKey();
-    const saved = await this.#persistence.load(user);
-    if (saved && saved.sync !== null) {
-      this.store.restore(saved);
-      await this.pull();
-    } else {
-      await this.load();
+    try {
+      const saved = await this.#persistence.load(await this.#userKey());
+      if (saved && saved.sync !== null) {
+        this.store.restore(saved);
+        // Offline is fine here: the persisted inbox is on screen; polling/reconnect catch up.
+        await this.pull().catch((e) => this.#emit("error", e as InboxError, "pull on start"));
+      } else {
+        await this.load();
+      }
+    } catch (e) {
+      this.#running = false;
+      throw e;
     }
     void this.flush();
     this.#watch();

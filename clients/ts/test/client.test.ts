@@ -103,3 +103,23 @@ test("reconnects use the server's hints with full jitter, a fresh token each tim
     globalThis.setTimeout = realSetTimeout;
   }
 });
+
+test("offline cold start: the persisted inbox shows, start resolves, the failure is an error event, queued marks stay", async () => {
+  const { MemoryPersistence } = await import("../src/persistence.ts");
+  const p = new MemoryPersistence();
+  const item = { notificationId: "n1", itemKey: "a", serviceType: "feed", categoryType: "social", notificationType: "like", templateType: "default", createdTimeMsec: 1, expireAtMsec: 2, revision: 5, originsCount: 1, origins: [], read: false, seen: false, archived: false, landing: null, messageArguments: {}, summary: "x" };
+  await p.save("u", { version: 1, items: [item], counts: { unread: 1, unseen: 1 }, countsSync: pos(1), sync: pos(1), nextCursor: null, pending: [{ id: "q", kind: "mark", itemKey: "a", flag: "read", value: true, idempotencyKey: "k" }] });
+  const offline = (async () => { throw new TypeError("fetch failed"); }) as typeof globalThis.fetch;
+  const errors: string[] = [];
+  const c = new InboxClient({ baseUrl: "https://api.test", getToken: () => "t", user: "u", persistence: p, fetch: offline, live: false, pollMs: 3_600_000, watchVisibility: false, retry: { attempts: 0 } });
+  c.on("error", (e, where) => errors.push(`${where}: ${e.code}`));
+  await c.start();
+  assert.deepEqual(c.snapshot.items.map((i) => [i.itemKey, i.read]), [["a", true]], "shown, with the queued mark on top");
+  assert.deepEqual(c.snapshot.counts, { unread: 0, unseen: 1 });
+  assert.deepEqual(errors, ["pull on start: network"]);
+  assert.equal(c.snapshot.pending.length, 1);
+  await c.stop();
+  // Without a persisted inbox there is nothing to show: the failure is thrown.
+  const bare = new InboxClient({ baseUrl: "https://api.test", getToken: () => "t", user: "v", fetch: offline, live: false, watchVisibility: false, retry: { attempts: 0 } });
+  await assert.rejects(bare.start(), (e: { code?: string }) => e.code === "network");
+});
