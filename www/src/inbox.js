@@ -6,6 +6,7 @@
 // client with its own view (the inbox, one category, or the archive).
 
 import { InboxClient } from "../../clients/ts/src/index.ts";
+import { IndexedDbPersistence } from "../../clients/ts/src/indexeddb.ts";
 import { call, say } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
@@ -16,6 +17,9 @@ export const CATEGORIES = ["home", "social", "creator", "system"];
 const TABS = [["all", "All"], ...CATEGORIES.map((c) => [c, c[0].toUpperCase() + c.slice(1)]), ["archived", "Archived"]];
 
 const state = { token: null, tab: "all", client: null, offs: [], loading: false };
+/** Each view's inbox is kept in IndexedDB: a reload shows it at once and pulls only what changed. */
+const DB = "edge-geo-notify-console";
+let persistence = new IndexedDbPersistence(DB);
 
 function subOf(token) {
   try {
@@ -44,22 +48,29 @@ async function signIn(token) {
   return true;
 }
 
+/** Stops the current client; resolves once its last state is saved. */
 function close() {
   for (const off of state.offs) off();
   state.offs = [];
-  state.client?.stop();
+  const stopped = state.client?.stop();
   state.client = null;
+  return stopped ?? Promise.resolve();
 }
 
-function signOut() {
+async function signOut() {
   sessionStorage.removeItem("token");
-  close();
+  const stopped = close();
   state.token = null;
   $("inbox").hidden = true;
   $("signout-btn").hidden = true;
   $("items").replaceChildren();
   showCounts(null);
   say($("signin-status"), "Signed out.");
+  await stopped;
+  // Nothing of this user stays in the browser.
+  await persistence.close();
+  indexedDB.deleteDatabase(DB);
+  persistence = new IndexedDbPersistence(DB);
 }
 
 /** A client for the current tab, started (its first page loaded, its stream connecting). */
@@ -68,7 +79,7 @@ async function open() {
   if (!state.token) return;
   const view = state.tab === "archived" ? { archived: true } : state.tab === "all" ? undefined : { category: state.tab };
   const token = state.token;
-  const c = new InboxClient({ baseUrl: location.origin, getToken: () => token, view, pageSize: PAGE, pollMs: POLL_MS });
+  const c = new InboxClient({ baseUrl: location.origin, getToken: () => token, view, pageSize: PAGE, pollMs: POLL_MS, persistence });
   state.client = c;
   state.offs = [
     c.store.subscribe(() => { if (state.client === c) { render(); showCounts(c.snapshot.counts); } }),
