@@ -241,6 +241,22 @@ vector("pending-across-counts", "Counts replaced while an operation is pending (
   { op: "markFailed", id: "m1", expect: { counts: c(3, 1), items: { a: { read: false } }, pending: 0 } },
 ]);
 
+vector("loaded-window", "While more pages remain, a feed entry for an item the store does not hold and that sorts below the last loaded item is skipped (it comes with its page); held items are always updated; once every page is loaded nothing is skipped.", [
+  { op: "page", body: page([item("c", rev(30)), item("b", rev(20))], { counts: c(4, 4), sync: pos(T0 + 28_000), nextCursor: cursor(rev(20), "b") }),
+    expect: { itemKeys: ["c", "b"], nextCursor: cursor(rev(20), "b") } },
+  // x is older than b (skipped), y newer (shown), b is held (updated), a tombstone of an unheld item is a no-op.
+  { op: "changes", body: changes([item("x", rev(5), { read: true }), item("y", rev(25)), item("b", rev(20), { read: true }), tomb("a")], pos(T0 + 31_000)),
+    expect: { itemKeys: ["c", "y", "b"], items: { b: { read: true } }, sync: pos(T0 + 31_000) } },
+  // Same revision as the cursor: below it only with a smaller notificationId.
+  // nid(t1) "rB9D…" > nid(b) "c0tz…" (kept, above b); nid(t4) "ZUhr…" < "c0tz…" (skipped).
+  { op: "changes", body: changes([item("t1", rev(20)), item("t4", rev(20))], pos(T0 + 32_000)),
+    expect: { itemKeys: ["c", "y", "t1", "b"] } },
+  { op: "page", append: true, body: page([item("x", rev(5), { read: true })], { sync: pos(T0 + 33_000) }),
+    expect: { itemKeys: ["c", "y", "t1", "b", "x"], nextCursor: null } },
+  { op: "changes", body: changes([item("z", rev(1))], pos(T0 + 34_000)),
+    expect: { itemKeys: ["c", "y", "t1", "b", "x", "z"] } },
+]);
+
 // ---------------------------------------------------------------------------------------------
 const files = Object.fromEntries(vectors.map((v) => [`${v.name}.json`, `${JSON.stringify(v, null, 2)}\n`]));
 if (process.argv.includes("--check")) {

@@ -2,7 +2,7 @@
 // change-feed position. Pure (no I/O, no clock): the client feeds it server answers and its own
 // optimistic operations. The rules are clients/conformance/README.md, which every SDK of this
 // project passes (clients/ts/test/conformance.test.ts runs each vector file).
-import { isOlder, newerPosition } from "./position.ts";
+import { decodePosition, isOlder, newerPosition } from "./position.ts";
 import type { BadgeMessage, ChangesBody, Counts, Notification, PageBody } from "./types.ts";
 
 /** A flag a user can set on one item. */
@@ -157,10 +157,17 @@ export class InboxStore {
     this.#changed();
   }
 
-  /** A change-feed answer: upserts, tombstones, archived items leave; `sync` never goes back. */
+  /**
+   * A change-feed answer: upserts, tombstones, archived items leave, items beyond the loaded
+   * window wait for their page; `sync` never goes back.
+   */
   applyChanges(body: ChangesBody): void {
+    // The loaded window ends at the list cursor: an item the store does not hold and that sorts
+    // below it is skipped (it comes with a later page, in its place), so the list never jumps.
+    const floor = decodePosition(this.#nextCursor);
     for (const e of body.items) {
       if (isTombstone(e)) this.#remove(e.itemKey);
+      else if (floor && !this.#base.has(e.itemKey) && (e.revision < floor.ms || (e.revision === floor.ms && e.notificationId < floor.id))) continue;
       else this.#upsert(e);
     }
     this.#sync = newerPosition(this.#sync, body.sync);
