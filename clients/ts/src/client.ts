@@ -7,7 +7,7 @@ import { Http, InboxError, newKey } from "./http.ts";
 import type { HttpOptions, RetryPolicy } from "./http.ts";
 import { MemoryPersistence } from "./persistence.ts";
 import type { Persistence } from "./persistence.ts";
-import { isOlder } from "./position.ts";
+import { decodePosition, isOlder } from "./position.ts";
 import { InboxStore } from "./store.ts";
 import type { BulkAction, Flag, InboxSnapshot, Operation } from "./store.ts";
 import type { BadgeMessage, ChangesBody, Counts, PageBody } from "./types.ts";
@@ -39,6 +39,11 @@ export interface InboxClientOptions {
   pageSize?: number;
   /** Open the live badge stream (default true); without it the client polls. */
   live?: boolean;
+  /**
+   * A persisted inbox older than this is reloaded (first page) instead of pulled: the server
+   * keeps tombstones 7 days, so an older position could miss deletions (default 6 days).
+   */
+  maxPersistedAgeMs?: number;
   /** How often to pull while the stream is down (default 30 s). */
   pollMs?: number;
   fetch?: typeof fetch;
@@ -129,8 +134,10 @@ export class InboxClient {
       const saved = await this.#persistence.load(await this.#userKey());
       if (saved && saved.sync !== null) {
         this.store.restore(saved);
+        const at = decodePosition(saved.sync);
+        const stale = at ? Date.now() - at.ms > (this.#o.maxPersistedAgeMs ?? 6 * 86_400_000) : false;
         // Offline is fine here: the persisted inbox is on screen; polling/reconnect catch up.
-        await this.pull().catch((e) => this.#emit("error", e as InboxError, "pull on start"));
+        await (stale ? this.load() : this.pull()).catch((e) => this.#emit("error", e as InboxError, "catch-up on start"));
       } else {
         await this.load();
       }
@@ -220,7 +227,17 @@ export class InboxClient {
     let applied = 0;
     for (;;) {
       const since = encodeURIComponent(this.store.sync ?? "");
-      const body = await this.http.request<ChangesBody>("GET", `/v1/notifications/changes?since=${since}`);
+      let body: ChangesBody;
+      try {
+        body = await this.http.request<ChangesBody>("GET", `/v1/notifications/changes?since=${since}`);
+      } catch (e) {
+        // A position the server no longer reads (e.g. persisted by an older version): start over.
+        if (e instanceof InboxError && e.code === "invalid_cursor") {
+          await this.load();
+          return applied + this.store.getSnapshot().items.length;
+        }
+        throw e;
+      }
       this.store.applyChanges(body);
       applied += body.items.length;
       if (!body.hasMore) break;

@@ -116,10 +116,36 @@ test("offline cold start: the persisted inbox shows, start resolves, the failure
   await c.start();
   assert.deepEqual(c.snapshot.items.map((i) => [i.itemKey, i.read]), [["a", true]], "shown, with the queued mark on top");
   assert.deepEqual(c.snapshot.counts, { unread: 0, unseen: 1 });
-  assert.deepEqual(errors, ["pull on start: network"]);
+  assert.deepEqual(errors, ["catch-up on start: network"]);
   assert.equal(c.snapshot.pending.length, 1);
   await c.stop();
   // Without a persisted inbox there is nothing to show: the failure is thrown.
   const bare = new InboxClient({ baseUrl: "https://api.test", getToken: () => "t", user: "v", fetch: offline, live: false, watchVisibility: false, retry: { attempts: 0 } });
   await assert.rejects(bare.start(), (e: { code?: string }) => e.code === "network");
+});
+
+test("a persisted inbox older than the tombstones' lifetime is reloaded, not pulled; an unreadable position reloads too", async () => {
+  const { MemoryPersistence } = await import("../src/persistence.ts");
+  const p = new MemoryPersistence();
+  const old = Date.now() - 8 * 86_400_000;
+  await p.save("u", { version: 1, items: [], counts: { unread: 0, unseen: 0 }, countsSync: null, sync: pos(old), nextCursor: null, pending: [] });
+  const s = server();
+  const c = new InboxClient({ baseUrl: "https://api.test", getToken: () => "t", user: "u", persistence: p, fetch: s.fetch, live: false, pollMs: 3_600_000, watchVisibility: false });
+  await c.start();
+  assert.deepEqual(s.calls, ["/v1/notifications"]);
+  await c.stop();
+
+  await p.save("u", { version: 1, items: [], counts: { unread: 0, unseen: 0 }, countsSync: null, sync: pos(Date.now()), nextCursor: null, pending: [] });
+  const calls: string[] = [];
+  const refusing = (async (url: string | URL | Request) => {
+    const path = new URL(String(url)).pathname;
+    calls.push(path);
+    if (path.endsWith("/changes")) return new Response(JSON.stringify({ error: { code: "invalid_cursor", message: "bad" } }), { status: 400, headers: { "content-type": "application/json" } });
+    return s.fetch(url);
+  }) as typeof globalThis.fetch;
+  const c2 = new InboxClient({ baseUrl: "https://api.test", getToken: () => "t", user: "u", persistence: p, fetch: refusing, live: false, pollMs: 3_600_000, watchVisibility: false });
+  await c2.start();
+  assert.deepEqual(calls, ["/v1/notifications/changes", "/v1/notifications"]);
+  assert.equal(c2.snapshot.sync, pos(1000));
+  await c2.stop();
 });
