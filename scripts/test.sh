@@ -36,6 +36,9 @@ stage "cargo test (native core, exactness vs oracle)"
 cargo test
 stage "pytest (local backend stack)"
 .venv/bin/python -m pytest -q stack/tests
+stage "clients/ts (TypeScript SDK: typecheck, store against the conformance vectors, unit tests)"
+node_modules/.bin/tsc -p clients/ts --noEmit
+node --test --test-concurrency=1 "clients/ts/test/*.test.ts"
 stage "node --test (compiled worker in workerd via Miniflare)"
 # The TAP log is long and CI keeps only its tail, so a failure is repeated at the end: each
 # failing test's name and its YAML block (error, expected/actual, stack).
