@@ -50,7 +50,7 @@ if [ "$(cat "$OUT/classes.stamp" 2>/dev/null)" != "$STAMP" ]; then
 fi
 [ "$MODE" = compile ] && exit 0
 
-JAVA_CMD=(java -cp "$OUT/classes:$RUN_CP" dev.edgegeonotify.inbox.TestMain)
+JAVA_CMD=(java -Dinbox.root="$ROOT" -cp "$OUT/classes:$RUN_CP" dev.edgegeonotify.inbox.TestMain)
 case "$MODE" in
   unit) INBOX_TESTS=unit "${JAVA_CMD[@]}" ;;
   all) node "$ROOT/tests/js/kotlin_stack.mjs" "${JAVA_CMD[@]}" ;;

@@ -4,9 +4,6 @@ import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.withContext
 import java.io.File
 import java.io.IOException
-import java.nio.file.AtomicMoveNotSupportedException
-import java.nio.file.Files
-import java.nio.file.StandardCopyOption
 import java.security.MessageDigest
 import java.util.concurrent.ConcurrentHashMap
 
@@ -35,7 +32,7 @@ class MemoryPersistence : InboxPersistence {
 }
 
 /**
- * The JVM default: one file per key in [dir] (the name is a SHA-256 of the key, so user ids
+ * The default for the JVM and Android (`File(context.filesDir, "inbox")`): one file per key in [dir] (the name is a SHA-256 of the key, so user ids
  * never reach the file system), written to a temporary file and renamed over the old one, so a
  * crash mid-write leaves the previous snapshot, never half of one.
  */
@@ -60,10 +57,11 @@ class FilePersistence(private val dir: File) : InboxPersistence {
         val tmp = File.createTempFile(target.name, ".tmp", dir)
         try {
             tmp.writeText(value)
-            try {
-                Files.move(tmp.toPath(), target.toPath(), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING)
-            } catch (e: AtomicMoveNotSupportedException) {
-                Files.move(tmp.toPath(), target.toPath(), StandardCopyOption.REPLACE_EXISTING)
+            // rename(2) replaces the target atomically on Linux and Android (java.nio.file would
+            // need API 26); where a rename cannot replace (Windows), delete first.
+            if (!tmp.renameTo(target)) {
+                target.delete()
+                if (!tmp.renameTo(target)) throw IOException("cannot write $target")
             }
         } finally {
             tmp.delete()

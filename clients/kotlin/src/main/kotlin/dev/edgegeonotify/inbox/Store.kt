@@ -1,6 +1,5 @@
 package dev.edgegeonotify.inbox
 
-import java.util.Base64
 import java.util.TreeMap
 
 /**
@@ -12,8 +11,30 @@ import java.util.TreeMap
 object Position {
     private class Decoded(val ms: Long, val id: String)
 
+    private const val ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+    /** base64url without padding (java.util.Base64 needs Android API 26; this needs nothing). */
+    internal fun base64UrlDecode(s: String): ByteArray {
+        val t = s.trimEnd('=')
+        val out = java.io.ByteArrayOutputStream(t.length * 3 / 4)
+        var acc = 0
+        var bits = 0
+        for (c in t) {
+            val v = ALPHABET.indexOf(c)
+            if (v < 0) throw IllegalArgumentException("not base64url")
+            acc = (acc shl 6) or v
+            bits += 6
+            if (bits >= 8) {
+                bits -= 8
+                out.write((acc shr bits) and 0xff)
+            }
+        }
+        if (bits >= 6) throw IllegalArgumentException("truncated base64url")
+        return out.toByteArray()
+    }
+
     private fun decode(s: String): Decoded? = try {
-        val arr = Json.parse(String(Base64.getUrlDecoder().decode(s), Charsets.UTF_8)) as? List<*>
+        val arr = Json.parse(String(base64UrlDecode(s), Charsets.UTF_8)) as? List<*>
         val ms = arr?.getOrNull(0)
         val id = arr?.getOrNull(1)
         if (arr != null && arr.size == 2 && ms is Long && id is String) Decoded(ms, id) else null

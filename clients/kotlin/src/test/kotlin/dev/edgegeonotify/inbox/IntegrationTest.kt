@@ -55,7 +55,7 @@ class IntegrationTest {
         val now = System.currentTimeMillis() / 1000
         val header = b64.encodeToString("""{"alg":"HS256","typ":"JWT"}""".toByteArray())
         val claims = b64.encodeToString(
-            Json.write(mapOf("sub" to sub, "iss" to env["INBOX_AUTH_ISSUER"], "aud" to env["INBOX_AUTH_AUDIENCE"], "iat" to now, "exp" to now + ttlSeconds)).toByteArray(),
+            Json.write(mapOf("sub" to sub, "iss" to env["INBOX_AUTH_ISSUER"], "aud" to env["INBOX_AUTH_AUDIENCE"], "iat" to now, "exp" to now + ttlSeconds, "jti" to "t${seq.incrementAndGet()}")).toByteArray(),
         )
         val mac = Mac.getInstance("HmacSHA256").apply { init(SecretKeySpec(env["INBOX_AUTH_SECRET"]!!.toByteArray(), "HmacSHA256")) }
         return "$header.$claims." + b64.encodeToString(mac.doFinal("$header.$claims".toByteArray()))

@@ -21,5 +21,14 @@ class PositionTest {
         assertEquals("garbage", Position.max(pos(3, "a"), "garbage"))
     }
 
+    @Test
+    fun base64UrlDecodingMatchesTheJdk() {
+        for (n in 0..40) {
+            val bytes = ByteArray(n) { (it * 37 + n * 11).toByte() }
+            val text = Base64.getUrlEncoder().withoutPadding().encodeToString(bytes)
+            org.junit.Assert.assertArrayEquals(bytes, Position.base64UrlDecode(text))
+        }
+    }
+
     private fun assertFalse(b: Boolean, msg: String) = org.junit.Assert.assertFalse(msg, b)
 }
