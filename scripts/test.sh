@@ -13,6 +13,8 @@ echo "== cargo test (native core, exactness vs oracle)"
 cargo test
 echo "== pytest (local backend stack)"
 .venv/bin/python -m pytest -q stack/tests
+echo "== Kotlin SDK (kotlinc + JUnit: conformance vectors, /openapi.json contract, integration in workerd)"
+bash clients/kotlin/build.sh
 echo "== node --test (compiled worker in workerd via Miniflare)"
 # The TAP log is long and CI keeps only its tail, so a failure is repeated at the end: each
 # failing test's name and its YAML block (error, expected/actual, stack).
