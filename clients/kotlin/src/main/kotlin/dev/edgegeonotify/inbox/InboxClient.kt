@@ -9,6 +9,7 @@ import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.MutableStateFlow
 import kotlinx.coroutines.flow.StateFlow
 import kotlinx.coroutines.flow.asStateFlow
+import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.flow.update
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.withTimeoutOrNull
@@ -17,6 +18,7 @@ import kotlinx.coroutines.sync.withLock
 import java.io.IOException
 import java.net.URLEncoder
 import java.util.UUID
+import java.util.concurrent.atomic.AtomicLong
 import kotlin.random.Random
 
 /** An error the server answered, with its stable `code` and the `X-Request-Id` to quote. */
@@ -108,12 +110,14 @@ class InboxClient(
     @Volatile
     private var hint: ReconnectHint = config.reconnect
 
-    /** Counters an app (or a test) can read: requests sent and body bytes received. */
-    @Volatile var requestsSent = 0L
-        private set
+    private val sent = AtomicLong()
+    private val received = AtomicLong()
 
-    @Volatile var bytesReceived = 0L
-        private set
+    /** HTTP requests this client sent (retries included). */
+    val requestsSent: Long get() = sent.get()
+
+    /** Bytes of HTTP response bodies this client read. */
+    val bytesReceived: Long get() = received.get()
 
     private val persistKey = "inbox.$userId"
 
@@ -251,14 +255,47 @@ class InboxClient(
 
     // ---------------------------------------------------------------- state
 
+    private val persistLock = Mutex()
+    private val persistSignal = Channel<Unit>(Channel.CONFLATED)
+    private val persisted = MutableStateFlow(0L)
+    private var version = 0L
+    private var latest: InboxStore.Snapshot? = null
+    private var persistJob: Job? = null
+
     private suspend fun mutate(f: (InboxStore) -> Unit) {
-        val snapshot = storeLock.withLock {
+        storeLock.withLock {
             f(store)
             val view = store.view()
             _state.update { it.copy(view = view, ready = true) }
-            Json.write(store.toPersisted())
+            latest = store.snapshot()
+            version++
         }
-        persistence.write(persistKey, snapshot)
+        // Written in the background, latest snapshot only: a burst of change pages costs one
+        // write, and serialising a large store never holds up the state an app renders.
+        synchronized(this) { persistJob = persistJob ?: scope.launch { persistWorker() } }
+        persistSignal.trySend(Unit)
+    }
+
+    private suspend fun persistWorker() {
+        for (unit in persistSignal) writeLatest()
+    }
+
+    private suspend fun writeLatest() = persistLock.withLock {
+        val (v, snap) = storeLock.withLock { version to latest }
+        if (snap == null || v <= persisted.value) return@withLock
+        try {
+            persistence.write(persistKey, Json.write(snap.toJson()))
+        } catch (e: IOException) {
+            _state.update { it.copy(lastError = e) }
+        }
+        persisted.value = v
+    }
+
+    /** Waits until everything the store held when called is written to [persistence]. */
+    suspend fun awaitPersisted() {
+        val target = storeLock.withLock { version }
+        writeLatest()
+        persisted.first { it >= target }
     }
 
     private suspend fun restore() {
@@ -326,9 +363,9 @@ class InboxClient(
             val headers = linkedMapOf("Authorization" to "Bearer ${currentToken(false)}", "Accept" to "application/json")
             if (body != null) headers["Content-Type"] = "application/json"
             if (idempotencyKey != null) headers["Idempotency-Key"] = idempotencyKey
-            requestsSent++
+            sent.incrementAndGet()
             val r = transport.execute(HttpRequest(method, base + path, headers, body))
-            bytesReceived += r.body.toByteArray().size
+            received.addAndGet(r.body.toByteArray(Charsets.UTF_8).size.toLong())
             if (r.status in 200..299) return r.body
             val err = ErrorBody.fromJsonOrNull(r.body)
             val ex = InboxException(r.status, err?.code ?: "http_${r.status}", err?.message ?: r.body.take(200), r.header("x-request-id"))

@@ -322,16 +322,34 @@ class InboxStore {
         }
     }
 
+    /**
+     * An immutable copy of what is persisted: O(n) references, no serialisation, so the caller
+     * can render it to JSON ([Snapshot.toJson]) outside any lock.
+     */
+    fun snapshot(): Snapshot = Snapshot(ArrayList(order.values), baseCounts, countsSync, sync, nextCursor, ArrayList(pending))
+
+    class Snapshot internal constructor(
+        private val items: List<Notification>,
+        private val counts: Counts,
+        private val countsSync: String?,
+        private val sync: String?,
+        private val nextCursor: String?,
+        private val pending: List<PendingOp>,
+    ) {
+        /** The language-neutral persisted state (version 1, clients/conformance/README.md). */
+        fun toJson(): Map<String, Any?> = linkedMapOf(
+            "version" to 1L,
+            "items" to items.map { it.toJson() },
+            "counts" to counts.toJson(),
+            "countsSync" to countsSync,
+            "sync" to sync,
+            "nextCursor" to nextCursor,
+            "pending" to pending.map { it.toJson() },
+        )
+    }
+
     /** The language-neutral persisted state (version 1, clients/conformance/README.md). */
-    fun toPersisted(): Map<String, Any?> = linkedMapOf(
-        "version" to 1L,
-        "items" to order.values.map { it.toJson() },
-        "counts" to baseCounts.toJson(),
-        "countsSync" to countsSync,
-        "sync" to sync,
-        "nextCursor" to nextCursor,
-        "pending" to pending.map { it.toJson() },
-    )
+    fun toPersisted(): Map<String, Any?> = snapshot().toJson()
 
     companion object {
         /** A store from [toPersisted]'s output (a cold start). */

@@ -112,6 +112,7 @@ class ClientUnitTest {
         val key = t.sent.last().headers["Idempotency-Key"]
         assertTrue(key!!.startsWith("inbox-"))
         // Persisted with its key: a new client (a cold start) restores it and sends the same key.
+        c.awaitPersisted()
         val t2 = Scripted(
             answer(200, """{"items":[],"sync":"WzMsIiJd","hasMore":false}"""),
             answer(200, """{"updated":1}"""),

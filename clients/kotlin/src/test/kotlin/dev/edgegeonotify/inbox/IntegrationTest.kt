@@ -285,6 +285,7 @@ class IntegrationTest {
             val first = client(u, persistence = FilePersistence(dir))
             first.start(stream = false)
             first.until("loaded") { it.items.size == 30 }
+            first.awaitPersisted()
             first.stop()
             // While the app is closed: two new items, one deleted on another device.
             create(u, "new1")
