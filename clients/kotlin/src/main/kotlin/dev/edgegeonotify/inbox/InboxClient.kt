@@ -29,6 +29,15 @@ class InboxException(
     val requestId: String?,
 ) : Exception("$status $code: $message" + (requestId?.let { " (request $it)" } ?: ""))
 
+/**
+ * "Full jitter" backoff: a uniform wait in `[0, min(maxMs, baseMs * 2^attempt)]`, so clients
+ * that lost the server together do not come back together.
+ */
+internal fun fullJitter(baseMs: Long, maxMs: Long, attempt: Int, random: Random): Long {
+    val cap = minOf(maxMs, baseMs shl minOf(attempt, 20))
+    return if (cap <= 0) 0 else random.nextLong(cap + 1)
+}
+
 /** The WebSocket's state, for a "live" dot or an "offline" banner. */
 enum class Connection { STOPPED, CONNECTING, LIVE, RECONNECTING }
 
@@ -387,10 +396,7 @@ class InboxClient(
         return fullJitter(config.retryBaseMs, config.retryMaxMs, attempt - 1)
     }
 
-    private fun fullJitter(baseMs: Long, maxMs: Long, attempt: Int): Long {
-        val cap = minOf(maxMs, baseMs shl minOf(attempt, 20))
-        return if (cap <= 0) 0 else config.random.nextLong(cap + 1)
-    }
+    private fun fullJitter(baseMs: Long, maxMs: Long, attempt: Int) = fullJitter(baseMs, maxMs, attempt, config.random)
 
     private fun json(text: String) = Json.parse(text).asObj()
 

@@ -125,4 +125,17 @@ class ClientUnitTest {
         assertEquals(Counts(1, 2), c2.state.value.counts)
         assertNull(t2.queue.firstOrNull())
     }
+
+    @Test
+    fun reconnectWaitsAreFullJitterUpToTheServersCap() {
+        val r = Random(42)
+        for (attempt in 0..8) {
+            val cap = minOf(30_000L, 1_000L shl attempt)
+            val waits = List(2000) { fullJitter(1_000, 30_000, attempt, r) }
+            assertTrue("attempt $attempt within [0, $cap]", waits.all { it in 0..cap })
+            // Spread over the whole range, not clustered at the cap (what plain backoff does).
+            assertTrue(waits.min() < cap / 10 && waits.max() > cap * 9 / 10)
+        }
+        assertEquals(0L, fullJitter(0, 30_000, 3, r))
+    }
 }
