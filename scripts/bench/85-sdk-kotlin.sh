@@ -13,7 +13,9 @@ jar_bytes=$(stat -c %s clients/kotlin/build/edge-inbox.jar)
 cat <<MD
 ## Kotlin SDK (clients/kotlin)
 
-Written by \`scripts/bench/85-sdk-kotlin.sh\` ($(java -version 2>&1 | head -1), kotlinc $(cat node_modules/kotlin-compiler/build.txt)).
+Written by \`scripts/bench/85-sdk-kotlin.sh\` on $(date -u +%Y-%m-%d) ($(java -version 2>&1 | head -1),
+kotlinc $(cat node_modules/kotlin-compiler/build.txt); load average at start $(cut -d' ' -f1-3 /proc/loadavg): on a
+shared 2-core VM the p95 column is mostly other processes).
 
 A change-feed page of 100 entries (80 changed items, 40 of them with a new revision, 10 new,
 10 tombstones) applied to a store of 10 000 items, 300 pages, the first 100 as JIT warm-up
