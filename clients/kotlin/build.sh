@@ -29,10 +29,13 @@ TEST_CP="$J/junit4.jar:$J/hamcrest-core.jar:$KOTLIN_HOME/lib/kotlin-test.jar:$KO
 RUN_CP="$KOTLIN_HOME/lib/kotlin-stdlib.jar:$LIB_CP:$TEST_CP"
 OUT="$HERE/build"
 KOTLINC_FLAGS=(-jvm-target 11 -no-reflect -Werror -module-name edge-inbox)
+# kotlinc's JVM: C1 only and a larger heap. A one-shot compile ends before C2 pays off; measured
+# here on this module: 18 s of CPU instead of 52 s with kotlinc's defaults (-Xmx512M, C2).
+KOTLINC_JAVA_OPTS="${KOTLINC_JAVA_OPTS:--Xmx1G -Xms256M -XX:+UseParallelGC -XX:TieredStopAtLevel=1}"
 
 if [ "$MODE" = jar ]; then
   rm -rf "$OUT/jar-classes" && mkdir -p "$OUT/jar-classes"
-  "$KOTLIN_HOME/bin/kotlinc" "${KOTLINC_FLAGS[@]}" -cp "$LIB_CP" -d "$OUT/jar-classes" $(find "$HERE/src/main" -name '*.kt' | sort)
+  JAVA_OPTS="$KOTLINC_JAVA_OPTS" "$KOTLIN_HOME/bin/kotlinc" "${KOTLINC_FLAGS[@]}" -cp "$LIB_CP" -d "$OUT/jar-classes" $(find "$HERE/src/main" -name '*.kt' | sort)
   (cd "$OUT/jar-classes" && rm -f "$OUT/edge-inbox.jar" && jar --create --file "$OUT/edge-inbox.jar" --date=2026-01-01T00:00:00Z .)
   echo "$OUT/edge-inbox.jar"
   exit 0
@@ -44,7 +47,7 @@ if [ "$(cat "$OUT/classes.stamp" 2>/dev/null)" != "$STAMP" ]; then
   echo "== kotlinc (main + test, $(echo "$SOURCES" | wc -l) files)"
   rm -rf "$OUT/classes" && mkdir -p "$OUT/classes"
   start=$(date +%s)
-  "$KOTLIN_HOME/bin/kotlinc" "${KOTLINC_FLAGS[@]}" -cp "$LIB_CP:$TEST_CP" -d "$OUT/classes" $SOURCES
+  JAVA_OPTS="$KOTLINC_JAVA_OPTS" "$KOTLIN_HOME/bin/kotlinc" "${KOTLINC_FLAGS[@]}" -cp "$LIB_CP:$TEST_CP" -d "$OUT/classes" $SOURCES
   echo "kotlinc: $(( $(date +%s) - start )) s"
   echo "$STAMP" > "$OUT/classes.stamp"
 fi

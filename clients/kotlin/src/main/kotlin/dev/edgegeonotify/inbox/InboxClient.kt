@@ -247,6 +247,8 @@ class InboxClient(
             // Offline: stays pending (and persisted); sent again on reconnect / foreground.
             _state.update { it.copy(lastError = e) }
             return false
+        } catch (e: CancellationException) {
+            throw e
         } catch (e: InboxException) {
             if (e.status == 401) {
                 // The token getter could not produce a valid token: keep it queued.
@@ -256,6 +258,11 @@ class InboxClient(
             mutate { it.fail(op.id) }
             _state.update { it.copy(lastError = e) }
             requestPull() // reconcile with the server
+            return false
+        } catch (e: Exception) {
+            // getToken() failed, or an unreadable answer: nothing is known to have been applied,
+            // so the operation stays queued (sent again with the same Idempotency-Key).
+            _state.update { it.copy(lastError = e) }
             return false
         } finally {
             synchronized(inFlight) { inFlight.remove(op.id) }
@@ -322,15 +329,18 @@ class InboxClient(
         }
     }
 
+    /** Pull, then send the queue. Never throws (it also runs in the background, in the app's
+     *  scope, where an exception would cancel the app's work): failures land in `lastError`. */
     private suspend fun catchUp() {
-        try {
-            pull()
-        } catch (e: IOException) {
-            _state.update { it.copy(lastError = e) }
-        } catch (e: InboxException) {
-            _state.update { it.copy(lastError = e) }
+        for (step in listOf(::pull, ::flushQueue)) {
+            try {
+                step()
+            } catch (e: CancellationException) {
+                throw e
+            } catch (e: Exception) {
+                _state.update { it.copy(lastError = e) }
+            }
         }
-        flushQueue()
     }
 
     /** A pull soon, in the background; requests made while one runs are merged into one. */
