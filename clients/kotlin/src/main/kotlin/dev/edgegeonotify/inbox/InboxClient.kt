@@ -156,7 +156,7 @@ class InboxClient(
         _state.update { it.copy(connection = Connection.STOPPED) }
     }
 
-    /** The app is visible again: pull now and reconnect now (no backoff wait). */
+    /** The app is visible again: pull and send queued operations now, reconnect now (no backoff wait). */
     fun onForeground() {
         requestPull()
         if (_state.value.connection != Connection.LIVE) wakeUps.trySend(Unit)
@@ -350,15 +350,8 @@ class InboxClient(
     }
 
     private suspend fun pullWorker() {
-        for (unit in pullRequests) {
-            try {
-                pull()
-            } catch (e: CancellationException) {
-                throw e
-            } catch (e: Exception) {
-                _state.update { it.copy(lastError = e) }
-            }
-        }
+        // Each pull also sends what is queued (nothing to do when the queue is empty).
+        for (unit in pullRequests) catchUp()
     }
 
     // ---------------------------------------------------------------- HTTP

@@ -130,6 +130,20 @@ class IntegrationTest {
         }
     }
 
+    /** A transport whose network can be switched off: every request fails as offline. */
+    private class Switchable(private val inner: InboxTransport) : InboxTransport {
+        @Volatile
+        var online = true
+        val sent = CopyOnWriteArrayList<HttpRequest>()
+        override suspend fun execute(request: HttpRequest): HttpResponse {
+            sent.add(request)
+            if (!online) throw java.io.IOException("offline (test)")
+            return inner.execute(request)
+        }
+
+        override fun openSocket(url: String, protocols: List<String>, listener: SocketListener) = inner.openSocket(url, protocols, listener)
+    }
+
     private fun client(
         sub: String,
         transport: InboxTransport = http,
@@ -274,6 +288,33 @@ class IntegrationTest {
         // With the backend back, the same mark goes through and stays.
         assertTrue(c.mark("f1", Flag.READ))
         assertTrue(c.state.value.items.first { it.itemKey == "f1" }.read)
+    }
+
+    @Test
+    fun aMarkMadeOfflineIsQueuedAndSentWithItsIdempotencyKeyWhenBack() = runBlocking {
+        val u = user("offline")
+        create(u, "o1")
+        create(u, "o2")
+        val net = Switchable(http)
+        val c = client(u, transport = net)
+        c.start(stream = false)
+        c.until("loaded") { it.keys() == listOf("o2", "o1") }
+        net.online = false
+        assertFalse(c.mark("o1", Flag.READ))
+        // Shown at once, and pending.
+        val s = c.state.value
+        assertTrue(s.items.first { it.itemKey == "o1" }.read)
+        assertEquals(1, s.view.pending)
+        assertEquals(1L, s.unread)
+        val key = net.sent.last().headers["Idempotency-Key"]!!
+        net.online = true
+        c.onForeground()
+        c.until("the queued mark confirmed") { it.view.pending == 0 }
+        val resent = net.sent.filter { it.url.endsWith("/v1/notifications/mark") }
+        assertEquals(listOf(key, key), resent.map { it.headers["Idempotency-Key"] })
+        val fresh = client(u)
+        fresh.load()
+        assertTrue("the server has it", fresh.state.value.items.first { it.itemKey == "o1" }.read)
     }
 
     @Test
