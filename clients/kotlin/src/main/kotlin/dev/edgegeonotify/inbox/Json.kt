@@ -21,7 +21,7 @@ object Json {
 
     fun write(v: Any?): String = StringBuilder().also { write(it, v) }.toString()
 
-    private fun write(sb: StringBuilder, v: Any?) {
+    internal fun write(sb: StringBuilder, v: Any?) {
         when (v) {
             null -> sb.append("null")
             is Boolean -> sb.append(v)
@@ -51,12 +51,12 @@ object Json {
                 }
                 sb.append(']')
             }
-            is JsonModel -> write(sb, v.toJson())
+            is JsonModel -> v.writeJson(sb)
             else -> throw IllegalArgumentException("not a JSON value: ${v::class}")
         }
     }
 
-    private fun quote(sb: StringBuilder, s: String) {
+    internal fun quote(sb: StringBuilder, s: String) {
         sb.append('"')
         for (c in s) {
             when (c) {
@@ -194,6 +194,9 @@ object Json {
 /** A typed model that renders itself as a JSON tree (see [Json.write]). */
 interface JsonModel {
     fun toJson(): Map<String, Any?>
+
+    /** Appends this model's JSON text; a model on a hot path writes its fields directly. */
+    fun writeJson(sb: StringBuilder) = Json.write(sb, toJson())
 }
 
 internal fun Map<String, Any?>.str(k: String): String =

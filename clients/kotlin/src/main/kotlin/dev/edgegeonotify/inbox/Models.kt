@@ -73,6 +73,40 @@ data class Notification(
         "summary" to summary,
     )
 
+    // The persisted store is mostly these: written field by field, without building a map.
+    override fun writeJson(sb: StringBuilder) {
+        fun key(k: String) = sb.append(if (sb.last() == '{') "\"" else ",\"").append(k).append("\":")
+        fun str(k: String, v: String?) {
+            key(k)
+            if (v == null) sb.append("null") else Json.quote(sb, v)
+        }
+        sb.append('{')
+        str("notificationId", notificationId)
+        str("itemKey", itemKey)
+        str("serviceType", serviceType)
+        str("categoryType", categoryType)
+        str("notificationType", notificationType)
+        str("templateType", templateType)
+        key("createdTimeMsec").append(createdTimeMsec)
+        key("expireAtMsec").append(expireAtMsec)
+        key("revision").append(revision)
+        key("originsCount").append(originsCount)
+        key("origins").append('[')
+        origins.forEachIndexed { i, o ->
+            if (i > 0) sb.append(',')
+            Json.write(sb, o.toJson())
+        }
+        sb.append(']')
+        key("read").append(read)
+        key("seen").append(seen)
+        key("archived").append(archived)
+        str("landing", landing)
+        key("messageArguments")
+        Json.write(sb, messageArguments)
+        str("summary", summary)
+        sb.append('}')
+    }
+
     /** This item with one flag set to [value]. */
     fun withFlag(flag: Flag, value: Boolean): Notification = when (flag) {
         Flag.READ -> copy(read = value)

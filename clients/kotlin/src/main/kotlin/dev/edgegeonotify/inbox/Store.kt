@@ -339,7 +339,7 @@ class InboxStore {
         /** The language-neutral persisted state (version 1, clients/conformance/README.md). */
         fun toJson(): Map<String, Any?> = linkedMapOf(
             "version" to 1L,
-            "items" to items.map { it.toJson() },
+            "items" to items, // JsonModel: Json.write renders them directly
             "counts" to counts.toJson(),
             "countsSync" to countsSync,
             "sync" to sync,

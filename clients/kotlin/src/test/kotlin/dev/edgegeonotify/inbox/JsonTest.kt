@@ -22,4 +22,15 @@ class JsonTest {
             assertThrows(bad, Json.ParseException::class.java) { Json.parse(bad) }
         }
     }
+
+    @Test
+    fun aNotificationWrittenDirectlyReadsBackAsItsTree() {
+        val plain = testItem("a", 5)
+        val odd = plain.copy(itemKey = "q\"\\\n\u0001é", landing = "https://x/y?a=1", summary = null, messageArguments = mapOf("k" to "v\"w"))
+        for (n in listOf(plain, odd)) {
+            val text = Json.write(n)
+            assertEquals(n.toJson(), Json.parse(text))
+            assertEquals(n, Notification.fromJson(Json.parse(text).asObj()))
+        }
+    }
 }
