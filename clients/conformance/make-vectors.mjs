@@ -214,6 +214,49 @@ vector("load-replaces-keeps-pending", "A new first page replaces the base (items
   { op: "markConfirmed", id: "m1", expect: { itemKeys: ["c"], counts: c(2, 2), pending: 0 } },
 ]);
 
+vector("changes-pages", "A pull of several pages (hasMore) applies each page in order; an item changed twice across pages ends in its last state; a tombstone followed by a re-create (a new event after a delete) ends with the item.", [
+  { op: "page", body: page([item("b", rev(20)), item("a", rev(10))], { counts: c(2, 2), sync: pos(T0 + 18_000) }) },
+  { op: "changes", body: changes([item("a", rev(10), { seen: true }), tomb("b")], pos(T0 + 21_000, nid("b")), true),
+    expect: { itemKeys: ["a"], sync: pos(T0 + 21_000, nid("b")) } },
+  { op: "changes", body: changes([item("a", rev(10), { seen: true, read: true }), item("b", rev(25))], pos(T0 + 26_000)),
+    expect: { itemKeys: ["b", "a"], items: { a: { seen: true, read: true }, b: { revision: rev(25) } }, sync: pos(T0 + 26_000), counts: c(2, 2) } },
+]);
+
+vector("positions", "Positions compare by [ms, id]: the same ms with a larger id is newer; an undecodable position is never older (the badge is applied; the feed's answer is taken).", [
+  { op: "page", body: page([item("a", rev(10))], { counts: c(1, 1), sync: pos(T0 + 20_000, "m") }) },
+  { op: "badge", message: badge(5, 5, pos(T0 + 20_000, "a")), expect: { dropped: true, counts: c(1, 1) } },
+  { op: "badge", message: badge(6, 6, pos(T0 + 20_000, "z")), expect: { dropped: false, counts: c(6, 6) } },
+  { op: "badge", message: badge(7, 7, "%%%not-a-position"), expect: { dropped: false, counts: c(7, 7) } },
+  { op: "changes", body: changes([], "%%%not-a-position"), expect: { sync: "%%%not-a-position" } },
+  { op: "changes", body: changes([], pos(T0 + 30_000)), expect: { sync: pos(T0 + 30_000) } },
+]);
+
+vector("pending-across-counts", "Counts replaced while an operation is pending (a badge, or the unread-count answer) keep the operation's effect on top until it is confirmed, then the server's counts stand; a failed operation leaves the new counts as they are.", [
+  { op: "page", body: page([item("b", rev(20)), item("a", rev(10))], { counts: c(2, 2), sync: pos(T0 + 18_000) }) },
+  { op: "bulkOptimistic", id: "b1", action: "seen", expect: { counts: c(2, 0), items: { a: { seen: true }, b: { seen: true } } } },
+  { op: "counts", body: c(5, 5), expect: { counts: c(5, 0) } },
+  { op: "bulkConfirmed", id: "b1", expect: { counts: c(5, 5), items: { a: { seen: true }, b: { seen: true } }, pending: 0 } },
+  { op: "markOptimistic", id: "m1", itemKey: "a", flag: "read", value: true, expect: { counts: c(4, 5) } },
+  { op: "badge", message: badge(3, 1, pos(T0 + 19_000)), expect: { counts: c(2, 1) } },
+  { op: "markFailed", id: "m1", expect: { counts: c(3, 1), items: { a: { read: false } }, pending: 0 } },
+]);
+
+vector("loaded-window", "While more pages remain, a feed entry for an item the store does not hold and that sorts below the last loaded item is skipped (it comes with its page); held items are always updated; once every page is loaded nothing is skipped.", [
+  { op: "page", body: page([item("c", rev(30)), item("b", rev(20))], { counts: c(4, 4), sync: pos(T0 + 28_000), nextCursor: cursor(rev(20), "b") }),
+    expect: { itemKeys: ["c", "b"], nextCursor: cursor(rev(20), "b") } },
+  // x is older than b (skipped), y newer (shown), b is held (updated), a tombstone of an unheld item is a no-op.
+  { op: "changes", body: changes([item("x", rev(5), { read: true }), item("y", rev(25)), item("b", rev(20), { read: true }), tomb("a")], pos(T0 + 31_000)),
+    expect: { itemKeys: ["c", "y", "b"], items: { b: { read: true } }, sync: pos(T0 + 31_000) } },
+  // Same revision as the cursor: below it only with a smaller notificationId.
+  // nid(t1) "rB9D…" > nid(b) "c0tz…" (kept, above b); nid(t4) "ZUhr…" < "c0tz…" (skipped).
+  { op: "changes", body: changes([item("t1", rev(20)), item("t4", rev(20))], pos(T0 + 32_000)),
+    expect: { itemKeys: ["c", "y", "t1", "b"] } },
+  { op: "page", append: true, body: page([item("x", rev(5), { read: true })], { sync: pos(T0 + 33_000) }),
+    expect: { itemKeys: ["c", "y", "t1", "b", "x"], nextCursor: null } },
+  { op: "changes", body: changes([item("z", rev(1))], pos(T0 + 34_000)),
+    expect: { itemKeys: ["c", "y", "t1", "b", "x", "z"] } },
+]);
+
 // ---------------------------------------------------------------------------------------------
 const files = Object.fromEntries(vectors.map((v) => [`${v.name}.json`, `${JSON.stringify(v, null, 2)}\n`]));
 if (process.argv.includes("--check")) {

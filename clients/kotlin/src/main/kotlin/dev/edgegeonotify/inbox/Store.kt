@@ -33,6 +33,11 @@ object Position {
         return out.toByteArray()
     }
 
+    /** `[revision, notificationId]` of a list cursor (the same encoding), or null. */
+    internal fun decodeCursor(s: String): Pair<Long, String>? = decode(s)?.let { it.ms to it.id }
+
+    internal fun bytesBefore(a: String, b: String) = compareBytes(a, b) < 0
+
     private fun decode(s: String): Decoded? = try {
         val arr = Json.parse(String(base64UrlDecode(s), Charsets.UTF_8)) as? List<*>
         val ms = arr?.getOrNull(0)
@@ -185,12 +190,22 @@ class InboxStore {
         changed()
     }
 
-    /** One change-feed answer: tombstones and archived items leave, others replace by itemKey. */
+    /**
+     * One change-feed answer: tombstones and archived items leave, others replace by itemKey.
+     * While more list pages remain, an item the store does not hold that sorts below the last
+     * loaded one is skipped: it comes with its page, so the list never shows it out of place.
+     */
     fun applyChanges(changes: Changes) {
+        val window = nextCursor?.let { Position.decodeCursor(it) }
         for (c in changes.items) {
             when (c) {
                 is Change.Tombstone -> remove(c.itemKey)
-                is Change.Upsert -> upsert(c.item)
+                is Change.Upsert -> {
+                    val n = c.item
+                    val below = window != null && !byKey.containsKey(n.itemKey) &&
+                        (n.revision < window.first || (n.revision == window.first && Position.bytesBefore(n.notificationId, window.second)))
+                    if (!below) upsert(n)
+                }
             }
         }
         sync = Position.max(sync, changes.sync)
