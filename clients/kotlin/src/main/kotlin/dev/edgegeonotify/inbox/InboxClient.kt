@@ -227,14 +227,28 @@ class InboxClient(
     private fun newId() = UUID.randomUUID().toString()
     private fun newKey() = "inbox-" + UUID.randomUUID().toString()
 
+    /** Outcome of each operation made by this client while its `mark`/`bulk`/`delete` call waits. */
+    private val outcomes = java.util.concurrent.ConcurrentHashMap<String, CompletableDeferred<Boolean>>()
+
     private suspend fun submit(op: PendingOp): Boolean {
+        val outcome = CompletableDeferred<Boolean>()
+        outcomes[op.id] = outcome
         mutate { it.addPending(op) }
-        return send(op)
+        send(op)
+        // A background flush (after a pull) may have picked the operation up first: its
+        // sender reports the outcome either way.
+        return outcome.await()
     }
 
-    private suspend fun send(op: PendingOp): Boolean {
-        synchronized(inFlight) { if (!inFlight.add(op.id)) return false }
+    private fun settle(op: PendingOp, applied: Boolean) {
+        outcomes.remove(op.id)?.complete(applied)
+    }
+
+    private suspend fun send(op: PendingOp) {
+        synchronized(inFlight) { if (!inFlight.add(op.id)) return }
         try {
+            // Confirmed or dropped since the caller listed it: nothing to send.
+            if (storeLock.withLock { !store.isPending(op.id) }) return
             val (method, path, body) = when (op) {
                 is PendingOp.Mark -> Triple("POST", "/v1/notifications/mark", MarkRequest(op.itemKey, false, op.flag, op.value).toJson())
                 is PendingOp.Bulk -> Triple("POST", "/v1/notifications/bulk", BulkRequest(op.action, op.category).toJson())
@@ -242,28 +256,23 @@ class InboxClient(
             }
             call(method, path, body?.let { Json.write(it) }, idempotencyKey = op.idempotencyKey)
             mutate { it.confirm(op.id) }
-            return true
-        } catch (e: IOException) {
-            // Offline: stays pending (and persisted); sent again on reconnect / foreground.
-            _state.update { it.copy(lastError = e) }
-            return false
+            settle(op, true)
         } catch (e: CancellationException) {
             throw e
         } catch (e: InboxException) {
-            if (e.status == 401) {
-                // The token getter could not produce a valid token: keep it queued.
-                _state.update { it.copy(lastError = e) }
-                return false
-            }
-            mutate { it.fail(op.id) }
             _state.update { it.copy(lastError = e) }
-            requestPull() // reconcile with the server
-            return false
+            if (e.status != 401) {
+                // Refused, or retries ran out: roll back exactly, then reconcile with the server.
+                mutate { it.fail(op.id) }
+                requestPull()
+            } // A 401 after a fresh token: the token getter cannot help now; keep it queued.
+            settle(op, false)
         } catch (e: Exception) {
-            // getToken() failed, or an unreadable answer: nothing is known to have been applied,
-            // so the operation stays queued (sent again with the same Idempotency-Key).
+            // No answer (IOException: offline), getToken() failed, or an unreadable answer:
+            // nothing is known to have been applied, so the operation stays queued and is sent
+            // again (same Idempotency-Key) on reconnect, onForeground() or the next start().
             _state.update { it.copy(lastError = e) }
-            return false
+            settle(op, false)
         } finally {
             synchronized(inFlight) { inFlight.remove(op.id) }
         }

@@ -237,6 +237,8 @@ class InboxStore {
         changed()
     }
 
+    fun isPending(id: String): Boolean = pending.any { it.id == id }
+
     /** The server applied [id]: into the base (counts only if not replaced since). */
     fun confirm(id: String): PendingOp? {
         val i = pending.indexOfFirst { it.id == id }

@@ -79,6 +79,17 @@ class IntegrationTest {
         assertTrue("create $itemKey: ${r.status} ${r.body}", r.status == 201 || r.status == 200)
     }
 
+    private suspend fun retract(owner: String, itemKey: String, senderId: String) {
+        val r = http.execute(
+            HttpRequest(
+                "POST", "$base/v1/notifications/retractions",
+                mapOf("Authorization" to "Bearer ${env["INBOX_SERVICE_TOKEN"]}", "Content-Type" to "application/json"),
+                Json.write(mapOf("owner" to owner, "itemKey" to itemKey, "senderId" to senderId)),
+            ),
+        )
+        assertEquals("retract $itemKey: ${r.body}", 200, r.status)
+    }
+
     private suspend fun stack(which: String, method: String, path: String, body: Any? = null): Map<String, Any?> {
         val url = (if (which == "data") env["INBOX_DATA_API_URL"] else env["INBOX_REDIS_REST_URL"])!!
         val r = http.execute(HttpRequest(method, url + path, mapOf("Content-Type" to "application/json"), body?.let { Json.write(it) }))
@@ -170,24 +181,35 @@ class IntegrationTest {
     @Test
     fun twoClientsOfOneUserConverge() = runBlocking {
         val u = user("conv")
-        for (k in listOf("a", "b", "c")) create(u, k)
+        create(u, "a")
+        create(u, "b")
+        create(u, "c")
+        create(u, "e", sender = "eve")
         val phone = client(u)
         val laptop = client(u)
         phone.start()
         laptop.start()
-        phone.until("phone loaded") { it.keys() == listOf("c", "b", "a") && it.connection == Connection.LIVE }
-        laptop.until("laptop loaded") { it.keys() == listOf("c", "b", "a") && it.connection == Connection.LIVE }
-        // Phone: read a, delete b. Backend: a new item d, and a second sender merged into c.
+        val all = listOf("e", "c", "b", "a")
+        phone.until("phone loaded") { it.keys() == all && it.connection == Connection.LIVE }
+        laptop.until("laptop loaded") { it.keys() == all && it.connection == Connection.LIVE }
+        // Phone: read a, delete b. Backend: a new item d, a second sender merged into c, and
+        // e's only sender retracted (the item goes).
         assertTrue(phone.mark("a", Flag.READ))
         assertTrue(phone.delete("b"))
         create(u, "d")
         create(u, "c")
+        retract(u, "e", "eve")
         // The laptop learns all of it from badges + the change feed, without a reload.
         val want = listOf("c", "d", "a")
-        val l = laptop.until("laptop converged") { s ->
+        laptop.until("laptop converged") { s ->
             s.keys() == want && s.items.first { it.itemKey == "a" }.read && s.items.first { it.itemKey == "c" }.originsCount == 2L && s.unread == 2L
         }
-        val p = phone.until("phone converged") { s -> s.keys() == want && s.items.first { it.itemKey == "c" }.originsCount == 2L && s.unread == 2L }
+        // Laptop: everything seen; the phone's badge clears too.
+        assertTrue(laptop.bulk(BulkAction.SEEN))
+        val p = phone.until("phone converged") { s ->
+            s.keys() == want && s.items.first { it.itemKey == "c" }.originsCount == 2L && s.unread == 2L && s.unseen == 0L && s.items.all { it.seen }
+        }
+        val l = laptop.until("laptop settled") { it.unseen == 0L && it.view.pending == 0 }
         assertEquals(p.items, l.items)
         assertEquals(p.counts, l.counts)
         // And both equal a fresh load.
