@@ -221,7 +221,7 @@ class InboxClient(
     /** Sends every queued operation (after a reconnect; [start] and the stream call it). */
     suspend fun flushQueue() {
         val ops = storeLock.withLock { store.pendingOps }
-        for (op in ops) send(op)
+        for (op in ops) if (!outcomes.containsKey(op.id)) send(op)
     }
 
     private fun newId() = UUID.randomUUID().toString()
@@ -234,9 +234,8 @@ class InboxClient(
         val outcome = CompletableDeferred<Boolean>()
         outcomes[op.id] = outcome
         mutate { it.addPending(op) }
-        send(op)
-        // A background flush (after a pull) may have picked the operation up first: its
-        // sender reports the outcome either way.
+        send(op) // background flushes leave an operation alone while its call is running
+        settle(op, false) // (no-op when send settled it)
         return outcome.await()
     }
 

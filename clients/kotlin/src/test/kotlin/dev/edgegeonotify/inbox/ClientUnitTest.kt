@@ -29,10 +29,16 @@ internal fun testItem(key: String, revision: Long, read: Boolean = false, seen: 
 class ClientUnitTest {
     private class Scripted(vararg answers: (HttpRequest) -> HttpResponse) : InboxTransport {
         val queue = ArrayDeque(answers.toList())
-        val sent = ArrayList<HttpRequest>()
+        val sent = java.util.concurrent.CopyOnWriteArrayList<HttpRequest>()
+
+        /** The answer once [queue] is empty (null: any further request fails the test). */
+        @Volatile
+        var fallback: ((HttpRequest) -> HttpResponse)? = null
+
         override suspend fun execute(request: HttpRequest): HttpResponse {
             sent.add(request)
-            val next = queue.removeFirstOrNull() ?: throw AssertionError("unexpected request ${request.method} ${request.url}")
+            val next = synchronized(queue) { queue.removeFirstOrNull() } ?: fallback
+                ?: throw AssertionError("unexpected request ${request.method} ${request.url}")
             return next(request)
         }
 
@@ -94,7 +100,6 @@ class ClientUnitTest {
             answer(200, page(testItem("b", 2), testItem("a", 1))),
             err(422, "field_too_long"), // the refused mark
             answer(200, """{"items":[],"sync":"WzIsIiJd","hasMore":false}"""), // the reconciling pull
-            { throw IOException("offline") }, // the offline mark
         )
         val c = client(t, ArrayList(), persistence)
         c.load()
@@ -106,11 +111,15 @@ class ClientUnitTest {
         assertEquals(before.counts, c.state.value.counts)
         assertEquals("field_too_long", (c.state.value.lastError as InboxException).code)
 
+        // The network goes away (a background flush after the pull may try again: same answer).
+        t.fallback = { throw IOException("offline") }
         assertFalse(c.mark("b", Flag.READ))
         assertEquals(Counts(1, 2), c.state.value.counts)
         assertEquals(1, c.state.value.view.pending)
-        val key = t.sent.last().headers["Idempotency-Key"]
+        val marks = t.sent.filter { it.url.endsWith("/mark") && it.body!!.contains("\"b\"") }
+        val key = marks.first().headers["Idempotency-Key"]
         assertTrue(key!!.startsWith("inbox-"))
+        assertTrue(marks.all { it.headers["Idempotency-Key"] == key })
         // Persisted with its key: a new client (a cold start) restores it and sends the same key.
         c.awaitPersisted()
         val t2 = Scripted(
