@@ -11,6 +11,7 @@ import okhttp3.Response
 import okhttp3.WebSocket
 import okhttp3.WebSocketListener
 import java.io.IOException
+import java.util.concurrent.TimeUnit
 import kotlin.coroutines.resume
 import kotlin.coroutines.resumeWithException
 
@@ -53,8 +54,15 @@ interface InboxTransport {
     fun openSocket(url: String, protocols: List<String>, listener: SocketListener): InboxSocket
 }
 
-/** [InboxTransport] over OkHttp 3.x (the version Android apps and Debian ship). */
-class OkHttpTransport(private val client: OkHttpClient = OkHttpClient()) : InboxTransport {
+/**
+ * [InboxTransport] over OkHttp 3.x (binary-compatible with 4.x). The default client pings the
+ * WebSocket every 20 s: a link that died without a close (sleep, a NAT that forgot the flow) is
+ * noticed when a pong is missing, and the client reconnects. An app passing its own client
+ * should set `pingInterval` too.
+ */
+class OkHttpTransport(
+    private val client: OkHttpClient = OkHttpClient.Builder().pingInterval(20, TimeUnit.SECONDS).build(),
+) : InboxTransport {
     private val json = MediaType.parse("application/json")
 
     override suspend fun execute(request: HttpRequest): HttpResponse {

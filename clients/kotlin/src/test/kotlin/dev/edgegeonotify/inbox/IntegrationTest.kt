@@ -155,6 +155,65 @@ class IntegrationTest {
         override fun openSocket(url: String, protocols: List<String>, listener: SocketListener) = inner.openSocket(url, protocols, listener)
     }
 
+    /**
+     * A TCP proxy in front of the worker whose WebSocket connections can be frozen: bytes stop
+     * flowing both ways and nothing is closed, as on a link that died during sleep.
+     */
+    private class FreezingProxy(target: java.net.URI) : AutoCloseable {
+        private val server = java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())
+        val url = "http://127.0.0.1:${server.localPort}"
+        private val frozen = java.util.concurrent.ConcurrentHashMap.newKeySet<java.util.concurrent.atomic.AtomicBoolean>()
+        private val sockets = CopyOnWriteArrayList<java.net.Socket>()
+        private val webSockets = CopyOnWriteArrayList<java.util.concurrent.atomic.AtomicBoolean>()
+
+        init {
+            Thread {
+                while (!server.isClosed) {
+                    val inbound = try { server.accept() } catch (e: java.io.IOException) { break }
+                    val outbound = java.net.Socket(target.host, target.port)
+                    sockets.add(inbound)
+                    sockets.add(outbound)
+                    val stop = java.util.concurrent.atomic.AtomicBoolean(false)
+                    pump(inbound, outbound, stop, sniff = true)
+                    pump(outbound, inbound, stop, sniff = false)
+                }
+            }.apply { isDaemon = true }.start()
+        }
+
+        private fun pump(from: java.net.Socket, to: java.net.Socket, stop: java.util.concurrent.atomic.AtomicBoolean, sniff: Boolean) {
+            Thread {
+                val buf = ByteArray(16 * 1024)
+                var first = sniff
+                try {
+                    while (true) {
+                        val n = from.getInputStream().read(buf)
+                        if (n < 0) break
+                        if (first) {
+                            first = false
+                            if (String(buf, 0, n).contains("Upgrade: websocket", ignoreCase = true)) webSockets.add(stop)
+                        }
+                        while (stop.get()) Thread.sleep(5) // frozen: hold the bytes, close nothing
+                        to.getOutputStream().write(buf, 0, n)
+                    }
+                } catch (e: Exception) {
+                    // either side went away
+                }
+                if (!stop.get()) runCatching { to.shutdownOutput() }
+            }.apply { isDaemon = true }.start()
+        }
+
+        /** Freezes every WebSocket connection open now (HTTP connections keep flowing). */
+        fun freezeWebSockets(): Int {
+            webSockets.forEach { it.set(true) }
+            return webSockets.size
+        }
+
+        override fun close() {
+            server.close()
+            sockets.forEach { runCatching { it.close() } }
+        }
+    }
+
     private fun client(
         sub: String,
         transport: InboxTransport = http,
@@ -261,6 +320,25 @@ class IntegrationTest {
         val connectTokens = gated.protocols.map { it[1].removePrefix("auth.") }
         assertEquals(connectTokens.size, connectTokens.toSet().size)
         assertTrue(tokens.containsAll(connectTokens))
+    }
+
+    @Test
+    fun aSocketThatGoesSilentIsNoticedByItsPingsAndReplaced() = runBlocking {
+        val u = user("silent")
+        FreezingProxy(java.net.URI(base)).use { proxy ->
+            val pinging = OkHttpTransport(okhttp3.OkHttpClient.Builder().pingInterval(200, java.util.concurrent.TimeUnit.MILLISECONDS).build())
+            val c = InboxClient(proxy.url, u, { mint(u) }, scope, pinging, MemoryPersistence(), InboxConfig(pageSize = 100))
+            clients.add(c)
+            c.start()
+            c.until("live") { it.connection == Connection.LIVE && it.ready }
+            assertEquals(1, proxy.freezeWebSockets())
+            // No close arrives; the missing pong is what tells.
+            c.until("the dead link noticed") { it.connection != Connection.LIVE }
+            c.until("live again") { it.connection == Connection.LIVE }
+            create(u, "after")
+            c.until("the new socket carries badges") { it.unread == 1L && it.keys() == listOf("after") }
+        }
+        Unit
     }
 
     @Test
