@@ -14,6 +14,12 @@ command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v jq >/dev/null 2>&1 || need_apt+=(jq)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
+# The Kotlin SDK (clients/kotlin/build.sh): a JDK, OkHttp 3 + Okio and JUnit 4 from Debian
+# (kotlinc itself comes from the npm package kotlin-compiler).
+command -v javac >/dev/null 2>&1 || need_apt+=(default-jdk-headless)
+[ -f /usr/share/java/okhttp.jar ] || need_apt+=(libokhttp-java)
+[ -f /usr/share/java/okio.jar ] || need_apt+=(libokio-java)
+[ -f /usr/share/java/junit4.jar ] || need_apt+=(junit4)
 if [ ${#need_apt[@]} -gt 0 ]; then
   say "apt-get install ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

@@ -39,6 +39,8 @@ stage "pytest (local backend stack)"
 stage "clients/ts (TypeScript SDK: typecheck, store against the conformance vectors, unit tests)"
 node_modules/.bin/tsc -p clients/ts --noEmit
 node --test --test-concurrency=1 "clients/ts/test/*.test.ts"
+stage "clients/kotlin (kotlinc + JUnit: conformance vectors, /openapi.json contract, integration in workerd)"
+bash clients/kotlin/build.sh
 stage "node --test (compiled worker in workerd via Miniflare)"
 # The TAP log is long and CI keeps only its tail, so a failure is repeated at the end: each
 # failing test's name and its YAML block (error, expected/actual, stack).

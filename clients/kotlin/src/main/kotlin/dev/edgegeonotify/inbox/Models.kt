@@ -1,0 +1,369 @@
+package dev.edgegeonotify.inbox
+
+/*
+ * Typed request and response bodies of every route the client calls. Field names and required
+ * fields are checked against the worker's /openapi.json by ContractTest (see [Contract]), so a
+ * contract change fails the Kotlin build instead of a phone.
+ */
+
+/** One sender of a merged item (`Origin`). */
+data class Origin(
+    val senderId: String,
+    val name: String,
+    val createdTimeMsec: Long,
+    val avatar: String? = null,
+    val landing: String? = null,
+) : JsonModel {
+    override fun toJson(): Map<String, Any?> = buildMap {
+        put("senderId", senderId)
+        put("name", name)
+        avatar?.let { put("avatar", it) }
+        landing?.let { put("landing", it) }
+        put("createdTimeMsec", createdTimeMsec)
+    }
+
+    companion object {
+        fun fromJson(m: Map<String, Any?>) = Origin(
+            senderId = m.str("senderId"),
+            name = m.str("name"),
+            createdTimeMsec = m.long("createdTimeMsec"),
+            avatar = m.strOrNull("avatar"),
+            landing = m.strOrNull("landing"),
+        )
+    }
+}
+
+/** One inbox item (`Notification`), as list pages and the change feed send it. */
+data class Notification(
+    val notificationId: String,
+    val itemKey: String,
+    val serviceType: String,
+    val categoryType: String,
+    val notificationType: String,
+    val templateType: String,
+    val createdTimeMsec: Long,
+    val expireAtMsec: Long,
+    val revision: Long,
+    val originsCount: Long,
+    val origins: List<Origin>,
+    val read: Boolean,
+    val seen: Boolean,
+    val archived: Boolean,
+    val landing: String?,
+    val messageArguments: Map<String, String>,
+    val summary: String?,
+) : JsonModel {
+    override fun toJson(): Map<String, Any?> = linkedMapOf(
+        "notificationId" to notificationId,
+        "itemKey" to itemKey,
+        "serviceType" to serviceType,
+        "categoryType" to categoryType,
+        "notificationType" to notificationType,
+        "templateType" to templateType,
+        "createdTimeMsec" to createdTimeMsec,
+        "expireAtMsec" to expireAtMsec,
+        "revision" to revision,
+        "originsCount" to originsCount,
+        "origins" to origins.map { it.toJson() },
+        "read" to read,
+        "seen" to seen,
+        "archived" to archived,
+        "landing" to landing,
+        "messageArguments" to messageArguments,
+        "summary" to summary,
+    )
+
+    // The persisted store is mostly these: written field by field, without building a map.
+    override fun writeJson(sb: StringBuilder) {
+        fun key(k: String) = sb.append(if (sb.last() == '{') "\"" else ",\"").append(k).append("\":")
+        fun str(k: String, v: String?) {
+            key(k)
+            if (v == null) sb.append("null") else Json.quote(sb, v)
+        }
+        sb.append('{')
+        str("notificationId", notificationId)
+        str("itemKey", itemKey)
+        str("serviceType", serviceType)
+        str("categoryType", categoryType)
+        str("notificationType", notificationType)
+        str("templateType", templateType)
+        key("createdTimeMsec").append(createdTimeMsec)
+        key("expireAtMsec").append(expireAtMsec)
+        key("revision").append(revision)
+        key("originsCount").append(originsCount)
+        key("origins").append('[')
+        origins.forEachIndexed { i, o ->
+            if (i > 0) sb.append(',')
+            Json.write(sb, o.toJson())
+        }
+        sb.append(']')
+        key("read").append(read)
+        key("seen").append(seen)
+        key("archived").append(archived)
+        str("landing", landing)
+        key("messageArguments")
+        Json.write(sb, messageArguments)
+        str("summary", summary)
+        sb.append('}')
+    }
+
+    /** This item with one flag set to [value]. */
+    fun withFlag(flag: Flag, value: Boolean): Notification = when (flag) {
+        Flag.READ -> copy(read = value)
+        Flag.SEEN -> copy(seen = value)
+        Flag.ARCHIVED -> copy(archived = value)
+    }
+
+    fun flag(flag: Flag): Boolean = when (flag) {
+        Flag.READ -> read
+        Flag.SEEN -> seen
+        Flag.ARCHIVED -> archived
+    }
+
+    companion object {
+        fun fromJson(m: Map<String, Any?>) = Notification(
+            notificationId = m.str("notificationId"),
+            itemKey = m.str("itemKey"),
+            serviceType = m.str("serviceType"),
+            categoryType = m.str("categoryType"),
+            notificationType = m.str("notificationType"),
+            templateType = m.str("templateType"),
+            createdTimeMsec = m.long("createdTimeMsec"),
+            expireAtMsec = m.long("expireAtMsec"),
+            revision = m.long("revision"),
+            originsCount = m.long("originsCount"),
+            origins = m.list("origins").map { Origin.fromJson(it.asObj()) },
+            read = m.bool("read"),
+            seen = m.bool("seen"),
+            archived = m.bool("archived"),
+            landing = m.strOrNull("landing"),
+            messageArguments = m.obj("messageArguments").mapValues { (_, v) -> v.toString() },
+            summary = m.strOrNull("summary"),
+        )
+    }
+}
+
+/** `{unread, unseen}`: the badge over the whole unarchived inbox (`Counts`). */
+data class Counts(val unread: Long, val unseen: Long) : JsonModel {
+    override fun toJson(): Map<String, Any?> = linkedMapOf("unread" to unread, "unseen" to unseen)
+
+    companion object {
+        val ZERO = Counts(0, 0)
+        fun fromJson(m: Map<String, Any?>) = Counts(m.long("unread"), m.long("unseen"))
+    }
+}
+
+/** `GET /v1/notifications` (`Page`). */
+data class Page(
+    val items: List<Notification>,
+    val nextCursor: String?,
+    val counts: Counts?,
+    val sync: String,
+) : JsonModel {
+    override fun toJson(): Map<String, Any?> = buildMap {
+        put("items", items.map { it.toJson() })
+        put("nextCursor", nextCursor)
+        counts?.let { put("counts", it.toJson()) }
+        put("sync", sync)
+    }
+
+    companion object {
+        fun fromJson(m: Map<String, Any?>) = Page(
+            items = m.list("items").map { Notification.fromJson(it.asObj()) },
+            nextCursor = m.strOrNull("nextCursor"),
+            counts = (m["counts"] as? Map<*, *>)?.let { Counts.fromJson(it.asObj()) },
+            sync = m.str("sync"),
+        )
+    }
+}
+
+/** One entry of the change feed: a full item, or a tombstone (`Tombstone`). */
+sealed class Change {
+    abstract val itemKey: String
+
+    data class Upsert(val item: Notification) : Change() {
+        override val itemKey get() = item.itemKey
+    }
+
+    data class Tombstone(override val itemKey: String) : Change()
+
+    fun toJson(): Map<String, Any?> = when (this) {
+        is Upsert -> item.toJson()
+        is Tombstone -> linkedMapOf("itemKey" to itemKey, "deleted" to true)
+    }
+
+    companion object {
+        fun fromJson(m: Map<String, Any?>): Change =
+            if (m["deleted"] == true) Tombstone(m.str("itemKey")) else Upsert(Notification.fromJson(m))
+    }
+}
+
+/** `GET /v1/notifications/changes`. */
+data class Changes(val items: List<Change>, val sync: String, val hasMore: Boolean) : JsonModel {
+    override fun toJson(): Map<String, Any?> =
+        linkedMapOf("items" to items.map { it.toJson() }, "sync" to sync, "hasMore" to hasMore)
+
+    companion object {
+        fun fromJson(m: Map<String, Any?>) = Changes(
+            items = m.list("items").map { Change.fromJson(it.asObj()) },
+            sync = m.str("sync"),
+            hasMore = m.bool("hasMore"),
+        )
+    }
+}
+
+/** Reconnect advice carried by every badge push. */
+data class ReconnectHint(val baseMs: Long, val maxMs: Long, val jitter: String) {
+    companion object {
+        val DEFAULT = ReconnectHint(1_000, 30_000, "full")
+        fun fromJson(m: Map<String, Any?>) = ReconnectHint(m.long("baseMs"), m.long("maxMs"), m.strOrNull("jitter") ?: "full")
+    }
+}
+
+/** A WebSocket push: `{type: "badge", unread, unseen, sync, reconnect}`. */
+data class Badge(val unread: Long, val unseen: Long, val sync: String, val reconnect: ReconnectHint?) {
+    val counts get() = Counts(unread, unseen)
+
+    companion object {
+        /** Null for a message of another type (the protocol may grow). */
+        fun fromJson(m: Map<String, Any?>): Badge? {
+            if (m["type"] != "badge") return null
+            return Badge(
+                unread = m.long("unread"),
+                unseen = m.long("unseen"),
+                sync = m.str("sync"),
+                reconnect = (m["reconnect"] as? Map<*, *>)?.let { ReconnectHint.fromJson(it.asObj()) },
+            )
+        }
+    }
+}
+
+/** A per-item flag of `POST /v1/notifications/mark`. */
+enum class Flag(val wire: String) {
+    READ("read"), SEEN("seen"), ARCHIVED("archived");
+
+    companion object {
+        fun of(wire: String): Flag = entries.firstOrNull { it.wire == wire }
+            ?: throw IllegalArgumentException("unknown flag '$wire'")
+    }
+}
+
+/** A bulk action of `POST /v1/notifications/bulk`. */
+enum class BulkAction(val wire: String) {
+    READ("read"), SEEN("seen"), ARCHIVE_READ("archiveRead"), DELETE("delete");
+
+    companion object {
+        fun of(wire: String): BulkAction = entries.firstOrNull { it.wire == wire }
+            ?: throw IllegalArgumentException("unknown bulk action '$wire'")
+    }
+}
+
+/** `POST /v1/notifications/mark` body: exactly one of [itemKey] or [all]. */
+data class MarkRequest(val itemKey: String?, val all: Boolean, val flag: Flag, val value: Boolean = true) : JsonModel {
+    init {
+        require((itemKey != null) != all) { "exactly one of itemKey or all" }
+    }
+
+    override fun toJson(): Map<String, Any?> = buildMap {
+        if (itemKey != null) put("itemKey", itemKey) else put("all", true)
+        put("flag", flag.wire)
+        put("value", value)
+    }
+
+    companion object {
+        fun fromJson(m: Map<String, Any?>) = MarkRequest(
+            itemKey = m.strOrNull("itemKey"),
+            all = m["all"] == true,
+            flag = Flag.of(m.str("flag")),
+            value = m["value"] as? Boolean ?: true,
+        )
+    }
+}
+
+/** `POST /v1/notifications/bulk` body. */
+data class BulkRequest(val action: BulkAction, val category: String? = null) : JsonModel {
+    override fun toJson(): Map<String, Any?> = buildMap {
+        put("action", action.wire)
+        category?.let { put("category", it) }
+    }
+
+    companion object {
+        fun fromJson(m: Map<String, Any?>) = BulkRequest(BulkAction.of(m.str("action")), m.strOrNull("category"))
+    }
+}
+
+/** The answer of mark and bulk: `{updated}`. */
+data class Updated(val updated: Long) {
+    companion object {
+        fun fromJson(m: Map<String, Any?>) = Updated(m.long("updated"))
+    }
+}
+
+/** The answer of `DELETE /v1/notifications/items/{itemKey}`: `{deleted: true}`. */
+data class Deleted(val deleted: Boolean) {
+    companion object {
+        fun fromJson(m: Map<String, Any?>) = Deleted(m.bool("deleted"))
+    }
+}
+
+/** Every 4xx/5xx body: `{"error":{"code","message"}}`. */
+data class ErrorBody(val code: String, val message: String) {
+    companion object {
+        fun fromJsonOrNull(text: String): ErrorBody? = runCatching {
+            val e = Json.parse(text).asObj().obj("error")
+            ErrorBody(e.str("code"), e.str("message"))
+        }.getOrNull()
+    }
+}
+
+/**
+ * Where each model lives in the OpenAPI document and which fields it declares, for the contract
+ * test. `schema` is a path of keys from the document root; `required` are the fields this client
+ * cannot do without (they must be required by the server too); `fields` every field it reads or
+ * writes (each must exist in the schema).
+ */
+object Contract {
+    data class Model(val name: String, val schema: List<String>, val fields: Set<String>, val required: Set<String>)
+
+    private fun response(path: String, method: String, status: String = "200") =
+        listOf("paths", path, method, "responses", status, "content", "application/json", "schema")
+
+    private fun request(path: String, method: String) =
+        listOf("paths", path, method, "requestBody", "content", "application/json", "schema")
+
+    val models = listOf(
+        Model(
+            "Origin", listOf("components", "schemas", "Origin"),
+            setOf("senderId", "name", "avatar", "landing", "createdTimeMsec"),
+            setOf("senderId", "name", "createdTimeMsec"),
+        ),
+        Model(
+            "Notification", listOf("components", "schemas", "Notification"),
+            setOf(
+                "notificationId", "itemKey", "serviceType", "categoryType", "notificationType", "templateType",
+                "createdTimeMsec", "expireAtMsec", "revision", "originsCount", "origins", "read", "seen", "archived",
+                "landing", "messageArguments", "summary",
+            ),
+            setOf(
+                "notificationId", "itemKey", "serviceType", "categoryType", "notificationType", "templateType",
+                "createdTimeMsec", "expireAtMsec", "revision", "originsCount", "origins", "read", "seen", "archived",
+                "landing", "messageArguments", "summary",
+            ),
+        ),
+        Model("Counts", listOf("components", "schemas", "Counts"), setOf("unread", "unseen"), setOf("unread", "unseen")),
+        Model("Page", listOf("components", "schemas", "Page"), setOf("items", "nextCursor", "counts", "sync"), setOf("items", "nextCursor", "sync")),
+        Model("Tombstone", listOf("components", "schemas", "Tombstone"), setOf("itemKey", "deleted"), setOf("itemKey", "deleted")),
+        Model("Changes", response("/v1/notifications/changes", "get"), setOf("items", "sync", "hasMore"), setOf("items", "sync", "hasMore")),
+        Model("UnreadCount", response("/v1/notifications/unread-count", "get"), setOf("unread", "unseen"), setOf("unread", "unseen")),
+        Model("MarkRequest", request("/v1/notifications/mark", "post"), setOf("itemKey", "all", "flag", "value"), setOf("flag")),
+        Model("MarkAnswer", response("/v1/notifications/mark", "post"), setOf("updated"), setOf("updated")),
+        Model("BulkRequest", request("/v1/notifications/bulk", "post"), setOf("action", "category"), setOf("action")),
+        Model("BulkAnswer", response("/v1/notifications/bulk", "post"), setOf("updated"), setOf("updated")),
+        Model("DeleteAnswer", response("/v1/notifications/items/{itemKey}", "delete"), setOf("deleted"), setOf("deleted")),
+        Model("Error", listOf("components", "schemas", "Error"), setOf("error"), setOf("error")),
+    )
+
+    /** Enum values the client sends, checked against the schema's `enum`. */
+    val flagValues = Flag.entries.map { it.wire }.toSet()
+    val bulkValues = BulkAction.entries.map { it.wire }.toSet()
+}

@@ -1,0 +1,138 @@
+package dev.edgegeonotify.inbox
+
+import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.SupervisorJob
+import kotlinx.coroutines.cancel
+import kotlinx.coroutines.runBlocking
+import java.nio.file.Files
+import java.util.Base64
+import javax.crypto.Mac
+import javax.crypto.spec.SecretKeySpec
+import kotlin.system.exitProcess
+
+/**
+ * Benchmarks of the Kotlin SDK (not tests), printed as markdown for BENCHMARKS.md by
+ * scripts/bench/85-sdk-kotlin.sh:
+ * - `store`: a 100-entry change page applied to a 10 000-item store (JVM, in process).
+ * - `coldstart`: against the worker in workerd + the local stack (via tests/js/kotlin_stack.mjs):
+ *   requests and bytes of a cold start from persisted state vs a full reload.
+ */
+object Bench {
+    @JvmStatic
+    fun main(args: Array<String>) {
+        when (args.firstOrNull()) {
+            "store" -> store()
+            "coldstart" -> runBlocking { coldStart() }
+            else -> {
+                System.err.println("usage: Bench store|coldstart")
+                exitProcess(2)
+            }
+        }
+        exitProcess(0)
+    }
+
+    private fun pos(ms: Long) = Base64.getUrlEncoder().withoutPadding().encodeToString(Json.write(listOf(ms, "")).toByteArray())
+
+    private fun store() {
+        val n = 10_000
+        val page = Page((0 until n).map { testItem("k$it", 1_000_000L + it) }.reversed(), null, Counts(n.toLong(), n.toLong()), pos(1))
+        var next = 2_000_000L
+        // A page: 80 items changed (marked read, or merged with a new revision), 10 new, 10 deleted.
+        fun changePage(round: Int): Changes {
+            val items = ArrayList<Change>(100)
+            for (i in 0 until 80) {
+                val k = (round * 997 + i * 113) % n
+                items.add(Change.Upsert(testItem("k$k", if (i % 2 == 0) next++ else 1_000_000L + k, read = true)))
+            }
+            for (i in 0 until 10) items.add(Change.Upsert(testItem("new$round-$i", next++)))
+            for (i in 0 until 10) items.add(Change.Tombstone("k${(round * 31 + i * 7) % n}"))
+            return Changes(items, pos(next), false)
+        }
+        val rounds = 300
+        val pages = (0 until rounds).map { changePage(it) }
+        fun run(persist: Boolean): Pair<Double, Double> {
+            val s = InboxStore()
+            s.applyPage(page, append = false)
+            s.view()
+            val times = DoubleArray(rounds)
+            for ((i, p) in pages.withIndex()) {
+                val t0 = System.nanoTime()
+                s.applyChanges(p)
+                val v = s.view()
+                if (persist) Json.write(s.snapshot().toJson())
+                times[i] = (System.nanoTime() - t0) / 1e6
+                check(v.items.size >= n - 10 * (i + 1))
+            }
+            // The first third warms the JIT up; report the rest.
+            val measured = times.drop(rounds / 3).sorted()
+            return measured[measured.size / 2] to measured[(measured.size * 95) / 100]
+        }
+        run(false)
+        val (med, p95) = run(false)
+        val (pmed, pp95) = run(true)
+        println("| step | median ms | p95 ms |")
+        println("|---|---|---|")
+        println("| apply 100 changes + build the visible list (10 000 items) | ${"%.3f".format(med)} | ${"%.3f".format(p95)} |")
+        println("| the same + render the whole store to JSON (what a persistence write costs; done in the background, latest state only) | ${"%.3f".format(pmed)} | ${"%.3f".format(pp95)} |")
+    }
+
+    private suspend fun coldStart() {
+        val env = System.getenv()
+        val base = env["INBOX_BASE_URL"] ?: error("run through tests/js/kotlin_stack.mjs")
+        val http = OkHttpTransport()
+        fun mint(sub: String): String {
+            val b64 = Base64.getUrlEncoder().withoutPadding()
+            val now = System.currentTimeMillis() / 1000
+            val h = b64.encodeToString("""{"alg":"HS256","typ":"JWT"}""".toByteArray())
+            val c = b64.encodeToString(Json.write(mapOf("sub" to sub, "iss" to env["INBOX_AUTH_ISSUER"], "aud" to env["INBOX_AUTH_AUDIENCE"], "iat" to now, "exp" to now + 600)).toByteArray())
+            val mac = Mac.getInstance("HmacSHA256").apply { init(SecretKeySpec(env["INBOX_AUTH_SECRET"]!!.toByteArray(), "HmacSHA256")) }
+            return "$h.$c." + b64.encodeToString(mac.doFinal("$h.$c".toByteArray()))
+        }
+        val u = "bench-cold-${System.nanoTime()}"
+        val svc = mapOf("Authorization" to "Bearer ${env["INBOX_SERVICE_TOKEN"]}", "Content-Type" to "application/json")
+        var ev = 0
+        fun event(key: String) = mapOf(
+            "owner" to u, "itemKey" to key, "serviceType" to "feed", "categoryType" to "social", "notificationType" to "like",
+            "templateType" to "default", "eventId" to "b${ev++}", "sender" to mapOf("id" to "s$ev", "name" to "Sender $ev"),
+            "createdTimeMsec" to System.currentTimeMillis(),
+        )
+        for (b in 0 until 10) {
+            val r = http.execute(HttpRequest("POST", "$base/v1/notifications/events", svc, Json.write(mapOf("events" to (0 until 100).map { event("i${b * 100 + it}") }))))
+            check(r.status == 200) { "batch: ${r.status} ${r.body}" }
+        }
+        val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
+        val dir = Files.createTempDirectory("inbox-bench").toFile()
+        try {
+            // Full reload: every page of 100 until nextCursor is null.
+            val full = InboxClient(base, u, { mint(u) }, scope, http, FilePersistence(dir), InboxConfig(pageSize = 100))
+            full.load()
+            while (full.state.value.view.nextCursor != null) full.loadMore()
+            check(full.state.value.items.size == 1000)
+            full.awaitPersisted()
+            // 10 changes while the app is closed: 5 new items, 3 marks, 2 deletes (another device).
+            for (i in 0 until 5) {
+                val r = http.execute(HttpRequest("POST", "$base/v1/notifications/events", svc, Json.write(event("new$i"))))
+                check(r.status == 201) { "create: ${r.status}" }
+            }
+            val other = InboxClient(base, u, { mint(u) }, scope, http, MemoryPersistence(), InboxConfig(pageSize = 100))
+            other.load()
+            for (i in 0 until 3) check(other.mark("i${990 - i}", Flag.READ))
+            for (i in 0 until 2) check(other.delete("i${980 - i}"))
+            // Cold start from the persisted state.
+            val cold = InboxClient(base, u, { mint(u) }, scope, http, FilePersistence(dir), InboxConfig(pageSize = 100))
+            cold.start(stream = false)
+            check(cold.state.value.items.size == 1003) { "cold start shows ${cold.state.value.items.size}" }
+            val persisted = dir.listFiles()!!.sumOf { it.length() }
+            println("| start | requests | bytes read |")
+            println("|---|---|---|")
+            println("| full reload (pages of 100) | ${full.requestsSent} | ${full.bytesReceived} |")
+            println("| cold start from persisted state (pull since sync) | ${cold.requestsSent} | ${cold.bytesReceived} |")
+            println()
+            println("1 000 items, then 10 changes (5 creates, 3 marks, 2 deletes) made elsewhere; the persisted file is $persisted bytes.")
+        } finally {
+            scope.cancel()
+            dir.deleteRecursively()
+        }
+    }
+}
