@@ -47,7 +47,7 @@ say "platform: $platform ($EGN_PLATFORM)"
 prereq=()
 have cargo && have rustup || prereq+=("Rust via rustup (https://rustup.rs), stable toolchain")
 have node && have npm || prereq+=("Node >= 20 with npm (wrangler then runs on the Node 22 that npm installs)")
-have python3 || prereq+=("Python >= 3.10 (python3)")
+have python3 || prereq+=("Python 3 (python3)")
 if [ ${#prereq[@]} -gt 0 ]; then
   say "missing prerequisites, install them first:"
   printf '  - %s\n' "${prereq[@]}"

@@ -108,5 +108,5 @@ test("setup checks its prerequisites first: Rust, Node with npm, Python", () => 
   assert.equal(status, 1, out);
   assert.match(out, /Rust via rustup/);
   assert.match(out, /Node >= 20 with npm/);
-  assert.doesNotMatch(out, /Python >= 3/);
+  assert.doesNotMatch(out, /Python 3 \(python3\)/);
 });
