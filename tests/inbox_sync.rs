@@ -11,13 +11,14 @@ use edge_geo_notify::dedup::DedupConfig;
 use edge_geo_notify::notify::store::NotificationStore;
 use edge_geo_notify::notify::{
     change_view, view, Bulk, Flag, ListParams, NewEvent, NewSender, NotificationEvent,
-    NotifyConfig, NotifyService, RetractOutcome, Target,
+    NotifyConfig, NotifyService, RetractOutcome, Target, MIN_SETTLE_MS,
 };
 use serde_json::{json, Value};
-use stack_support::{now_ms, Stack};
+use stack_support::{now_ms, wait_past, write_clock, Stack};
 
 fn cfg() -> NotifyConfig {
-    // Same clock for worker and database here: no settle window needed for exact assertions.
+    // Same clock for worker and database here, so the shortest window is enough for exact
+    // assertions (the feed still holds back the current millisecond: `MIN_SETTLE_MS`).
     NotifyConfig {
         sync_settle_ms: 0,
         ..NotifyConfig::default()
@@ -58,7 +59,7 @@ fn setup(stack: &Stack, cfg: &NotifyConfig) -> NotificationStore<UreqClient> {
 
 fn create(store: &NotificationStore<UreqClient>, owner: &str, item: &str, sender: &str, t: i64) {
     let ev = NotificationEvent::new(raw(owner, item, sender, t), store.config(), now_ms()).unwrap();
-    block_on(store.create(&ev, now_ms())).unwrap();
+    block_on(store.create(&ev, write_clock())).unwrap();
 }
 
 fn doc(store: &NotificationStore<UreqClient>, owner: &str, item: &str) -> Value {
@@ -149,6 +150,9 @@ fn a_second_device_converges_through_the_change_feed() {
         create(&store, "u1", &format!("p{i}"), "ana", t + i);
     }
     create(&store, "u2", "other", "ana", t);
+    // A list's feed position is "now - settle" (at least one millisecond back), so writes stamped
+    // within it come again as repeats. Wait until every write above lies before it.
+    wait_past(now_ms() + MIN_SETTLE_MS);
     let mut b = Device::list(&store, "u1");
     assert_eq!(b.items.len(), 6);
     assert!(b.sync(&store, "u1").is_empty(), "nothing changed yet");
@@ -158,6 +162,9 @@ fn a_second_device_converges_through_the_change_feed() {
     block_on(store.mark("u1", Target::Item("p1"), Flag::Archived, true, now_ms())).unwrap();
     assert!(block_on(store.delete("u1", "p2", now_ms())).unwrap());
     create(&store, "u1", "p3", "ben", t + 10);
+    // A full page whose last entry is younger than the settle window holds the position and says
+    // `has_more: false` (the rest comes on the next poll); to drain in one go, let it pass.
+    wait_past(now_ms() + MIN_SETTLE_MS);
 
     stack.reset_stats();
     let (applied, pages) = b.sync_pages(&store, "u1");
@@ -193,6 +200,7 @@ fn a_second_device_converges_through_the_change_feed() {
         5,
         "u1's four left and u2's one"
     );
+    wait_past(now_ms() + MIN_SETTLE_MS);
     let applied = b.sync(&store, "u1");
     assert!(applied.iter().any(|e| e["deleted"] == true));
     assert!(

@@ -12,7 +12,7 @@ use edge_geo_notify::notify::{
 };
 use edge_geo_notify::notify::{Deferred, NotifyService};
 use serde_json::{json, Value};
-use stack_support::{now_ms, Stack};
+use stack_support::{now_ms, write_clock, Stack};
 
 fn event(cfg: &NotifyConfig, owner: &str, item: &str, sender: &str, t: i64) -> NotificationEvent {
     let raw = NewEvent {
@@ -62,7 +62,7 @@ fn create_merges_senders_once_and_caps_origins() {
     let store = setup(&stack, cfg.clone());
     let t = now_ms();
     let create = |s: &str, dt: i64| {
-        block_on(store.create(&event(&cfg, "u1", "post:1", s, t + dt), now_ms())).unwrap()
+        block_on(store.create(&event(&cfg, "u1", "post:1", s, t + dt), write_clock())).unwrap()
     };
 
     assert_eq!(create("ana", 0), CreateOutcome::Created);
@@ -119,8 +119,11 @@ fn concurrent_creates_of_a_new_item_keep_every_sender() {
         for i in 0..8 {
             let (store, cfg) = (&store, &cfg);
             sc.spawn(move || {
-                block_on(store.create(&event(cfg, "u", "hot", &format!("s{i}"), t + i), now_ms()))
-                    .unwrap()
+                block_on(store.create(
+                    &event(cfg, "u", "hot", &format!("s{i}"), t + i),
+                    write_clock(),
+                ))
+                .unwrap()
             });
         }
     });
@@ -136,7 +139,8 @@ fn retract_rerenders_then_deletes_the_last_origin() {
     let store = setup(&stack, cfg.clone());
     let t = now_ms();
     for (i, s) in ["ana", "ben", "cy"].iter().enumerate() {
-        block_on(store.create(&event(&cfg, "u1", "post:1", s, t + i as i64), now_ms())).unwrap();
+        block_on(store.create(&event(&cfg, "u1", "post:1", s, t + i as i64), write_clock()))
+            .unwrap();
     }
     stack.reset_stats();
     assert_eq!(
@@ -177,12 +181,15 @@ fn retract_rerenders_then_deletes_the_last_origin() {
     );
     // A create for an event older than the retraction (delivered late) stays out…
     let late =
-        block_on(store.create(&event(&cfg, "u1", "post:1", "ben", t + 9), now_ms())).unwrap();
+        block_on(store.create(&event(&cfg, "u1", "post:1", "ben", t + 9), write_clock())).unwrap();
     assert_eq!(late, CreateOutcome::AlreadyApplied);
     assert_eq!(get(&store, "u1", "post:1").unwrap()["deleted"], true);
     // …while a new event (the sender acted again) revives the item from its tombstone.
-    let again = block_on(store.create(&event(&cfg, "u1", "post:1", "ben", now_ms() + 1), now_ms()))
-        .unwrap();
+    let again = block_on(store.create(
+        &event(&cfg, "u1", "post:1", "ben", now_ms() + 1),
+        write_clock(),
+    ))
+    .unwrap();
     assert_eq!(again, CreateOutcome::Merged);
     let doc = get(&store, "u1", "post:1").unwrap();
     assert_eq!(
@@ -205,12 +212,12 @@ fn list_pages_are_stable_under_concurrent_inserts() {
     for i in 0..25 {
         block_on(store.create(
             &event(&cfg, "u1", &format!("item:{i:02}"), "ana", t + i),
-            now_ms(),
+            write_clock(),
         ))
         .unwrap();
     }
     // Noise: another owner, and an expired item of ours (TTL of 1 s, event 10 s old).
-    block_on(store.create(&event(&cfg, "u2", "other", "ana", t), now_ms())).unwrap();
+    block_on(store.create(&event(&cfg, "u2", "other", "ana", t), write_clock())).unwrap();
     let short = NotificationStore::new(
         stack.data_api(),
         NotifyConfig {
@@ -218,7 +225,11 @@ fn list_pages_are_stable_under_concurrent_inserts() {
             ..cfg.clone()
         },
     );
-    block_on(short.create(&event(&cfg, "u1", "expired", "ana", t - 10_000), now_ms())).unwrap();
+    block_on(short.create(
+        &event(&cfg, "u1", "expired", "ana", t - 10_000),
+        write_clock(),
+    ))
+    .unwrap();
 
     let mut seen = Vec::new();
     let mut cursor = None;
@@ -250,7 +261,7 @@ fn list_pages_are_stable_under_concurrent_inserts() {
         // Concurrent writers: new items arrive between page reads.
         block_on(store.create(
             &event(&cfg, "u1", &format!("new:{pages}"), "ben", t + 100),
-            now_ms(),
+            write_clock(),
         ))
         .unwrap();
         match page.next_cursor {
@@ -309,8 +320,11 @@ fn unread_count_and_marks() {
     let store = setup(&stack, cfg.clone());
     let t = now_ms();
     for i in 0..4 {
-        block_on(store.create(&event(&cfg, "u1", &format!("i{i}"), "ana", t + i), now_ms()))
-            .unwrap();
+        block_on(store.create(
+            &event(&cfg, "u1", &format!("i{i}"), "ana", t + i),
+            write_clock(),
+        ))
+        .unwrap();
     }
     stack.reset_stats();
     assert_eq!(
@@ -378,7 +392,7 @@ fn unread_count_and_marks() {
         0
     );
     // New activity on a read item makes it unread again.
-    block_on(store.create(&event(&cfg, "u1", "i0", "ben", t + 9), now_ms())).unwrap();
+    block_on(store.create(&event(&cfg, "u1", "i0", "ben", t + 9), write_clock())).unwrap();
     assert_eq!(
         block_on(store.counts("u1", None, now_ms())).unwrap().unread,
         1
@@ -547,8 +561,11 @@ fn housekeeping_trims_and_expires_in_batches() {
     let store = setup(&stack, cfg.clone());
     let t = now_ms();
     for i in 0..7 {
-        block_on(store.create(&event(&cfg, "u1", &format!("i{i}"), "ana", t + i), now_ms()))
-            .unwrap();
+        block_on(store.create(
+            &event(&cfg, "u1", &format!("i{i}"), "ana", t + i),
+            write_clock(),
+        ))
+        .unwrap();
     }
     assert_eq!(block_on(store.trim_owner("u1", 5, now_ms())).unwrap(), 2);
     let left = block_on(store.list("u1", &ListParams::default(), false, now_ms())).unwrap();
@@ -567,6 +584,35 @@ fn housekeeping_trims_and_expires_in_batches() {
 }
 
 #[test]
+fn trimming_keeps_an_item_that_ties_with_the_cutoff() {
+    let stack = Stack::start();
+    let cfg = NotifyConfig::default();
+    let store = setup(&stack, cfg.clone());
+    // Two items written in the same millisecond about events of the same time: their revisions
+    // tie, the list ranks them by `_id`, and the trim must cut at the same place.
+    let (t, w) = (now_ms(), write_clock());
+    for k in ["tie-a", "tie-b"] {
+        block_on(store.create(&event(&cfg, "u1", k, "ana", t), w)).unwrap();
+    }
+    block_on(store.create(&event(&cfg, "u1", "newer", "ana", t), write_clock())).unwrap();
+    let before = block_on(store.list("u1", &ListParams::default(), false, now_ms())).unwrap();
+    let ranked: Vec<&str> = before
+        .items
+        .iter()
+        .map(|d| d["itemKey"].as_str().unwrap())
+        .collect();
+    assert_eq!(before.items[1]["revision"], before.items[2]["revision"]);
+    assert_eq!(block_on(store.trim_owner("u1", 2, now_ms())).unwrap(), 1);
+    let after = block_on(store.list("u1", &ListParams::default(), false, now_ms())).unwrap();
+    let kept: Vec<&str> = after
+        .items
+        .iter()
+        .map(|d| d["itemKey"].as_str().unwrap())
+        .collect();
+    assert_eq!(kept, ranked[..2], "the newest two as listed");
+}
+
+#[test]
 fn housekeeping_stays_within_its_call_budget() {
     let stack = Stack::start();
     let cfg = NotifyConfig::default();
@@ -574,8 +620,11 @@ fn housekeeping_stays_within_its_call_budget() {
     let t = now_ms();
     for o in ["h1", "h2", "h3"] {
         for i in 0..4 {
-            block_on(store.create(&event(&cfg, o, &format!("i{i}"), "ana", t + i), now_ms()))
-                .unwrap();
+            block_on(store.create(
+                &event(&cfg, o, &format!("i{i}"), "ana", t + i),
+                write_clock(),
+            ))
+            .unwrap();
         }
     }
     // Budget 4: the owners query (1) and one trim (2); nothing else fits.

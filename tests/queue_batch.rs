@@ -78,6 +78,33 @@ fn start() -> (Stack, NotifyService<UreqClient>) {
 }
 
 #[test]
+fn a_batch_written_with_one_clock_lists_its_items_by_event_time() {
+    let (_stack, svc) = start();
+    // One write clock for the whole batch (as the queue consumer writes it): the list order
+    // among its items comes from the events' times, not from hashes. Sent oldest last.
+    let t0 = now_ms() - 500;
+    let raws: Vec<NewEvent> = (0..8)
+        .rev()
+        .map(|i| raw("u9", &format!("k{i}"), "ana", t0 + 10 * i))
+        .collect();
+    let report = block_on(svc.apply_batch(&valid(&svc, &raws), now_ms()));
+    assert_eq!(report.changed_owners, vec!["u9".to_owned()]);
+    let page = block_on(svc.store().list(
+        "u9",
+        &edge_geo_notify::notify::ListParams::default(),
+        false,
+        now_ms(),
+    ))
+    .unwrap();
+    let keys: Vec<&str> = page
+        .items
+        .iter()
+        .map(|d| d["itemKey"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["k7", "k6", "k5", "k4", "k3", "k2", "k1", "k0"]);
+}
+
+#[test]
 fn a_hundred_likes_on_one_item_are_one_upsert_and_two_redis_round_trips() {
     let (stack, svc) = start();
     let t0 = now_ms() - 10_000;

@@ -37,7 +37,7 @@ pub use query::{
     bulk, changes, counts_pipeline, decode_cursor, delete_one, encode_cursor, expired_batch,
     expired_delete, indexes, list_pipeline, list_query, mark, next_sync, owners_over_cap,
     tombstone_update, trim_owner_cutoff, trim_owner_delete, Bulk, Cursor, FindQuery, Flag,
-    ListParams, MarkQuery, Target, MAX_PAGE,
+    ListParams, MarkQuery, Target, MAX_PAGE, MIN_SETTLE_MS,
 };
 pub use render::{change_view, summary, view};
 pub use rules::{
@@ -70,6 +70,7 @@ pub struct NotifyConfig {
     pub retracted_cap: u32,
     /// How far behind "now" a change-feed position is held (clock skew and commit order between
     /// the worker and the database); changes inside it may be delivered twice, never missed.
+    /// Never less than [`MIN_SETTLE_MS`] in effect, whatever is configured.
     pub sync_settle_ms: i64,
 }
 

@@ -259,6 +259,9 @@ pub fn changes(owner: &str, after: Option<&Cursor>, limit: u32) -> FindQuery {
     }
 }
 
+/// The shortest settle window [`next_sync`] applies, whatever is configured.
+pub const MIN_SETTLE_MS: i64 = 1;
+
 /// Where the next `changes` call resumes: after the last item read, but never later than
 /// `now - settle` — a write whose stamp is older than that but not yet visible (clock skew
 /// between the worker and the database, commit order) is then read again rather than missed.
@@ -271,8 +274,11 @@ pub fn next_sync(
     now_ms: i64,
     settle_ms: i64,
 ) -> (Cursor, bool) {
+    // At least one millisecond: a write stamped in the current millisecond may still land after
+    // this read (stamps have millisecond precision), so a position inside it could skip that write
+    // when its `_id` sorts below the last one read. With a zero window that happened in tests.
     let hold = Cursor {
-        revision: now_ms.saturating_sub(settle_ms),
+        revision: now_ms.saturating_sub(settle_ms.max(MIN_SETTLE_MS)),
         id: String::new(),
     };
     let key = |c: &Cursor| (c.revision, c.id.clone());
@@ -431,7 +437,7 @@ pub fn trim_owner_cutoff(owner: &str, keep: u32) -> FindQuery {
     FindQuery {
         filter: json!({ "owner": owner, "deleted": { "$ne": true } }),
         options: FindOptions {
-            projection: Some(json!({ "revision": 1 })),
+            projection: Some(json!({ "revision": 1, "_id": 1 })),
             sort: Some(json!({ "revision": -1, "_id": -1 })),
             limit: Some(1),
             skip: Some(keep),
@@ -440,9 +446,16 @@ pub fn trim_owner_cutoff(owner: &str, keep: u32) -> FindQuery {
 }
 
 /// Housekeeping 2/2: `updateMany` filter tombstoning the cutoff item and everything older.
+///
+/// "Older" is the list's own order, `(revision, _id)`: two items written in the same millisecond
+/// can share a revision, and a filter on the revision alone would also trim the kept one that
+/// ties with the cutoff (it ranks above it by `_id`).
 #[must_use]
-pub fn trim_owner_delete(owner: &str, cutoff_revision: i64) -> Value {
-    json!({ "owner": owner, "deleted": { "$ne": true }, "revision": { "$lte": cutoff_revision } })
+pub fn trim_owner_delete(owner: &str, cutoff: &Cursor) -> Value {
+    json!({ "owner": owner, "deleted": { "$ne": true }, "$or": [
+        { "revision": { "$lt": cutoff.revision } },
+        { "revision": cutoff.revision, "_id": { "$lte": cutoff.id } },
+    ] })
 }
 
 /// Owners holding more than `max` items (nightly; a full scan, so run it off-peak).
@@ -548,9 +561,40 @@ mod tests {
             next_sync(Some(&c(950, "x")), Some(&c(700, "a")), 1000, 500),
             (c(700, "a"), true)
         );
+        // A zero window still holds back the current millisecond: an item read at (1000, "m")
+        // does not move the position into it, since a write stamped 1000 with a lower `_id`
+        // may land after this read.
+        assert_eq!(
+            next_sync(Some(&c(1000, "m")), None, 1000, 0),
+            (c(999, ""), true)
+        );
+        assert_eq!(
+            next_sync(Some(&c(999, "m")), None, 1000, 0),
+            (c(999, ""), true)
+        );
+        assert_eq!(
+            next_sync(Some(&c(998, "m")), None, 1000, 0),
+            (c(998, "m"), false)
+        );
         let q = changes("u", Some(&c(5, "i")), 10);
         assert_eq!(q.filter["$or"][1]["_id"], json!({"$gt": "i"}));
         assert_eq!(q.options.limit, Some(11));
+    }
+
+    #[test]
+    fn trimming_follows_the_list_order_when_revisions_tie() {
+        let cut = Cursor {
+            revision: 7,
+            id: "m".into(),
+        };
+        let f = trim_owner_delete("u", &cut);
+        // Same revision: only the cutoff and those below it by `_id` (as the list ranks them).
+        assert_eq!(f["$or"][0], json!({"revision": {"$lt": 7}}));
+        assert_eq!(f["$or"][1], json!({"revision": 7, "_id": {"$lte": "m"}}));
+        assert_eq!(
+            trim_owner_cutoff("u", 5).options.sort.unwrap().to_string(),
+            r#"{"revision":-1,"_id":-1}"#
+        );
     }
 
     #[test]

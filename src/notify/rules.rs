@@ -20,17 +20,20 @@ pub fn notification_id(owner: &str, item_key: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&h.finalize()[..12])
 }
 
-/// Revision of a write: `now_ms · 1024 + 10 bits of the event id's hash`.
+/// Revision of a write: `now_ms · 1024 + freshness`, freshness = `1023 − min(age, 1023)` with
+/// `age = now_ms − event time` (ms, clamped at 0 for a clock slightly ahead).
 ///
 /// Taken from the *write* clock, not the event time, so a late event still sorts above everything
-/// a client has seen (list order and `changed_since` stay monotonic). The low bits make two writes
-/// in the same millisecond unlikely to tie (ties are broken by `_id` anyway). Stays below 2^53
-/// until the year 2248, so JavaScript clients read it exactly.
+/// a client has seen (list order and `changed_since` stay monotonic). Within one millisecond of
+/// the write clock (a queue batch is written with one clock; a Worker's clock does not advance
+/// while a request computes), the low bits order writes by their event's freshness, so the newer
+/// event lists on top instead of in hash order. Equal revisions are ordered by `_id` everywhere
+/// (list pages, trimming). Stays below 2^53 until the year 2248, so JavaScript clients read it
+/// exactly.
 #[must_use]
-pub fn revision(now_ms: i64, event_id: &str) -> i64 {
-    let d = Sha256::digest(event_id.as_bytes());
-    let low = (i64::from(d[30] & 0x3) << 8) | i64::from(d[31]);
-    now_ms.saturating_mul(1024).saturating_add(low)
+pub fn revision(now_ms: i64, event_time_ms: i64) -> i64 {
+    let age = now_ms.saturating_sub(event_time_ms).clamp(0, 1023);
+    now_ms.saturating_mul(1024).saturating_add(1023 - age)
 }
 
 /// The create/merge: one `updateOne` with `upsert: true` → `(filter, update)`.
@@ -52,7 +55,7 @@ pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) ->
         "$nor": [{ "x": { "$elemMatch": { "s": ev.sender.id, "t": { "$gte": ev.created_time_msec } } } }],
     });
     let mut set = json!({
-        "revision": revision(now_ms, &ev.event_id),
+        "revision": revision(now_ms, ev.created_time_msec),
         "read": false, "seen": false, "archived": false, "deleted": false,
     });
     if let Some(l) = &ev.landing {
@@ -288,10 +291,15 @@ mod tests {
     }
 
     #[test]
-    fn revision_grows_with_the_write_clock_and_fits_a_js_number() {
-        assert!(revision(NOW + 1, "a") > revision(NOW, "b"));
-        assert!(revision(NOW, "a") < (1_i64 << 53));
-        assert_eq!(revision(NOW, "x") >> 10, NOW);
+    fn revision_grows_with_the_write_clock_then_event_freshness_and_fits_a_js_number() {
+        // The write clock decides first, whatever the event times.
+        assert!(revision(NOW + 1, NOW - 5_000) > revision(NOW, NOW));
+        assert!(revision(NOW, NOW + 60_000) < (1_i64 << 53));
+        assert_eq!(revision(NOW, NOW - 7) >> 10, NOW);
+        // Within one write millisecond, the fresher event ranks higher; ages past ~1 s tie.
+        assert!(revision(NOW, NOW - 1) > revision(NOW, NOW - 2));
+        assert_eq!(revision(NOW, NOW + 3), revision(NOW, NOW));
+        assert_eq!(revision(NOW, NOW - 2_000), revision(NOW, NOW - 1_023));
     }
 
     #[test]

@@ -375,13 +375,25 @@ impl<H: HttpClient> NotificationStore<H> {
         else {
             return Ok(0);
         };
-        let Some(rev) = cut.get("revision").and_then(Value::as_i64) else {
+        let (Some(revision), Some(id)) = (
+            cut.get("revision").and_then(Value::as_i64),
+            cut.get("_id").and_then(Value::as_str),
+        ) else {
             return Ok(0);
+        };
+        let cutoff = query::Cursor {
+            revision,
+            id: id.to_owned(),
         };
         let update = query::tombstone_update(&self.cfg, now_ms);
         Ok(self
             .api
-            .update_many(coll, &query::trim_owner_delete(owner, rev), &update, false)
+            .update_many(
+                coll,
+                &query::trim_owner_delete(owner, &cutoff),
+                &update,
+                false,
+            )
             .await?
             .modified)
     }

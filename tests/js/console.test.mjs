@@ -271,6 +271,20 @@ browserTest("inbox: sign in, simulate events, merged text, live badge, retract, 
   await waitBadge(1);
   assert.deepEqual(await keys(), ["post:3", "post:1"]);
   assert.deepEqual(problems, []);
+
+  // A reload signs in again from the tab's session: the SDK shows the inbox kept in IndexedDB
+  // and pulls only the changes since its position (no list page is requested for it).
+  const paths = [];
+  page.on("request", (q) => { const u = new URL(q.url()); paths.push(u.pathname + u.search); });
+  problems.length = 0;
+  await page.reload();
+  await page.waitForSelector('#inbox[data-live="stream"]', WAIT);
+  await page.waitForFunction(() => [...document.querySelectorAll("#items .item")].map((x) => x.dataset.key).join() === "post:3,post:1", null, WAIT);
+  await page.waitForFunction(() => document.getElementById("badge").textContent === "1", null, WAIT);
+  assert.ok(paths.some((u) => u.startsWith("/v1/notifications/changes?since=")), `a change-feed pull: ${paths.join(" ")}`);
+  assert.deepEqual(paths.filter((u) => u.startsWith("/v1/notifications?") && u !== "/v1/notifications?limit=1&counts=false"), [], "no list page");
+  // The reload itself may abort a request still in flight; anything else is a problem.
+  assert.deepEqual(problems.filter((p) => !p.includes("ERR_ABORTED")), []);
   await page.close();
 });
 

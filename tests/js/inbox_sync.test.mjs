@@ -10,8 +10,9 @@ let stack, w;
 
 before(async () => {
   stack = await startStack();
-  // One clock for worker and database here, so the feed's settle window can be 0 and the
-  // "exactly these changes" assertions are exact (production holds positions 2 s back).
+  // One clock for worker and database here, so the feed's settle window can be 0 (the worker
+  // still holds back the current millisecond) and the "exactly these changes" assertions are
+  // exact (production holds positions 2 s back).
   w = await startWorker({ bindings: { ...stack.bindings, SERVICE_TOKEN: "svc", ...AUTH, NOTIFY_SYNC_SETTLE_MS: "0" } });
   assert.equal((await w.post("/v1/admin/indexes", {}, SERVICE)).status, 200);
 });
@@ -26,6 +27,9 @@ const call = async (user, method, path, body) => {
   const r = await fetch(w.base + path, { method, headers: { ...asUser(user), "content-type": "application/json" }, body: body && JSON.stringify(body) });
   return { status: r.status, body: await r.json() };
 };
+
+/** Waits until the wall clock is past `ms` (the clock is the condition; no fixed sleep). */
+const clockPast = async (ms) => { while (Date.now() <= ms) await new Promise((r) => setTimeout(r, 1)); };
 
 /** A device's cache: itemKey → item, seeded by a list, kept current by `changes`. */
 class Device {
@@ -60,6 +64,9 @@ class Device {
 
 test("device B's next sync returns exactly what device A changed, and replays to a fresh list", async () => {
   for (let i = 0; i < 5; i++) assert.equal((await create("dev", `p${i}`)).status, 201);
+  // A list's feed position is "now - settle", at least one millisecond back, so writes stamped
+  // within it come again as repeats: let the clock pass the creates first.
+  await clockPast(Date.now() + 1);
   const b = new Device("dev");
   await b.list();
   assert.equal(b.items.size, 5);
@@ -68,6 +75,9 @@ test("device B's next sync returns exactly what device A changed, and replays to
   assert.equal((await call("dev", "POST", "/v1/notifications/mark", { itemKey: "p1", flag: "archived" })).status, 200);
   assert.equal((await call("dev", "DELETE", "/v1/notifications/items/p2")).status, 200);
 
+  // A full page whose last entry is younger than the settle window holds the position and says
+  // hasMore: false (the rest comes on the next poll); to drain in one go, let the clock pass.
+  await clockPast(Date.now() + 1);
   await stack.reset();
   const { applied, pages } = await b.pull();
   const s = await stack.stats();
@@ -85,6 +95,7 @@ test("device B's next sync returns exactly what device A changed, and replays to
 
   // A bulk action from A also reaches B, and another owner's feed never shows these items.
   assert.equal((await call("dev", "POST", "/v1/notifications/bulk", { action: "delete" })).body.updated, 4);
+  await clockPast(Date.now() + 1);
   await b.pull();
   assert.equal(b.items.size, 0);
   const other = await call("eve", "GET", "/v1/notifications/changes");

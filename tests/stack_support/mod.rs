@@ -202,3 +202,27 @@ pub fn now_ms() -> i64 {
     )
     .unwrap()
 }
+
+/// A write clock for tests whose assertions depend on write order: strictly increasing across
+/// every call in this test binary (never two writes in one millisecond), never behind the wall
+/// clock. Revisions come from the write clock at millisecond precision, so two writes in the same
+/// millisecond may list in either order; a test that expects creation order passes this clock.
+pub fn write_clock() -> i64 {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    static LAST: AtomicI64 = AtomicI64::new(0);
+    let now = now_ms();
+    let prev = LAST
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
+            Some(now.max(last + 1))
+        })
+        .unwrap();
+    now.max(prev + 1)
+}
+
+/// Waits until the wall clock is past `ms` (an observable condition, not a fixed sleep): e.g. so
+/// a change-feed position taken now lies after a write stamped at or before `ms`.
+pub fn wait_past(ms: i64) {
+    while now_ms() <= ms {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}

@@ -1,14 +1,12 @@
-// The inbox half of the console: sign in with a user token, list newest first, badges, marks,
-// category tabs, infinite scroll with the API's cursor, and a live unread badge.
-//
-// Live: the badge comes from the WebSocket `GET /v1/notifications/stream` (token in the
-// subprotocol list, as browsers must); each push also pulls `changes` since the list's `sync`
-// position. If the stream is refused (no hub configured) or drops, the page polls `changes`
-// every few seconds while visible and reconnects with exponential backoff and full jitter
-// (1 s → 30 s), as the API documents. Changed items move to the top (the list's order is
-// revision, newest first); a tombstone `{itemKey, deleted: true}` removes its item. Counts come
-// with every list page.
+// The inbox half of the console, on the TypeScript SDK (clients/ts): sign in with a user token;
+// the SDK's InboxClient keeps the list (newest first, each item once), the counts and the live
+// badge (WebSocket, fresh token on every connect, full-jitter reconnect, a pull on reconnect and
+// when the page becomes visible, polling while the stream is down); marks, archive, delete and
+// "all read/seen" show at once and roll back if the worker refuses them. Each tab is one
+// client with its own view (the inbox, one category, or the archive).
 
+import { InboxClient } from "../../clients/ts/src/index.ts";
+import { IndexedDbPersistence } from "../../clients/ts/src/indexeddb.ts";
 import { call, say } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
@@ -18,12 +16,10 @@ const POLL_MS = 3000;
 export const CATEGORIES = ["home", "social", "creator", "system"];
 const TABS = [["all", "All"], ...CATEGORIES.map((c) => [c, c[0].toUpperCase() + c.slice(1)]), ["archived", "Archived"]];
 
-const state = {
-  token: null, tab: "all", items: [], nextCursor: null, loading: false, sync: null,
-  unread: null, unseen: null, timer: null, generation: 0, ws: null, live: false, attempt: 0,
-};
-
-const api = (path, opts = {}) => call(path, { ...opts, token: state.token });
+const state = { token: null, tab: "all", client: null, offs: [], loading: false };
+/** Each view's inbox is kept in IndexedDB: a reload shows it at once and pulls only what changed. */
+const DB = "edge-geo-notify-console";
+let persistence = new IndexedDbPersistence(DB);
 
 function subOf(token) {
   try {
@@ -34,187 +30,120 @@ function subOf(token) {
 
 /** Sign in (also from a token kept for this tab's session). */
 async function signIn(token) {
-  state.token = token;
   say($("signin-status"), "Signing in…");
   try {
-    await api("/v1/notifications?limit=1&counts=false");
+    await call("/v1/notifications?limit=1&counts=false", { token });
   } catch (e) {
-    state.token = null;
     say($("signin-status"), `Sign-in failed: ${e.message}`, true);
     return false;
   }
+  state.token = token;
   sessionStorage.setItem("token", token);
   const sub = subOf(token);
   say($("signin-status"), `Signed in${sub ? ` as ${sub}` : ""}.`);
   $("sim-owner").value ||= sub ?? "";
   $("inbox").hidden = false;
   $("signout-btn").hidden = false;
-  await reload();
-  connect();
-  schedule();
+  await open();
   return true;
 }
 
-function signOut() {
+/** Stops the current client; resolves once its last state is saved. */
+function close() {
+  for (const off of state.offs) off();
+  state.offs = [];
+  const stopped = state.client?.stop();
+  state.client = null;
+  return stopped ?? Promise.resolve();
+}
+
+async function signOut() {
   sessionStorage.removeItem("token");
-  Object.assign(state, { token: null, items: [], nextCursor: null, sync: null, unread: null, unseen: null });
-  state.generation++;
-  clearTimeout(state.timer);
-  state.ws?.close(1000, "signed out");
-  state.ws = null;
+  const stopped = close();
+  state.token = null;
   $("inbox").hidden = true;
   $("signout-btn").hidden = true;
   $("items").replaceChildren();
-  showCounts();
+  showCounts(null);
   say($("signin-status"), "Signed out.");
+  await stopped;
+  // Nothing of this user stays in the browser.
+  await persistence.close();
+  indexedDB.deleteDatabase(DB);
+  persistence = new IndexedDbPersistence(DB);
 }
 
-function listPath(cursor, limit = PAGE) {
-  const q = new URLSearchParams({ limit: String(limit) });
-  if (cursor) q.set("cursor", cursor);
-  if (state.tab === "archived") q.set("archived", "true");
-  else if (state.tab !== "all") q.set("category", state.tab);
-  return `/v1/notifications?${q}`;
-}
-
-const matchesTab = (it) =>
-  state.tab === "archived" ? it.archived : !it.archived && (state.tab === "all" || it.categoryType === state.tab);
-
-/** Loads the first page again, as many items as are shown (so a refresh keeps the scroll). */
-export async function reload() {
-  const gen = ++state.generation;
-  state.loading = true;
+/** A client for the current tab, started (its first page loaded, its stream connecting). */
+async function open() {
+  close();
+  if (!state.token) return;
+  const view = state.tab === "archived" ? { archived: true } : state.tab === "all" ? undefined : { category: state.tab };
+  const token = state.token;
+  const c = new InboxClient({ baseUrl: location.origin, getToken: () => token, view, pageSize: PAGE, pollMs: POLL_MS, persistence });
+  state.client = c;
+  state.offs = [
+    c.store.subscribe(() => { if (state.client === c) { render(); showCounts(c.snapshot.counts); } }),
+    c.on("status", (s) => { $("inbox").dataset.live = s === "live" ? "stream" : "poll"; }),
+    c.on("error", (e, where) => say($("inbox-status"), `${where}: ${e.message}`, true)),
+    c.on("rollback", (op, e) => say($("inbox-status"), `Not saved (${op.kind}): ${e.message}`, true)),
+  ];
   try {
-    const limit = Math.min(100, Math.max(PAGE, state.items.length));
-    const page = await api(listPath(null, limit));
-    if (gen !== state.generation) return;
-    state.items = page.items;
-    state.nextCursor = page.nextCursor;
-    state.sync = page.sync;
-    render();
-    setCounts(page.counts);
+    await c.start();
   } catch (e) {
-    say($("inbox-status"), e.message, true);
-  } finally {
-    if (gen === state.generation) state.loading = false;
+    if (state.client === c) say($("inbox-status"), e.message, true);
   }
 }
 
+/** Loads the first page again. */
+export async function reload() {
+  await state.client?.load().catch((e) => say($("inbox-status"), e.message, true));
+}
+
+/** One round of sync: every change since the store's position. */
+export async function sync() {
+  await state.client?.pull().catch((e) => say($("inbox-status"), `Live update failed: ${e.message}`, true));
+}
+
 async function loadMore() {
-  if (state.loading || !state.nextCursor) return;
-  const gen = state.generation;
+  const c = state.client;
+  if (!c || state.loading || !c.snapshot.nextCursor) return;
   state.loading = true;
   say($("inbox-status"), "Loading more…");
   try {
-    const page = await api(listPath(state.nextCursor));
-    if (gen !== state.generation) return;
-    const have = new Set(state.items.map((i) => i.itemKey));
-    state.items.push(...page.items.filter((i) => !have.has(i.itemKey)));
-    state.nextCursor = page.nextCursor;
-    render();
+    await c.loadMore();
     say($("inbox-status"), "");
   } catch (e) {
     say($("inbox-status"), e.message, true);
   } finally {
-    if (gen === state.generation) state.loading = false;
+    state.loading = false;
   }
 }
 
-/** Badge counts from a list page or a stream push. */
-function setCounts(counts) {
-  if (!counts) return;
-  state.unread = counts.unread ?? null;
-  state.unseen = counts.unseen ?? null;
-  showCounts();
-}
-
-function showCounts() {
+/** Badge counts (the SDK's: server counts with pending marks applied). */
+function showCounts(counts) {
   const badge = $("badge");
-  const n = state.unread;
+  const n = counts?.unread ?? null;
   badge.hidden = !n;
   badge.textContent = n ? String(n) : "";
   badge.setAttribute("aria-label", n ? `${n} unread` : "");
   document.title = `${n ? `(${n}) ` : ""}edge-geo-notify console`;
   const parts = [];
   if (n !== null) parts.push(`${n} unread`);
-  if (state.unseen !== null) parts.push(`${state.unseen} unseen`);
+  if (counts) parts.push(`${counts.unseen} unseen`);
   $("counts-line").textContent = parts.join(" · ");
   $("counts-line").dataset.unread = n ?? "";
-}
-
-/** One round of live sync: every change since the last position, then the counts. */
-export async function sync() {
-  if (!state.token || state.sync === null) return;
-  const gen = state.generation;
-  try {
-    let changed = false;
-    for (;;) {
-      const c = await api(`/v1/notifications/changes?limit=100&since=${encodeURIComponent(state.sync)}`);
-      if (gen !== state.generation) return;
-      // Only what falls inside the loaded window: an older item beyond it comes with the next
-      // page (the feed may repeat recent entries, so membership is decided here, not by it).
-      const floor = state.nextCursor ? Math.min(...state.items.map((x) => x.revision)) : -Infinity;
-      for (const it of c.items) {
-        const had = state.items.some((x) => x.itemKey === it.itemKey);
-        state.items = state.items.filter((x) => x.itemKey !== it.itemKey);
-        if (!it.deleted && matchesTab(it) && (had || it.revision >= floor)) state.items.push(it);
-        changed ||= had || (!it.deleted && it.revision >= floor);
-      }
-      state.sync = c.sync;
-      if (!c.hasMore) break;
-    }
-    if (changed) {
-      state.items.sort((a, b) => b.revision - a.revision);
-      render();
-    }
-    if (!state.live) setCounts((await api("/v1/notifications?limit=1")).counts);
-  } catch (e) {
-    say($("inbox-status"), `Live update failed: ${e.message}`, true);
-  }
-}
-
-/** Polls while the stream is not connected (and the page is visible). */
-function schedule() {
-  clearTimeout(state.timer);
-  state.timer = setTimeout(async () => {
-    if (!state.live && document.visibilityState === "visible") await sync();
-    if (state.token) schedule();
-  }, POLL_MS);
-}
-
-/** The live badge stream; on a push, take its counts and pull the changed items. */
-function connect() {
-  if (!state.token || state.ws) return;
-  const url = `${location.origin.replace(/^http/, "ws")}/v1/notifications/stream`;
-  const ws = new WebSocket(url, ["inbox.v1", `auth.${state.token}`]);
-  const gen = state.generation;
-  state.ws = ws;
-  ws.addEventListener("open", () => { state.live = true; state.attempt = 0; $("inbox").dataset.live = "stream"; });
-  ws.addEventListener("message", (e) => {
-    const m = JSON.parse(e.data);
-    if (m.type !== "badge") return;
-    setCounts(m);
-    sync();
-  });
-  ws.addEventListener("close", () => {
-    state.live = false;
-    state.ws = null;
-    $("inbox").dataset.live = "poll";
-    if (!state.token || gen !== state.generation) return;
-    // Full jitter: random(0, min(max, base · 2^attempt)); polling covers the gap.
-    const delay = Math.random() * Math.min(30_000, 1000 * 2 ** state.attempt++);
-    setTimeout(connect, delay);
-  });
 }
 
 function render() {
   const ul = $("items");
   // Keep keyboard focus on the same control of the same item across re-renders.
   const f = document.activeElement?.closest?.("[data-key]") ? [document.activeElement.closest("[data-key]").dataset.key, document.activeElement.dataset.act] : null;
-  ul.replaceChildren(...state.items.map(itemNode));
+  const snap = state.client?.snapshot;
+  const items = snap?.items ?? [];
+  ul.replaceChildren(...items.map(itemNode));
   if (f) ul.querySelector(`[data-key="${CSS.escape(f[0])}"] [data-act="${f[1]}"]`)?.focus();
-  $("more").hidden = !state.nextCursor;
-  if (!state.items.length) {
+  $("more").hidden = !snap?.nextCursor;
+  if (!items.length) {
     const li = document.createElement("li");
     li.className = "empty";
     li.textContent = state.tab === "archived" ? "Nothing archived." : "No notifications.";
@@ -255,36 +184,19 @@ function itemNode(it) {
   return li;
 }
 
-async function act(key, action) {
-  const it = state.items.find((x) => x.itemKey === key);
-  if (!it) return;
-  try {
-    if (action === "delete") {
-      await api(`/v1/notifications/items/${encodeURIComponent(key)}`, { method: "DELETE" });
-      state.items = state.items.filter((x) => x !== it);
-    } else {
-      const [flag, value] = { read: ["read", true], unread: ["read", false], archive: ["archived", true], unarchive: ["archived", false] }[action];
-      await api("/v1/notifications/mark", { method: "POST", body: { itemKey: key, flag, value } });
-      it[flag] = value;
-      if (!matchesTab(it)) state.items = state.items.filter((x) => x !== it);
-    }
-    render();
-    await sync();
-  } catch (e) {
-    say($("inbox-status"), e.message, true);
-  }
+/** A user action: shown at once by the SDK, rolled back (and reported) if refused. */
+function act(key, action) {
+  const c = state.client;
+  if (!c) return;
+  const done = action === "delete"
+    ? c.remove(key)
+    : c.mark(key, ...{ read: ["read", true], unread: ["read", false], archive: ["archived", true], unarchive: ["archived", false] }[action]);
+  done.catch((e) => { if (e.code === "network") say($("inbox-status"), "Offline: saved, will be sent when back online."); });
 }
 
 /** "Mark all read" / "mark all seen": one bulk call. */
-async function markAll(flag) {
-  try {
-    await api("/v1/notifications/bulk", { method: "POST", body: { action: flag } });
-    for (const it of state.items) it[flag] = true;
-    render();
-    await sync();
-  } catch (e) {
-    say($("inbox-status"), e.message, true);
-  }
+function markAll(flag) {
+  state.client?.bulk(flag).catch((e) => { if (e.code === "network") say($("inbox-status"), "Offline: will be sent when back online."); });
 }
 
 function initTabs() {
@@ -308,9 +220,7 @@ function initTabs() {
       if (on && focus) b.focus();
     }
     $("panel").setAttribute("aria-labelledby", `tab-${id}`);
-    state.items = [];
-    state.nextCursor = null;
-    if (state.token) reload();
+    if (state.token) open(); else render();
   };
   list.addEventListener("click", (ev) => { const t = ev.target.closest("[role=tab]"); if (t) select(t.dataset.tab); });
   list.addEventListener("keydown", (ev) => {
@@ -340,7 +250,6 @@ export function initInbox() {
   $("mark-all-seen").addEventListener("click", () => markAll("seen"));
   $("more").addEventListener("click", loadMore);
   new IntersectionObserver((es) => { if (es.some((e) => e.isIntersecting)) loadMore(); }).observe($("sentinel"));
-  document.addEventListener("visibilitychange", () => { if (document.visibilityState === "visible") sync(); });
   const kept = sessionStorage.getItem("token");
   if (kept) { $("token").value = kept; signIn(kept); }
 }
