@@ -126,9 +126,12 @@ fi
 # npm: wrangler, miniflare, esbuild, binaryen, Node 22 for wrangler, pinned data packages. The
 # platform packages (Node, esbuild, workerd) are optional dependencies: npm installs the one
 # that matches this machine.
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+# node_modules/.egn-package-lock.json is the lockfile it was installed from (by content: npm
+# install --package-lock-only also touches npm's own node_modules/.package-lock.json).
+if [ ! -f node_modules/.package-lock.json ] || ! cmp -s package-lock.json node_modules/.egn-package-lock.json; then
   say "npm ci"
   act npm ci --no-audit --no-fund
+  act cp package-lock.json node_modules/.egn-package-lock.json
 fi
 if [ "$PLAN" = 0 ] && [ ! -x "node_modules/$EGN_NODE_PKG/bin/node" ]; then
   say "node_modules/$EGN_NODE_PKG is missing: npm did not install Node 22 for $EGN_PLATFORM"
