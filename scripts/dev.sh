@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Setup + run: installs what is missing, builds, starts the local backend stack and the worker
 # (wrangler dev on http://127.0.0.1:8787). Ctrl-C stops everything.
+#
+#   HOST=0.0.0.0 bash scripts/dev.sh   # also serve phones on the same network (prints a warning,
+#                                      # the LAN URL and a dev token)
+#   PORT=8788 bash scripts/dev.sh      # another port
 set -euo pipefail
 cd "$(dirname "$0")/.."
+HOST="${HOST:-127.0.0.1}"
+PORT="${PORT:-8787}"
 bash scripts/setup.sh
 source scripts/env.sh
 STACK_JSON="$(mktemp)"
@@ -11,5 +17,27 @@ STACK_PID=$!
 trap 'kill $STACK_PID 2>/dev/null; wait $STACK_PID 2>/dev/null; rm -f "$STACK_JSON"' EXIT INT TERM
 for _ in $(seq 1 100); do [ -s "$STACK_JSON" ] && break; sleep 0.1; done
 echo "[dev] backend stack: $(cat "$STACK_JSON")"
-echo "[dev] user routes take a token (Authorization: Bearer): cargo run --quiet --bin dev-token -- --sub ana"
-wrangler dev --ip 127.0.0.1 --port "${PORT:-8787}"
+
+# The first address of this machine on the local network (Linux, then macOS).
+lan_ip() {
+  local ip=""
+  if command -v hostname >/dev/null 2>&1; then ip="$(hostname -I 2>/dev/null | awk '{print $1}')"; fi
+  if [ -z "$ip" ] && command -v ipconfig >/dev/null 2>&1; then
+    ip="$(ipconfig getifaddr en0 2>/dev/null || ipconfig getifaddr en1 2>/dev/null || true)"
+  fi
+  echo "${ip:-your-LAN-address}"
+}
+
+TOKEN="$(cargo run --quiet --bin dev-token -- --sub ana --ttl 86400 2>/dev/null || true)"
+if [ "$HOST" != "127.0.0.1" ] && [ "$HOST" != "localhost" ]; then
+  cat <<EOF
+[dev] WARNING: serving on $HOST: anyone on this network can reach this worker, and the local
+[dev]          secrets in .dev.vars (the dev service token, the HS256 dev secret) are public
+[dev]          values. Use it on a network you trust, and only with the local stack's data.
+[dev] LAN URL:   http://$(lan_ip):$PORT   (from a phone on the same Wi-Fi)
+EOF
+fi
+echo "[dev] local:     http://127.0.0.1:$PORT"
+echo "[dev] dev token for user 'ana' (24 h; another: cargo run --quiet --bin dev-token -- --sub NAME):"
+echo "$TOKEN"
+wrangler dev --ip "$HOST" --port "$PORT"

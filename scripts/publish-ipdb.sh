@@ -72,7 +72,7 @@ KV_KEY="$(python3 scripts/wrangler-env.py "$ENV_NAME" kv_key)"
 
 # 1. Validate with the project's own reader; the same run computes the record to publish.
 say "checking $FILE against $AGAINST (max disagreement $MAX)"
-SHA="$(sha256sum "$FILE" | cut -d' ' -f1)"
+SHA="$( (command -v sha256sum >/dev/null && sha256sum "$FILE") || shasum -a 256 "$FILE")"; SHA="${SHA%% *}"
 TABLE_DIR="build/ipdb/$SHA.table"
 REPORT="$(cargo run --release --quiet --bin ipdb-check -- "$FILE" --against "$AGAINST" \
   --max-disagreement "$MAX" --updated-at "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \

@@ -40,7 +40,11 @@ stage "clients/ts (TypeScript SDK: typecheck, store against the conformance vect
 node_modules/.bin/tsc -p clients/ts --noEmit
 node --test --test-concurrency=1 "clients/ts/test/*.test.ts"
 stage "clients/kotlin (kotlinc + JUnit: conformance vectors, /openapi.json contract, integration in workerd)"
-bash clients/kotlin/build.sh
+if [ -f /usr/share/java/okhttp.jar ] || [ "$(uname -s)" = Linux ]; then
+  bash clients/kotlin/build.sh
+else
+  echo "skipped: the Kotlin SDK's tests need Debian's OkHttp/Okio/JUnit jars (scripts/setup.sh installs them on Debian/Ubuntu)"
+fi
 stage "node --test (compiled worker in workerd via Miniflare)"
 # The TAP log is long and CI keeps only its tail, so a failure is repeated at the end: each
 # failing test's name and its YAML block (error, expected/actual, stack).

@@ -61,6 +61,152 @@ pub fn missing_secrets(is_set: impl Fn(&str) -> bool) -> Vec<&'static str> {
         .collect()
 }
 
+/// How a setting reaches the worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A plain variable: `[vars]` (per environment: `[env.NAME.vars]`) in `wrangler.toml`.
+    Var,
+    /// A secret whose name has a part chosen by the operator (the fixed names are [`SECRETS`]).
+    SecretPattern,
+    /// A binding declared in `wrangler.toml`, of the kind named here.
+    Binding(&'static str),
+}
+
+/// One row of the configuration reference (`docs/configuration.md` is generated from
+/// [`VARIABLES`] and [`SECRETS`] by [`reference_markdown`], and `tests/docs.rs` checks the file,
+/// the names [`Config::from_vars`] reads and the defaults against it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Setting {
+    /// Name of the variable, secret or binding.
+    pub name: &'static str,
+    /// Variable, secret pattern or binding.
+    pub kind: Kind,
+    /// What the value is (for a variable: how it is parsed).
+    pub ty: &'static str,
+    /// The value used when it is unset or empty, exactly as it would be written; `None` when
+    /// unset means "off" or another setting supplies it (said in `meaning`).
+    pub default: Option<&'static str>,
+    /// One line of meaning.
+    pub meaning: &'static str,
+}
+
+const fn var(
+    name: &'static str,
+    ty: &'static str,
+    default: Option<&'static str>,
+    meaning: &'static str,
+) -> Setting {
+    Setting {
+        name,
+        kind: Kind::Var,
+        ty,
+        default,
+        meaning,
+    }
+}
+
+const fn binding(name: &'static str, kind: &'static str, meaning: &'static str) -> Setting {
+    Setting {
+        name,
+        kind: Kind::Binding(kind),
+        ty: "binding",
+        default: None,
+        meaning,
+    }
+}
+
+/// Every variable and binding the worker reads, besides the fixed-name [`SECRETS`]: the one
+/// table behind the configuration reference.
+pub const VARIABLES: &[Setting] = &[
+    // Backends.
+    var("DATA_API_AUTH", "`apiKey` \\| `bearer` \\| `basic`", Some("apiKey"), "how the Data API key is sent: `apiKey` header (Atlas), bearer token, or HTTP Basic (FerretDB) with user `DATA_API_USER`"),
+    var("DATA_API_USER", "text", Some("api"), "Basic-auth user name when `DATA_API_AUTH=basic`"),
+    var("DATA_SOURCE", "text", Some("local"), "Data API `dataSource` (the Atlas cluster name)"),
+    var("DATABASE", "text", Some("app"), "Data API `database`"),
+    var("NOTIFY_COLLECTION", "text", Some("notifications"), "collection of the inbox items (dead letters go to `{NOTIFY_COLLECTION}_dead`)"),
+    var("BACKEND_TIMEOUT_MS", "integer, ms, > 0", Some("5000"), "deadline of one Data API, Redis or JWKS call"),
+    // Notifications.
+    var("NOTIFY_ORIGINS_CAP", "integer, ≥ 1", Some("100"), "senders kept per merged item (`originsCount` still counts all)"),
+    var("NOTIFY_MAX_PER_OWNER", "integer", Some("100"), "items kept per owner by the cron trim"),
+    var("NOTIFY_RETRACTED_CAP", "integer", Some("20"), "retracted senders remembered per item (so a late create cannot bring one back)"),
+    var("NOTIFY_SYNC_SETTLE_MS", "integer, ms", Some("2000"), "how far behind now a change-feed position is held, so a late write is delivered again, never missed"),
+    var("NOTIFY_TOMBSTONE_TTL_HOURS", "integer, hours", Some("168"), "how long a deletion stays visible to the change feed"),
+    var("NOTIFY_QUEUE_RETRY_SECONDS", "integer, s", Some("2"), "first redelivery delay of a failed queue message (doubles per attempt)"),
+    var("NOTIFY_QUEUE_RETRY_MAX_SECONDS", "integer, s", Some("60"), "cap of that delay"),
+    var("HOUSEKEEPING_SUBREQUESTS", "integer", Some("40"), "Data API calls one cron run may spend on trim and expiry (the free plan allows 50 subrequests in all)"),
+    // Dedup.
+    var("DEDUP_WINDOW_MS", "integer, ms", Some("600000"), "event-time window of the dedup hashes"),
+    var("DEDUP_EXPECTED_PER_WINDOW", "integer", Some("3600000"), "expected event ids per window (sizes the sub-buckets so they stay compact)"),
+    var("DEDUP_LEASE_MS", "integer, ms", Some("10000"), "how long a reservation holds an event id before another request may take it"),
+    // Callers.
+    var("SERVICE_KEYS", "list `name:scope[:scope]`, comma-separated", None, "named service keys and their scopes (`notify:write`, `admin`); each value is secret `SERVICE_KEY_<NAME>`; unset = only `SERVICE_TOKEN`"),
+    Setting {
+        name: "SERVICE_KEY_<NAME>",
+        kind: Kind::SecretPattern,
+        ty: "text",
+        default: None,
+        meaning: "the value of the service key `<name>` declared in `SERVICE_KEYS` (upper-cased); removing it revokes the key",
+    },
+    var("AUTH_ISSUER", "text", None, "`iss` of self-minted HS256 user tokens (required with `AUTH_HS256_SECRET`)"),
+    var("AUTH_AUDIENCE", "list, comma-separated", None, "accepted `aud` values of those tokens (required with `AUTH_HS256_SECRET`)"),
+    var("AUTH_JWKS_URL", "URL", None, "JWKS of an identity provider (Firebase, Auth0, Cognito, Supabase); unset = no JWKS issuer"),
+    var("AUTH_JWKS_ISSUER", "text", None, "`iss` of the provider's tokens; unset = `AUTH_ISSUER`"),
+    var("AUTH_JWKS_AUDIENCE", "list, comma-separated", None, "accepted `aud` of the provider's tokens; unset = `AUTH_AUDIENCE`"),
+    var("AUTH_JWKS_ALGS", "list of `RS256`, `ES256`", Some("RS256"), "algorithms accepted from the JWKS issuer (pinned: no `none`, no HS256)"),
+    var("AUTH_LEEWAY_SECONDS", "integer, s", Some("60"), "clock skew allowed on `exp` and `nbf`"),
+    var("AUTH_JWKS_COOLDOWN_SECONDS", "integer, s", Some("30"), "least time between two JWKS refetches for an unknown `kid`"),
+    var("CORS_ALLOWED_ORIGINS", "list, comma-separated", None, "origins that get CORS headers and preflights (`*` = any); unset = none"),
+    var("ENABLE_BENCH", "`true` \\| `false`", Some("false"), "serves `/__bench/*` for the benchmark scripts; keep it off in deployments"),
+    // IP database.
+    var("IPDB_KV_KEY", "text", Some("ipdb/current"), "KV key of the IPDB version record in `IPDB_CONFIG`"),
+    var("IPDB_CHECK_INTERVAL_SECONDS", "integer, s", Some("60"), "how often an isolate re-reads the record (after responding)"),
+    var("IPDB_SOURCE_URL", "URL", None, "where the daily cron downloads a new `.mmdb` or `.mmdb.gz`; unset = no scheduled update"),
+    var("IPDB_MAX_DOWNLOAD_BYTES", "integer, bytes", Some("33554432"), "largest compressed download the cron accepts"),
+    var("IPDB_MAX_DB_BYTES", "integer, bytes", Some("50331648"), "largest decompressed database the cron accepts"),
+    var("IPDB_DOWNLOAD_TIMEOUT_MS", "integer, ms", Some("60000"), "one deadline for the download and its decompression"),
+    var("IPDB_MAX_DISAGREEMENT", "share, 0 to 1", Some("0.2"), "the cron refuses a database that disagrees with the serving one on more of the probe set"),
+    var("IPDB_MIN_COUNTRIES", "integer", Some("50"), "the cron refuses a database answering fewer distinct countries on the probe set"),
+    // Bindings.
+    binding("ASSETS", "assets", "country index tiles, the IP table's pages, the bundled IPDB and the console (`./assets`)"),
+    binding("IPDB_CONFIG", "KV namespace", "the IPDB version record and the cron's last outcome"),
+    binding("IPDB_BUCKET", "R2 bucket", "published IP databases and their tables"),
+    binding("NOTIFY_QUEUE", "queue producer", "creates are enqueued (`202 queued`); without it they are written synchronously"),
+    binding("INBOX_HUB", "Durable Object", "live badge sockets, one object per owner; without it the stream answers `503`"),
+    binding("GEO_RATE_LIMITER", "rate limit", "public geo routes, per client IP; without it, no limit"),
+    binding("USER_RATE_LIMITER", "rate limit", "user routes, per user; without it, no limit"),
+];
+
+/// The configuration reference as a Markdown table: every secret of [`SECRETS`], then every
+/// row of [`VARIABLES`]. `docs/configuration.md` holds exactly this between its markers.
+#[must_use]
+pub fn reference_markdown() -> String {
+    let mut out =
+        String::from("| name | kind | type | default | meaning |\n|---|---|---|---|---|\n");
+    let row = |out: &mut String, name: &str, kind: &str, ty: &str, default: &str, meaning: &str| {
+        out.push_str(&format!(
+            "| `{name}` | {kind} | {ty} | {default} | {meaning} |\n"
+        ));
+    };
+    for s in SECRETS {
+        let kind = if s.optional {
+            "secret (optional)"
+        } else {
+            "secret"
+        };
+        row(&mut out, s.name, kind, "text", "", s.purpose);
+    }
+    for v in VARIABLES {
+        let kind = match v.kind {
+            Kind::Var => "var".to_owned(),
+            Kind::SecretPattern => "secret".to_owned(),
+            Kind::Binding(b) => format!("binding: {b}"),
+        };
+        let default = v.default.map(|d| format!("`{d}`")).unwrap_or_default();
+        row(&mut out, v.name, &kind, v.ty, &default, v.meaning);
+    }
+    out
+}
+
 /// A variable with a value the worker cannot use. Configuration is parsed once per isolate; a bad
 /// value is reported by name (in `/healthz` and as `503 config_invalid`), never replaced by a
 /// default behind the operator's back.

@@ -3,7 +3,7 @@
 //! They live in the crate (not in `fuzz/`) so `tests/fuzz_regressions.rs` replays every kept
 //! input through exactly the code libFuzzer ran, under plain `cargo test` on stable, without
 //! cargo-fuzz or nightly. Each function drives the real entry points and asserts cheap
-//! invariants; a panic is a finding. See "Fuzzing" in the README.
+//! invariants; a panic is a finding. See docs/fuzzing.md.
 //!
 //! Binary formats are checksummed, so random bytes would almost never get past the CRC check.
 //! The geo targets therefore also *repair* the header of their input (magic, version, lengths,

@@ -73,7 +73,7 @@ fn agrees_with_oracle_on_a_million_uniform_points() {
         .collect();
     let (agree, near) = check(&pts);
     eprintln!("uniform: {agree} agree, {near} differ within {TOLERANCE_DEG}° of an edge");
-    // The README claims every uniform point agrees: not even a near-edge difference is allowed.
+    // docs/architecture.md says every uniform point agrees: not even a near-edge difference is allowed.
     assert_eq!(
         near, 0,
         "uniform points that differ within {TOLERANCE_DEG}° of an edge"
@@ -86,11 +86,11 @@ fn agrees_with_oracle_near_edges() {
     let pts = common::near_edge_points(7, 200_000);
     let (agree, near) = check(&pts);
     eprintln!("near edges: {agree} agree, {near} differ within {TOLERANCE_DEG}° of an edge");
-    // Measured: 8 of 200 000 (README). The bound leaves room for a data or builder change that
+    // Measured: 8 of 200 000 when this was written. The bound leaves room for a data or builder change that
     // moves a handful of points, but not for a systematic error.
     assert!(
         near <= MAX_NEAR_EDGE_DIFFERENCES,
-        "{near} near-edge differences (README says 8; bound {MAX_NEAR_EDGE_DIFFERENCES})"
+        "{near} near-edge differences (8 when written; bound {MAX_NEAR_EDGE_DIFFERENCES})"
     );
 }
 

@@ -201,7 +201,7 @@ fn a_first_answer_needs_the_directory_and_one_page() {
     let db = IpDb::from_bytes(npm("dbip-country-mmdb/dbip-country.mmdb")).unwrap();
     let files = build(&ranges(&db).unwrap(), b"{}");
     let largest = files.pages.iter().map(Vec::len).max().unwrap();
-    // The README's figures: directory ≈ 164 KB; a first answer reads at most one page.
+    // docs/ipdb.md: a first answer needs the directory and at most one page.
     assert!(files.dir.len() < 192 << 10, "{}", files.dir.len());
     assert!(files.dir.len() + largest <= 1 << 20, "{largest}");
     let t = IpTable::from_bytes(files.dir.as_slice()).unwrap();

@@ -867,6 +867,20 @@ fn method_key(m: Method) -> &'static str {
 }
 
 #[allow(clippy::too_many_lines)]
+/// `/healthz` reports the release (`CARGO_PKG_VERSION`, also `info.version`). Added here rather
+/// than in the `json!` of [`components`], which is at the macro's recursion limit.
+fn with_health_version(mut components: Value) -> Value {
+    let health = &mut components["schemas"]["Health"];
+    health["properties"]["version"] = json!({
+        "type": "string",
+        "description": "The worker's release (CHANGELOG.md); equals `info.version` of this document",
+    });
+    if let Some(required) = health["required"].as_array_mut() {
+        required.insert(1, json!("version"));
+    }
+    components
+}
+
 fn components() -> Value {
     let nullable_string = json!({ "type": ["string", "null"] });
     let last_update = json!({
@@ -1190,7 +1204,7 @@ pub fn document() -> Value {
         },
         "tags": tags.iter().map(|t| json!({ "name": t })).collect::<Vec<_>>(),
         "paths": paths,
-        "components": components(),
+        "components": with_health_version(components()),
     })
 }
 

@@ -481,6 +481,7 @@ async fn healthz(env: &Env, st: &State) -> ApiResult<Response> {
     let ok = geo_ok && st.config.is_ok();
     let body = json!({
         "status": if ok { "ok" } else { "degraded" },
+        "version": env!("CARGO_PKG_VERSION"),
         "config": config,
         "geo": geo_status,
         "ipdb": ip::health(),

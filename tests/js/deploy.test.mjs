@@ -135,12 +135,12 @@ test("publish-ipdb.sh validates before anything is uploaded; remote runs refuse 
   assert.equal(r.code, 2, "unknown environment is a usage error");
 });
 
-// The README's Deploy section, read as a runbook: each `bash scripts/deploy.sh|publish-ipdb.sh`
+// docs/deploy.md and the README's Deploy section, read as a runbook: each `bash scripts/deploy.sh|publish-ipdb.sh`
 // line must run with --dry-run, and each Cloudflare-facing command (wrangler, curl, smoke) must be
 // one the scripts print.
-test("README Deploy commands are the commands the scripts run", () => {
+test("docs/deploy.md and the README's Deploy checklist run the commands the scripts run", () => {
   const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
-  const section = readme.split(/^## Deploy$/m)[1].split(/^## /m)[0];
+  const section = readme.split(/^## Deploy$/m)[1].split(/^## /m)[0] + fs.readFileSync(path.join(ROOT, "docs/deploy.md"), "utf8");
   const lines = [...section.matchAll(/```sh\n([\s\S]*?)```/g)]
     .flatMap((m) => m[1].split("\n"))
     .map((l) => l.replace(/\s+#.*$/, "").trim())

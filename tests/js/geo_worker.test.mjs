@@ -111,6 +111,14 @@ test("healthz reports asset versions", async () => {
   assert.equal(r.body.geo.countries, 250);
 });
 
+test("healthz and the OpenAPI document report the release of package.json and CHANGELOG.md", async () => {
+  const { version } = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8"));
+  const released = fs.readFileSync(path.join(ROOT, "CHANGELOG.md"), "utf8").match(/^## \[(\d+\.\d+\.\d+)\]/m)?.[1];
+  assert.equal(released, version, "the newest release in CHANGELOG.md");
+  assert.equal((await w.get("/healthz")).body.version, version);
+  assert.equal((await w.get("/openapi.json")).body.info.version, version);
+});
+
 test("the index is embedded; missing or corrupt tiles give 503 and the worker stays up", async () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "assets-"));
   fs.cpSync(path.join(ROOT, "assets"), tmp, { recursive: true });

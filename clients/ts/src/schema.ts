@@ -505,6 +505,8 @@ export interface components {
                 missing: string[];
             };
             assets: Record<string, never>;
+            /** @description The worker's release (CHANGELOG.md); equals `info.version` of this document */
+            version: string;
         };
         /** @description Lengths are limits in UTF-8 bytes; a violated rule answers 422 with the field's name. */
         NewEvent: {
