@@ -12,4 +12,5 @@ trap 'kill $STACK_PID 2>/dev/null; wait $STACK_PID 2>/dev/null; rm -f "$STACK_JS
 for _ in $(seq 1 100); do [ -s "$STACK_JSON" ] && break; sleep 0.1; done
 echo "[dev] backend stack: $(cat "$STACK_JSON")"
 echo "[dev] user routes take a token (Authorization: Bearer): cargo run --quiet --bin dev-token -- --sub ana"
-wrangler dev --ip 127.0.0.1 --port "${PORT:-8787}"
+# ENVIRONMENT=development: the local, public secrets are accepted (also with an older .dev.vars).
+wrangler dev --ip 127.0.0.1 --port "${PORT:-8787}" --var ENVIRONMENT:development

@@ -66,6 +66,7 @@ before(async () => {
     // wrangler dev also reads .dev.vars; --var overrides it, as for every other value here.
     ...AUTH,
     IPDB_CHECK_INTERVAL_SECONDS: "0",
+    ENVIRONMENT: "development",
   };
   const args = [
     path.join(ROOT, "node_modules/wrangler/bin/wrangler.js"), "dev", "--env", "staging",
