@@ -18,6 +18,7 @@
 //! `_id` *is* the notification id (a hash of owner+itemKey), so it is not stored twice.
 
 pub mod badge;
+pub mod expiry;
 pub mod batch;
 pub mod dead_letters;
 mod error;
