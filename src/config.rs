@@ -491,7 +491,8 @@ mod tests {
     fn dev_vars_example_marks_development() {
         let text = include_str!("../.dev.vars.example");
         assert!(
-            text.lines().any(|l| l.trim() == "ENVIRONMENT=\"development\""),
+            text.lines()
+                .any(|l| l.trim() == "ENVIRONMENT=\"development\""),
             ".dev.vars.example sets ENVIRONMENT=\"development\""
         );
     }

@@ -21,8 +21,25 @@ const SKIP_DIRS: &[&str] = &[
     "benches",
 ];
 const EXTENSIONS: &[&str] = &[
-    "md", "json", "example", "toml", "mjs", "js", "ts", "py", "sh", "kt", "kts", "yml", "yaml",
-    "txt", "service", "conf", "env", "Caddyfile", "Dockerfile",
+    "md",
+    "json",
+    "example",
+    "toml",
+    "mjs",
+    "js",
+    "ts",
+    "py",
+    "sh",
+    "kt",
+    "kts",
+    "yml",
+    "yaml",
+    "txt",
+    "service",
+    "conf",
+    "env",
+    "Caddyfile",
+    "Dockerfile",
 ];
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -38,7 +55,9 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
             }
         } else if name != "package-lock.json"
             && name != "Cargo.lock"
-            && (EXTENSIONS.iter().any(|x| name.ends_with(&format!(".{x}")) || name == *x)
+            && (EXTENSIONS
+                .iter()
+                .any(|x| name.ends_with(&format!(".{x}")) || name == *x)
                 || name.starts_with(".dev.vars"))
         {
             out.push(p);
@@ -73,7 +92,10 @@ fn every_secret_looking_value_in_the_repository_is_refused() {
             }
         }
     }
-    assert!(seen >= 10, "found only {seen} candidates: is the extractor broken?");
+    assert!(
+        seen >= 10,
+        "found only {seen} candidates: is the extractor broken?"
+    );
     assert!(
         passing.is_empty(),
         "values a deployed worker would accept, published in the repository (add the file to \

@@ -463,9 +463,18 @@ mod probe_tests {
     #[test]
     fn probe_names_a_wrong_base_url_a_refused_key_and_an_unreachable_api() {
         assert_eq!(probe_problem(&Ok(())), None);
-        assert_eq!(probe_problem(&rejected(404)).unwrap().0, "data_api_not_found");
-        assert!(probe_problem(&rejected(404)).unwrap().1.contains("DATA_API_URL"));
-        assert_eq!(probe_problem(&rejected(401)).unwrap().0, "data_api_unauthorized");
+        assert_eq!(
+            probe_problem(&rejected(404)).unwrap().0,
+            "data_api_not_found"
+        );
+        assert!(probe_problem(&rejected(404))
+            .unwrap()
+            .1
+            .contains("DATA_API_URL"));
+        assert_eq!(
+            probe_problem(&rejected(401)).unwrap().0,
+            "data_api_unauthorized"
+        );
         assert_eq!(probe_problem(&rejected(400)), None);
         let down: Result<(), _> = Err(BackendError::Unavailable {
             status: None,

@@ -25,7 +25,10 @@ enum CliError {
     Json(String, String),
 }
 
-fn string_map(file: &str, v: Option<&serde_json::Value>) -> Result<BTreeMap<String, String>, CliError> {
+fn string_map(
+    file: &str,
+    v: Option<&serde_json::Value>,
+) -> Result<BTreeMap<String, String>, CliError> {
     let Some(v) = v else {
         return Ok(BTreeMap::new());
     };

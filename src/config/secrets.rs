@@ -79,8 +79,14 @@ pub const PUBLISHED_SOURCES: &[(&str, &str)] = &[
         "docs/mongodb-gateway.md",
         include_str!("../../docs/mongodb-gateway.md"),
     ),
-    ("tests/js/harness.mjs", include_str!("../../tests/js/harness.mjs")),
-    ("tests/js/gateway.mjs", include_str!("../../tests/js/gateway.mjs")),
+    (
+        "tests/js/harness.mjs",
+        include_str!("../../tests/js/harness.mjs"),
+    ),
+    (
+        "tests/js/gateway.mjs",
+        include_str!("../../tests/js/gateway.mjs"),
+    ),
     (
         "tests/js/smoke.test.mjs",
         include_str!("../../tests/js/smoke.test.mjs"),
@@ -152,7 +158,9 @@ pub fn secret_looking_values(text: &str) -> Vec<String> {
                 }
             } else if q == b'=' && i + 1 < b.len() && !matches!(b[i + 1], b' ' | b'"' | b'\'') {
                 // NAME=value (shell, env files), up to the next space.
-                let n = line[i + 1..].find([' ', ';', '&']).unwrap_or(line.len() - i - 1);
+                let n = line[i + 1..]
+                    .find([' ', ';', '&'])
+                    .unwrap_or(line.len() - i - 1);
                 (i + 1, i + 1 + n)
             } else {
                 i += 1;
@@ -175,7 +183,8 @@ pub fn secret_looking_values(text: &str) -> Vec<String> {
 
 /// Whether `before` (the text in front of a literal) ends with a secret-like name and separators.
 fn follows_secret_name(before: &str) -> bool {
-    let trimmed = before.trim_end_matches(|c: char| matches!(c, ' ' | '\t' | '"' | '\'' | ':' | '=' | ','));
+    let trimmed =
+        before.trim_end_matches(|c: char| matches!(c, ' ' | '\t' | '"' | '\'' | ':' | '=' | ','));
     if trimmed.len() == before.len() || before.len() - trimmed.len() > 6 {
         return false;
     }
@@ -273,7 +282,11 @@ pub fn refused(get: &dyn Fn(&str) -> Option<String>) -> Vec<Refused> {
     if is_development(get) {
         return Vec::new();
     }
-    let value = |n: &str| get(n).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    let value = |n: &str| {
+        get(n)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
     let mut out = Vec::new();
     for var in strength_checked(get) {
         if let Some(v) = value(&var) {
@@ -296,15 +309,89 @@ pub fn refused(get: &dyn Fn(&str) -> Option<String>) -> Vec<Refused> {
 /// Common words and fragments of hand-made secrets; each counts as one pick from a list of
 /// 2^[`WORD_BITS`].
 const WORDS: &[&str] = &[
-    "access", "account", "admin", "alpha", "api", "app", "auth", "bench", "beta", "bridge",
-    "change", "char", "chars", "character", "characters", "cloud", "console", "data", "default",
-    "demo", "deploy", "dev", "development", "dragon", "edge", "example", "football", "gateway",
-    "geo", "hello", "hs256", "ingest", "inbox", "key", "keys", "leak", "least", "legacy", "letmein",
-    "local", "localhost", "long", "master", "monkey", "mongo", "mongodb", "must", "new", "not",
-    "notify", "old", "ops", "pass", "passw0rd", "password", "primary", "prod", "production",
-    "qwerty", "random", "redis", "replace", "rest", "rotated", "secret", "secure", "service",
-    "shadow", "smoke", "staging", "sunshine", "super", "test", "testing", "the", "token", "trustno1",
-    "user", "value", "welcome", "with", "worker", "your",
+    "access",
+    "account",
+    "admin",
+    "alpha",
+    "api",
+    "app",
+    "auth",
+    "bench",
+    "beta",
+    "bridge",
+    "change",
+    "char",
+    "chars",
+    "character",
+    "characters",
+    "cloud",
+    "console",
+    "data",
+    "default",
+    "demo",
+    "deploy",
+    "dev",
+    "development",
+    "dragon",
+    "edge",
+    "example",
+    "football",
+    "gateway",
+    "geo",
+    "hello",
+    "hs256",
+    "ingest",
+    "inbox",
+    "key",
+    "keys",
+    "leak",
+    "least",
+    "legacy",
+    "letmein",
+    "local",
+    "localhost",
+    "long",
+    "master",
+    "monkey",
+    "mongo",
+    "mongodb",
+    "must",
+    "new",
+    "not",
+    "notify",
+    "old",
+    "ops",
+    "pass",
+    "passw0rd",
+    "password",
+    "primary",
+    "prod",
+    "production",
+    "qwerty",
+    "random",
+    "redis",
+    "replace",
+    "rest",
+    "rotated",
+    "secret",
+    "secure",
+    "service",
+    "shadow",
+    "smoke",
+    "staging",
+    "sunshine",
+    "super",
+    "test",
+    "testing",
+    "the",
+    "token",
+    "trustno1",
+    "user",
+    "value",
+    "welcome",
+    "with",
+    "worker",
+    "your",
 ];
 const WORD_BITS: f64 = 11.0;
 
@@ -446,7 +533,10 @@ mod tests {
     #[test]
     fn refused_lists_every_problem_by_name_and_never_the_value() {
         let get = vars(&[
-            ("AUTH_HS256_SECRET", "replace-with-at-least-32-random-characters"),
+            (
+                "AUTH_HS256_SECRET",
+                "replace-with-at-least-32-random-characters",
+            ),
             ("SERVICE_TOKEN", "replace-with-a-long-random-token"),
             ("DATA_API_KEY", STRONG),
             ("REDIS_REST_TOKEN", "short"),
@@ -473,7 +563,10 @@ mod tests {
         );
         for x in &r {
             let text = x.to_string();
-            assert!(!text.contains("replace-with") && !text.contains("local-dev"), "{text}");
+            assert!(
+                !text.contains("replace-with") && !text.contains("local-dev"),
+                "{text}"
+            );
         }
     }
 

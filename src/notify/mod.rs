@@ -18,11 +18,11 @@
 //! `_id` *is* the notification id (a hash of owner+itemKey), so it is not stored twice.
 
 pub mod badge;
-pub mod expiry;
 pub mod batch;
 pub mod dead_letters;
 mod error;
 mod event;
+pub mod expiry;
 pub mod preferences;
 mod query;
 mod render;
