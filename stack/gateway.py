@@ -31,7 +31,8 @@ Configuration (environment; the flags override):
     GATEWAY_COLLECTIONS         allowlist, required in production: the worker's collection and its
                                 _dead sibling, e.g. notifications,notifications_dead
     GATEWAY_AUTH_FAILURES       10 failed authentications per client address per minute, then 429
-                                with Retry-After until the budget refills
+                                with Retry-After until the budget refills (0 = off: development
+                                mode only)
     GATEWAY_AUTH_TRACKED_MAX    100000 addresses tracked at most (the fullest buckets are dropped)
     GATEWAY_TRUSTED_PROXIES     comma-separated peer addresses (your TLS proxy, cloudflared) whose
                                 X-Forwarded-For (rightmost entry) names the client; default none
@@ -151,6 +152,16 @@ class AuthLimiter:
             del self.buckets[next(iter(self.buckets))]
 
 
+class NoLimiter:
+    """No failed-auth limit (GATEWAY_AUTH_FAILURES=0, development mode only)."""
+
+    def retry_after(self, addr):
+        return 0
+
+    def failed(self, addr):
+        pass
+
+
 class Config:
     def __init__(self, env, args):
         def num(name, default, cast=int, minimum=1):
@@ -193,7 +204,8 @@ class Config:
             if missing:
                 raise ConfigError(f"production mode needs {' and '.join(missing)} (the worker's database; its "
                                   "collection and the _dead sibling, e.g. notifications,notifications_dead)")
-        self.auth_failures = num("GATEWAY_AUTH_FAILURES", 10)
+        # 0 turns the limiter off: development mode only (benchmarks compare with and without it).
+        self.auth_failures = num("GATEWAY_AUTH_FAILURES", 10, minimum=0 if self.mode == "development" else 1)
         self.auth_tracked_max = num("GATEWAY_AUTH_TRACKED_MAX", 100_000)
         self.trusted_proxies = frozenset(p.strip() for p in env.get("GATEWAY_TRUSTED_PROXIES", "").split(",")
                                          if p.strip())
@@ -452,7 +464,7 @@ def main(argv=None, env=None):
     if cfg.mode == "development":
         _event("DEVELOPMENT MODE: no database/collection allowlist is required. Never put this gateway on a "
                "network in this mode.", logging.WARNING)
-    limiter = AuthLimiter(cfg.auth_failures, 60.0, cfg.auth_tracked_max)
+    limiter = AuthLimiter(cfg.auth_failures, 60.0, cfg.auth_tracked_max) if cfg.auth_failures else NoLimiter()
     app = GatewayApp(client, cfg.keys, cfg.max_body, cfg.timeout, cfg.pool_size, lock, cfg.databases, cfg.engine,
                      collections=cfg.collections, limiter=limiter, trusted_proxies=cfg.trusted_proxies)
     uconf = uvicorn.Config(app, host=cfg.host, port=cfg.port, http=cfg.http, loop="asyncio", lifespan="on",

@@ -183,8 +183,7 @@ pub fn secret_looking_values(text: &str) -> Vec<String> {
 
 /// Whether `before` (the text in front of a literal) ends with a secret-like name and separators.
 fn follows_secret_name(before: &str) -> bool {
-    let trimmed =
-        before.trim_end_matches(|c: char| matches!(c, ' ' | '\t' | '"' | '\'' | ':' | '=' | ','));
+    let trimmed = before.trim_end_matches([' ', '\t', '"', '\'', ':', '=', ',']);
     if trimmed.len() == before.len() || before.len() - trimmed.len() > 6 {
         return false;
     }
@@ -430,11 +429,10 @@ pub fn estimate_bits(s: &str) -> u32 {
             continue;
         }
         let c = b[i];
+        let sequential = i > 0 && c.abs_diff(b[i - 1]) == 1 && c.is_ascii_alphanumeric();
         bits += if i > 0 && c == b[i - 1] {
             1.0
-        } else if i > 0 && c.abs_diff(b[i - 1]) == 1 && c.is_ascii_alphanumeric() {
-            2.0
-        } else if SEPARATORS.contains(&c) {
+        } else if sequential || SEPARATORS.contains(&c) {
             2.0
         } else if c.is_ascii_digit() {
             10f64.log2()
