@@ -267,6 +267,8 @@ def test_logs_are_json_and_contain_no_key(gateway):
     ({"GATEWAY_MODE": "production"}, "production mode needs GATEWAY_DATABASES and GATEWAY_COLLECTIONS"),
     ({"GATEWAY_MODE": "production", "GATEWAY_DATABASES": "app"}, "production mode needs GATEWAY_COLLECTIONS"),
     ({"GATEWAY_MODE": "staging"}, "GATEWAY_MODE must be"),
+    ({"GATEWAY_MODE": "production", "GATEWAY_DATABASES": "app", "GATEWAY_COLLECTIONS": "notifications",
+      "GATEWAY_AUTH_FAILURES": "0"}, "GATEWAY_AUTH_FAILURES must be >= 1"),
     ({"GATEWAY_MAX_BODY": "lots"}, "GATEWAY_MAX_BODY must be a number"),
     ({"GATEWAY_ENGINE": "mongomock"}, "GATEWAY_ENGINE must be"),
 ])
