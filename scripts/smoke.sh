@@ -84,7 +84,7 @@ else
   fail "healthz: no missing secrets" "missing $(jq -c '.secrets.missing' <<<"$HEALTH" 2>/dev/null)"
 fi
 # Refused (published, placeholder or weak) secrets and placeholders, by name.
-if jq -e '(.secrets.refused // []) == []' >/dev/null 2>&1 <<<"$HEALTH"; then
+if [ -n "$HEALTH" ] && jq -e 'type == "object" and has("secrets") and ((.secrets.refused // []) == [])' >/dev/null 2>&1 <<<"$HEALTH"; then
   pass "healthz: no refused secrets"
 else
   fail "healthz: no refused secrets" "refused $(jq -c '.secrets.refused' <<<"$HEALTH" 2>/dev/null)"
