@@ -40,4 +40,5 @@ fi
 echo "[dev] local:     http://127.0.0.1:$PORT"
 echo "[dev] dev token for user 'ana' (24 h; another: cargo run --quiet --bin dev-token -- --sub NAME):"
 echo "$TOKEN"
-wrangler dev --ip "$HOST" --port "$PORT"
+# ENVIRONMENT=development: the local, public secrets are accepted (also with an older .dev.vars).
+wrangler dev --ip "$HOST" --port "$PORT" --var ENVIRONMENT:development

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Smoke test for any deployment of the worker (local `wrangler dev`, staging, production):
 #
-#   bash scripts/smoke.sh URL [--service-key KEY] [--token JWT] [--owner NAME] [--timeout SECONDS]
+#   bash scripts/smoke.sh URL [--service-key KEY] [--token JWT | --skip-user-auth] [--owner NAME]
+#        [--timeout SECONDS]
 #
 # Public routes always. With --service-key (a service key with the notify:write scope, or the
 # legacy SERVICE_TOKEN), one notification create + retract. With --token, a user JWT sent as
-# `Authorization: Bearer`, one authenticated list (and the credential-less list must answer 401);
-# this script mints nothing: locally, `cargo run --bin dev-token -- --sub NAME` prints one for
+# `Authorization: Bearer`, one authenticated list (and the credential-less list must answer 401).
+# User auth must be proven: without --token that check FAILS, unless --skip-user-auth is given
+# (then it is skipped with a WARNING line). This script mints nothing: locally, `cargo run --bin dev-token -- --sub NAME` prints one for
 # the HS256 variables in .dev.vars; for a deployment, use a token of its issuer. The created
 # item's owner is --owner, else the token's `sub` (read, not verified, so the list can show the
 # item), else smoke-check. Prints one PASS/FAIL/SKIP line per check and exits non-zero if any
@@ -17,11 +19,12 @@ usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' 
 [ $# -ge 1 ] || usage
 URL="${1%/}"; shift
 case "$URL" in http://*|https://*) ;; *) echo "smoke: URL must start with http:// or https://" >&2; usage ;; esac
-SERVICE_KEY=""; TOKEN=""; OWNER=""; TIMEOUT=20
+SERVICE_KEY=""; TOKEN=""; OWNER=""; TIMEOUT=20; SKIP_USER_AUTH=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --service-key) SERVICE_KEY="${2:?--service-key needs a value}"; shift 2 ;;
     --token) TOKEN="${2:?--token needs a value}"; shift 2 ;;
+    --skip-user-auth) SKIP_USER_AUTH=1; shift ;;
     --owner) OWNER="${2:?--owner needs a value}"; shift 2 ;;
     --timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
     -h|--help) usage ;;
@@ -74,10 +77,17 @@ echo "smoke: $URL"
 # --- public routes ---
 req GET /healthz
 check "healthz: 200, status ok" 200 '.status == "ok" and (.geo | type == "object")'
+HEALTH="$(cat "$BODY")"
 if [ "$STATUS" = 200 ] && holds '.secrets.missing == []'; then
   pass "healthz: no missing secrets"
 else
-  fail "healthz: no missing secrets" "missing $(jq -c '.secrets.missing' "$BODY" 2>/dev/null)"
+  fail "healthz: no missing secrets" "missing $(jq -c '.secrets.missing' <<<"$HEALTH" 2>/dev/null)"
+fi
+# Refused (published, placeholder or weak) secrets and placeholders, by name.
+if [ -n "$HEALTH" ] && jq -e 'type == "object" and has("secrets") and ((.secrets.refused // []) == [])' >/dev/null 2>&1 <<<"$HEALTH"; then
+  pass "healthz: no refused secrets"
+else
+  fail "healthz: no refused secrets" "refused $(jq -c '.secrets.refused' <<<"$HEALTH" 2>/dev/null)"
 fi
 req GET '/v1/geo/country?lat=48.8566&lon=2.3522'
 check "GET /v1/geo/country (Paris → FR)" 200 '.country.alpha2 == "FR"'
@@ -107,8 +117,11 @@ if [ ${#auth[@]} -gt 0 ]; then
   check "GET /v1/notifications without credentials → 401" 401 '.error.code == "unauthorized"'
   req GET '/v1/notifications?limit=5' "${auth[@]}"
   check "GET /v1/notifications (authenticated list)" 200 '(.items | type == "array") and has("nextCursor")'
+elif [ "$SKIP_USER_AUTH" = 1 ]; then
+  echo "WARNING --skip-user-auth: user tokens were not tried; this run does not prove that users can sign in" >&2
+  skip "authenticated list" "--skip-user-auth (WARNING: user auth not proven)"
 else
-  skip "authenticated list" "no --token"
+  fail "authenticated list" "no --token: user auth was not exercised (pass --token JWT, or --skip-user-auth to skip it knowingly)"
 fi
 
 # --- service create / retract ---

@@ -4,6 +4,8 @@
 //! `wrangler secret bulk`) is checked against it by a test, and `/healthz` reports the names of
 //! the ones a deployment lacks, so a forgotten secret shows before the first real request.
 
+pub mod secrets;
+
 /// A secret the worker reads: set per environment with `wrangler secret bulk`, never in
 /// `wrangler.toml`; locally in `.dev.vars`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -444,9 +446,14 @@ impl Config {
     /// Parses every setting.
     ///
     /// # Errors
-    /// The first variable with an unusable value, by name.
+    /// The first variable with an unusable value, by name; in a deployed worker first of all a
+    /// secret refused by [`secrets::refused`].
     pub fn from_vars(v: &Vars<'_>) -> Result<Config, ConfigError> {
         use crate::backend::{DataApiAuth, DataApiConfig, RedisRestConfig};
+        // A deployed worker never runs on a public, placeholder or weak secret.
+        if let Some(r) = secrets::refused(v.get).into_iter().next() {
+            return Err(bad(&r.var, r.weakness.to_string()));
+        }
         let timeout_ms = v.num("BACKEND_TIMEOUT_MS", 5_000u32)?;
         if timeout_ms == 0 {
             return Err(bad("BACKEND_TIMEOUT_MS", "must be above 0"));
@@ -592,13 +599,48 @@ mod tests {
         assert!(missing_secrets(|n| set.contains(n)).is_empty(), "{set:?}");
     }
 
+    /// Parses `pairs` as local development (the secret rules are tested in `secrets`).
     fn parse(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let mut all = vec![("ENVIRONMENT", "development")];
+        all.extend_from_slice(pairs);
+        parse_deployed(&all)
+    }
+
+    fn parse_deployed(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let map: std::collections::HashMap<String, String> = pairs
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
         let get = move |n: &str| map.get(n).cloned();
         Config::from_vars(&Vars::new(&get))
+    }
+
+    #[test]
+    fn a_deployed_worker_refuses_the_example_secrets_by_name() {
+        let example: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(include_str!("../secrets.example.json")).unwrap();
+        let pairs: Vec<(&str, &str)> = example
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str().unwrap()))
+            .chain([("AUTH_ISSUER", "me"), ("AUTH_AUDIENCE", "app")])
+            .collect();
+        let e = parse_deployed(&pairs).unwrap_err();
+        assert_eq!(e.var, "AUTH_HS256_SECRET", "{e}");
+        assert!(!e.reason.contains("replace-with"), "{e}");
+        // The same values are accepted for local development.
+        let mut dev = pairs.clone();
+        dev.push(("ENVIRONMENT", "development"));
+        assert!(parse_deployed(&dev).is_ok());
+    }
+
+    #[test]
+    fn dev_vars_example_marks_development() {
+        let text = include_str!("../.dev.vars.example");
+        assert!(
+            text.lines()
+                .any(|l| l.trim() == "ENVIRONMENT=\"development\""),
+            ".dev.vars.example sets ENVIRONMENT=\"development\""
+        );
     }
 
     #[test]

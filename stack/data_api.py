@@ -40,6 +40,30 @@ UPDATE_OPS = {"$set", "$unset", "$inc", "$mul", "$rename", "$setOnInsert", "$min
 ACTIONS = ("find", "findOne", "insertOne", "insertMany", "updateOne", "updateMany", "replaceOne",
            "deleteOne", "deleteMany", "aggregate", "createIndexes", "listIndexes")
 SYSTEM_DATABASES = ("admin", "local", "config")
+# Refused anywhere in a request body by the gateway (403 naming the operator): server-side
+# JavaScript, and stages that write to or read from another collection than the one named.
+DENIED_OPERATORS = ("$where", "$function", "$accumulator", "$out", "$merge", "$lookup", "$graphLookup",
+                    "$unionWith")
+
+
+def denied_operator(value, depth=0):
+    """The first denied operator used as a key anywhere in `value` (nested documents and arrays
+    included), else None. Too deep a nesting is refused as a whole (depth 64)."""
+    if depth > 64:
+        return "nesting deeper than 64 levels"
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(k, str) and k in DENIED_OPERATORS:
+                return k
+            found = denied_operator(v, depth + 1)
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            found = denied_operator(v, depth + 1)
+            if found:
+                return found
+    return None
 
 
 class ApiError(Exception):
@@ -99,18 +123,21 @@ class DataApi:
     `lock`: mongomock is not thread-safe, so its callers pass one lock; pymongo needs none.
     `rollback_partial_inserts`: mongomock dev semantics (a duplicate in insertMany applies nothing);
     a real MongoDB keeps the inserted prefix, and so does the gateway.
-    `databases`: allowlist of database names (None = any); `deny_system`: refuse admin/local/config
-    and `system.*` collections.
+    `databases`: allowlist of database names (None = any); `collections`: allowlist of collection
+    names (None = any); `deny_system`: refuse admin/local/config and `system.*` collections;
+    `deny_operators`: refuse DENIED_OPERATORS anywhere in a body (403 naming it).
     """
 
     def __init__(self, client, keys, lock=None, rollback_partial_inserts=False, databases=None,
-                 deny_system=False):
+                 deny_system=False, collections=None, deny_operators=False):
         self.client = client
         self.keys = keys if isinstance(keys, KeyRing) else KeyRing(keys)
         self.lock = lock or contextlib.nullcontext()
         self.rollback_partial_inserts = rollback_partial_inserts
         self.databases = set(databases) if databases else None
+        self.collections = set(collections) if collections else None
         self.deny_system = deny_system
+        self.deny_operators = deny_operators
 
     # -- plumbing ------------------------------------------------------------
     def _authorized(self, req):
@@ -163,6 +190,10 @@ class DataApi:
             if not isinstance(body, dict):
                 raise _bad("request body must be a JSON object")
             coll = self._collection(body)
+            if self.deny_operators:
+                op = denied_operator(body)
+                if op:
+                    raise ApiError(403, f"operator {op} is not allowed by this gateway", "Forbidden")
             op = getattr(self, "_" + action)
 
             def run():
@@ -195,6 +226,8 @@ class DataApi:
         db, coll = body["database"], body["collection"]
         if self.databases is not None and db not in self.databases:
             raise ApiError(403, f"database {db!r} is not served by this gateway", "Forbidden")
+        if self.collections is not None and coll not in self.collections:
+            raise ApiError(403, f"collection {coll!r} is not served by this gateway", "Forbidden")
         if self.deny_system and (db in SYSTEM_DATABASES or coll.startswith("system.")):
             raise ApiError(403, f"system database/collection {db}.{coll} is not served", "Forbidden")
         return self.client[db][coll]

@@ -6,6 +6,14 @@ path), needs API keys (several at once for rotation, compared in constant time),
 per-request time, answers `GET /healthz` after a database `ping`, logs one JSON line per request
 (never a key or a body) and shuts down gracefully on SIGTERM/SIGINT (in-flight requests finish).
 
+Fit for a caller on the public internet (put TLS in front: docs/mongodb-gateway.md): keys of at
+least 32 bytes with ~128 bits of estimated entropy (stack/keyrules.py; generate one with
+`python3 -c 'import secrets; print(secrets.token_urlsafe(48))'`), failed authentications limited
+per client address (then 429 with Retry-After; callers with a valid key are never slowed), and
+in production mode (the default) only the allowlisted databases and collections, with server-side
+JavaScript ($where, $function, $accumulator) and cross-collection stages ($out, $merge, $lookup,
+$graphLookup, $unionWith) refused anywhere in a body (403 naming the operator).
+
 Configuration (environment; the flags override):
 
     MONGODB_URI                 required (mongodb:// or mongodb+srv://)
@@ -16,7 +24,18 @@ Configuration (environment; the flags override):
     GATEWAY_REQUEST_TIMEOUT_S   10 (read + database work; over it: 504, and pymongo's own
                                 client-side timeout stops the operation)
     GATEWAY_POOL_SIZE           32 = pymongo maxPoolSize = worker threads running database calls
-    GATEWAY_DATABASES           optional allowlist; admin/local/config and system.* are always refused
+    GATEWAY_MODE                production (default) | development (allowlists optional; never on
+                                the internet)
+    GATEWAY_DATABASES           allowlist, required in production; admin/local/config and system.*
+                                are always refused
+    GATEWAY_COLLECTIONS         allowlist, required in production: the worker's collection and its
+                                _dead sibling, e.g. notifications,notifications_dead
+    GATEWAY_AUTH_FAILURES       10 failed authentications per client address per minute, then 429
+                                with Retry-After until the budget refills (0 = off: development
+                                mode only)
+    GATEWAY_AUTH_TRACKED_MAX    100000 addresses tracked at most (the fullest buckets are dropped)
+    GATEWAY_TRUSTED_PROXIES     comma-separated peer addresses (your TLS proxy, cloudflared) whose
+                                X-Forwarded-For (rightmost entry) names the client; default none
     GATEWAY_LIMIT_CONCURRENCY   1024 open connections+requests; beyond: 503 (uvicorn)
     GATEWAY_GRACEFUL_TIMEOUT_S  20 s for in-flight requests at shutdown
     GATEWAY_HTTP                httptools (default) | h11
@@ -31,6 +50,7 @@ import functools
 import json
 import logging
 import logging.config
+import math
 import os
 import signal
 import sys
@@ -40,11 +60,11 @@ import time
 import pymongo
 import uvicorn
 
+from . import keyrules
 from .data_api import ROUTE, DataApi, KeyRing, error_response
 from .httpbase import Request, json_response
 
 DEFAULT_TEST_URI = "mongodb://gateway-test.invalid:27017"
-MIN_KEY_LEN = 16
 BACKSTOP_S = 0.25  # asyncio deadline = pymongo deadline + this
 DRAIN_LIMIT = 16 * 1024 * 1024  # oversized bodies up to this are read and discarded (keep-alive survives)
 log = logging.getLogger("gateway")
@@ -86,9 +106,60 @@ def load_keys(env):
     if len(set(names)) != len(names):
         raise ConfigError("API key names must be unique")
     for name, value in keys:
-        if len(value) < MIN_KEY_LEN:
-            raise ConfigError(f"API key {name} is shorter than {MIN_KEY_LEN} characters")
+        why = keyrules.weakness(value)
+        if why:
+            raise ConfigError(f"API key {name}: {why}; generate one with "
+                              "python3 -c 'import secrets; print(secrets.token_urlsafe(48))'")
     return keys
+
+
+class AuthLimiter:
+    """Failed authentications per client address: a token bucket of `limit` failures refilled
+    over `window` seconds. An address whose bucket is empty gets 429 (before its key is even
+    looked at, so guessing stays slow); a success costs nothing. `clock` is injectable (tests).
+
+    Memory: one dict entry (address -> [tokens, last]) per address with a recent failure; at
+    `max_tracked` the entries that have refilled are dropped, then the oldest.
+    """
+
+    def __init__(self, limit=10, window=60.0, max_tracked=100_000, clock=time.monotonic):
+        self.limit, self.window, self.max_tracked, self.clock = float(limit), float(window), max_tracked, clock
+        self.buckets = {}
+
+    def _level(self, entry, now):
+        return min(self.limit, entry[0] + (now - entry[1]) * self.limit / self.window)
+
+    def retry_after(self, addr):
+        """Seconds until `addr` may try again (0: it may now)."""
+        entry = self.buckets.get(addr)
+        if entry is None:
+            return 0
+        level = self._level(entry, self.clock())
+        return 0 if level >= 1 else math.ceil((1 - level) * self.window / self.limit)
+
+    def failed(self, addr):
+        now = self.clock()
+        entry = self.buckets.pop(addr, None)
+        level = self.limit if entry is None else self._level(entry, now)
+        self.buckets[addr] = [max(level - 1, 0.0), now]  # re-inserted: the dict's order is recency
+        if len(self.buckets) > self.max_tracked:
+            self._evict(now)
+
+    def _evict(self, now):
+        for addr in [a for a, e in self.buckets.items() if self._level(e, now) >= self.limit]:
+            del self.buckets[addr]
+        while len(self.buckets) > self.max_tracked:
+            del self.buckets[next(iter(self.buckets))]
+
+
+class NoLimiter:
+    """No failed-auth limit (GATEWAY_AUTH_FAILURES=0, development mode only)."""
+
+    def retry_after(self, addr):
+        return 0
+
+    def failed(self, addr):
+        pass
 
 
 class Config:
@@ -122,7 +193,22 @@ class Config:
         self.http = env.get("GATEWAY_HTTP") or "httptools"
         if self.http not in ("httptools", "h11"):
             raise ConfigError("GATEWAY_HTTP must be httptools or h11")
+        self.mode = env.get("GATEWAY_MODE") or "production"
+        if self.mode not in ("production", "development"):
+            raise ConfigError(f"GATEWAY_MODE must be production or development, got {self.mode!r}")
         self.databases = [d.strip() for d in env.get("GATEWAY_DATABASES", "").split(",") if d.strip()] or None
+        self.collections = [c.strip() for c in env.get("GATEWAY_COLLECTIONS", "").split(",") if c.strip()] or None
+        if self.mode == "production":
+            missing = [n for n, v in (("GATEWAY_DATABASES", self.databases), ("GATEWAY_COLLECTIONS", self.collections))
+                       if not v]
+            if missing:
+                raise ConfigError(f"production mode needs {' and '.join(missing)} (the worker's database; its "
+                                  "collection and the _dead sibling, e.g. notifications,notifications_dead)")
+        # 0 turns the limiter off: development mode only (benchmarks compare with and without it).
+        self.auth_failures = num("GATEWAY_AUTH_FAILURES", 10, minimum=0 if self.mode == "development" else 1)
+        self.auth_tracked_max = num("GATEWAY_AUTH_TRACKED_MAX", 100_000)
+        self.trusted_proxies = frozenset(p.strip() for p in env.get("GATEWAY_TRUSTED_PROXIES", "").split(",")
+                                         if p.strip())
 
 
 def make_client(cfg):
@@ -187,9 +273,12 @@ class GatewayApp:
     """ASGI application. Database work runs in a thread pool of `pool_size` threads."""
 
     def __init__(self, client, keys, max_body=1024 * 1024, timeout=10.0, pool_size=32, lock=None, databases=None,
-                 engine="pymongo"):
+                 engine="pymongo", collections=None, limiter=None, trusted_proxies=frozenset()):
         self.client = client
-        self.api = DataApi(client, KeyRing(keys), lock=lock, databases=databases, deny_system=True)
+        self.api = DataApi(client, KeyRing(keys), lock=lock, databases=databases, deny_system=True,
+                           collections=collections, deny_operators=True)
+        self.limiter = limiter if limiter is not None else AuthLimiter()
+        self.trusted_proxies = trusted_proxies
         self.max_body, self.timeout, self.engine = max_body, timeout, engine
         self.pool = concurrent.futures.ThreadPoolExecutor(pool_size, thread_name_prefix="db")
 
@@ -259,6 +348,16 @@ class GatewayApp:
             _event("health check failed", logging.WARNING, error=type(e).__name__, detail=str(e)[:300])
             return 503, {"ok": False, "database": type(e).__name__, "engine": self.engine}
 
+    def _client_addr(self, scope, headers):
+        """The caller's address: the peer, or, behind a trusted proxy, the rightmost address of
+        X-Forwarded-For (the one that proxy appended)."""
+        peer = (scope.get("client") or ("", 0))[0]
+        if peer in self.trusted_proxies:
+            forwarded = [a.strip() for a in (headers.get("x-forwarded-for") or "").split(",") if a.strip()]
+            if forwarded:
+                return forwarded[-1]
+        return peer
+
     async def _http(self, scope, receive, send):
         t0 = time.monotonic()
         deadline = t0 + self.timeout
@@ -266,8 +365,15 @@ class GatewayApp:
         method, path = scope["method"], scope["path"]
         label, key_name, bytes_in, extra = None, None, 0, {}
         close = False
+        addr = self._client_addr(scope, headers)
+        retry_after = 0
         try:
-            if path == "/healthz":
+            if path != "/healthz" and ROUTE.match(path) and (retry_after := self.limiter.retry_after(addr)):
+                label = "auth_limited"
+                await self._drain(receive)
+                resp = error_response(429, "too many failed authentications from this address; retry later",
+                                      "TooManyRequests")
+            elif path == "/healthz":
                 label = "healthz"
                 if method not in ("GET", "HEAD"):
                     resp = error_response(405, "use GET", "MethodNotAllowed")
@@ -281,6 +387,8 @@ class GatewayApp:
                 bytes_in = len(body)
                 req = Request(method, path, scope.get("query_string", b""), headers, body)
                 label, resp, key_name = await self._in_pool(functools.partial(self.api.handle, req), deadline)
+                if resp.status == 401:
+                    self.limiter.failed(addr)
         except _TooLarge as e:
             close = not e.drained
             resp = error_response(413, f"request body exceeds {self.max_body} bytes", "RequestTooLarge")
@@ -298,6 +406,8 @@ class GatewayApp:
         hdrs = [(b"content-type", resp.content_type.encode()), (b"content-length", str(len(resp.body)).encode())]
         if close:
             hdrs.append((b"connection", b"close"))
+        if retry_after:
+            hdrs.append((b"retry-after", str(retry_after).encode()))
         await send({"type": "http.response.start", "status": resp.status, "headers": hdrs})
         await send({"type": "http.response.body", "body": resp.body if method != "HEAD" else b""})
         if resp.status >= 400 and resp.content_type == "application/json":
@@ -307,7 +417,7 @@ class GatewayApp:
                 pass
         client = scope.get("client") or ("", 0)
         _event("request", method=method, path=path, action=label, status=resp.status, duration_ms=_ms(t0),
-               key=key_name, client=client[0], bytes_in=bytes_in, bytes_out=len(resp.body), **extra)
+               key=key_name, client=addr or client[0], bytes_in=bytes_in, bytes_out=len(resp.body), **extra)
 
 
 def _ms(t0):
@@ -351,7 +461,12 @@ def main(argv=None, env=None):
         _event("TEST ENGINE: pymongo.MongoClient is patched by mongomock; data lives in memory. Never use in "
                "production.", logging.WARNING)
     client, lock = make_client(cfg)
-    app = GatewayApp(client, cfg.keys, cfg.max_body, cfg.timeout, cfg.pool_size, lock, cfg.databases, cfg.engine)
+    if cfg.mode == "development":
+        _event("DEVELOPMENT MODE: no database/collection allowlist is required. Never put this gateway on a "
+               "network in this mode.", logging.WARNING)
+    limiter = AuthLimiter(cfg.auth_failures, 60.0, cfg.auth_tracked_max) if cfg.auth_failures else NoLimiter()
+    app = GatewayApp(client, cfg.keys, cfg.max_body, cfg.timeout, cfg.pool_size, lock, cfg.databases, cfg.engine,
+                     collections=cfg.collections, limiter=limiter, trusted_proxies=cfg.trusted_proxies)
     uconf = uvicorn.Config(app, host=cfg.host, port=cfg.port, http=cfg.http, loop="asyncio", lifespan="on",
                            access_log=False, log_config=None, server_header=False, date_header=True,
                            limit_concurrency=cfg.limit_concurrency, timeout_keep_alive=30,
@@ -360,7 +475,8 @@ def main(argv=None, env=None):
     def started(server):
         sock = server.servers[0].sockets[0]
         host, port = sock.getsockname()[:2]
-        info = {"data_api_url": f"http://{host}:{port}", "engine": cfg.engine, "pool_size": cfg.pool_size,
+        info = {"data_api_url": f"http://{host}:{port}", "engine": cfg.engine, "mode": cfg.mode,
+                "pool_size": cfg.pool_size,
                 "keys": [n for n, _ in cfg.keys], "pid": os.getpid()}
         line = json.dumps(info)
         if args.ready_file:

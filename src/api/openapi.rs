@@ -346,7 +346,7 @@ fn detail(op: Op) -> Detail {
             ..none()
         },
         Op::Stream => Detail {
-            description: "A WebSocket (`Upgrade: websocket`). Browsers authenticate with the subprotocol list `[\"inbox.v1\", \"auth.<token>\"]` (they cannot set headers on a WebSocket); other clients may send `Authorization`. The server pushes `{type: \"badge\", unread, unseen, sync, reconnect}` on connect and after each change to the inbox (at most one push per 250 ms; bursts are coalesced). It is a hint channel: the list and `changes` stay the truth, and a missed push is repaired by reconnecting. Send `refresh` to get the badge now. Reconnect with exponential backoff from `reconnect.baseMs` to `reconnect.maxMs` with full jitter.",
+            description: "A WebSocket (`Upgrade: websocket`). Browsers authenticate with the subprotocol list `[\"inbox.v1\", \"auth.<token>\"]` (they cannot set headers on a WebSocket); other clients may send `Authorization`. The server pushes `{type: \"badge\", unread, unseen, sync, reconnect}` on connect and after each change to the inbox (at most one push per 250 ms; bursts are coalesced). It is a hint channel: the list and `changes` stay the truth, and a missed push is repaired by reconnecting. Send `refresh` to get the badge now. Reconnect with exponential backoff from `reconnect.baseMs` to `reconnect.maxMs` with full jitter. A socket ends with its token: when the token's `exp` (plus the verifier's leeway, AUTH_LEEWAY_SECONDS) passes, the server closes it with code 4001 and reason `token_expired`; reconnect at once with a fresh token.",
             responses: vec![(101, json!({ "description": "Switching to the WebSocket protocol" }))],
             errors: vec![
                 (426, codes(&["upgrade_required"])),
@@ -1066,7 +1066,27 @@ fn components() -> Value {
                     "secrets": {
                         "type": "object",
                         "required": ["missing"],
-                        "properties": { "missing": { "type": "array", "items": { "type": "string" } } },
+                        "properties": {
+                            "missing": { "type": "array", "items": { "type": "string" } },
+                            "refused": {
+                                "type": "array",
+                                "description": "Deployed workers (ENVIRONMENT is not `development`): every secret or setting refused because it is published in the repository, a placeholder, shorter than 32 bytes or under ~128 bits of estimated entropy. By name and reason, never by value; the worker answers 503 `config_invalid` until they are fixed.",
+                                "items": {
+                                    "type": "object",
+                                    "required": ["var", "reason"],
+                                    "properties": { "var": { "type": "string" }, "reason": { "type": "string" } },
+                                },
+                            },
+                        },
+                    },
+                    "data_api": {
+                        "type": ["object", "null"],
+                        "description": "One probe `find` per isolate until it succeeds. `error` is `data_api_not_found` when DATA_API_URL answers 404 (the base URL must end just before `/action`), `data_api_unauthorized` when the key is refused, `data_api_unavailable` when it cannot be reached; the status is then `degraded`.",
+                        "properties": {
+                            "probe": { "enum": ["ok", "failed", "not_configured"] },
+                            "error": { "enum": ["data_api_not_found", "data_api_unauthorized", "data_api_unavailable"] },
+                            "message": { "type": "string" },
+                        },
                     },
                     "assets": { "type": "object" },
                 },

@@ -382,6 +382,46 @@ fn error_from(status: u16, parsed: Option<&Value>, raw: &[u8]) -> BackendError {
     status_error(status, code, message)
 }
 
+/// What `/healthz` reports about a probe `find` (one document, matching nothing in particular):
+/// `None` when the Data API answered it, else a stable code and a message naming the variable to
+/// fix (never a secret's value). A 404 means the base URL does not lead to `/action/…`: every
+/// call of the deployment would be a 404.
+#[must_use]
+pub fn probe_problem<T>(result: &Result<T, BackendError>) -> Option<(&'static str, String)> {
+    match result {
+        Ok(_) => None,
+        Err(BackendError::Rejected { status: 404, .. }) => Some((
+            "data_api_not_found",
+            "DATA_API_URL answers 404 to POST {DATA_API_URL}/action/find: it must be the base URL \
+             just before /action, e.g. https://host or https://host/app/<app-id>/endpoint/data/v1"
+                .to_owned(),
+        )),
+        Err(BackendError::Rejected {
+            status: status @ (401 | 403),
+            code,
+            ..
+        }) => Some((
+            "data_api_unauthorized",
+            format!(
+                "the Data API refused DATA_API_KEY (HTTP {status} {code}); check DATA_API_KEY, \
+                 DATA_API_AUTH and the gateway's database/collection allowlist"
+            ),
+        )),
+        Err(BackendError::Unavailable {
+            status, timed_out, ..
+        }) => Some((
+            "data_api_unavailable",
+            match (status, timed_out) {
+                (_, true) => "the Data API did not answer in time".to_owned(),
+                (Some(s), _) => format!("the Data API answered HTTP {s}"),
+                (None, _) => "the Data API could not be reached (DATA_API_URL)".to_owned(),
+            },
+        )),
+        // It answered (a 400 on an odd filter still proves the URL and the key).
+        Err(_) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -405,5 +445,42 @@ mod tests {
             BackendError::Rejected { status: 400, .. }
         ));
         assert!(error_from(503, None, b"down").is_retryable());
+    }
+}
+
+#[cfg(test)]
+mod probe_tests {
+    use super::*;
+
+    fn rejected(status: u16) -> Result<(), BackendError> {
+        Err(BackendError::Rejected {
+            status,
+            code: "NotFound".into(),
+            message: "no route".into(),
+        })
+    }
+
+    #[test]
+    fn probe_names_a_wrong_base_url_a_refused_key_and_an_unreachable_api() {
+        assert_eq!(probe_problem(&Ok(())), None);
+        assert_eq!(
+            probe_problem(&rejected(404)).unwrap().0,
+            "data_api_not_found"
+        );
+        assert!(probe_problem(&rejected(404))
+            .unwrap()
+            .1
+            .contains("DATA_API_URL"));
+        assert_eq!(
+            probe_problem(&rejected(401)).unwrap().0,
+            "data_api_unauthorized"
+        );
+        assert_eq!(probe_problem(&rejected(400)), None);
+        let down: Result<(), _> = Err(BackendError::Unavailable {
+            status: None,
+            timed_out: false,
+            message: "connect".into(),
+        });
+        assert_eq!(probe_problem(&down).unwrap().0, "data_api_unavailable");
     }
 }

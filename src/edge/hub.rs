@@ -1,6 +1,8 @@
 //! The live badge: one Durable Object per owner (`INBOX_HUB`) holds that owner's WebSockets
 //! through the Hibernation API, so idle connections cost nothing, and pushes `{unread, unseen,
-//! sync}` after each change. When to push is decided in `crate::notify::badge`.
+//! sync}` after each change. When to push is decided in `crate::notify::badge`. Each socket ends
+//! with its token: closed with 4001 `token_expired` once the token's `exp` (+ leeway) passes,
+//! by an alarm at the earliest expiry and before every push (`crate::notify::expiry`).
 
 use std::cell::Cell;
 
@@ -12,20 +14,40 @@ use worker::{
 
 use super::state;
 use crate::notify::badge::{self, Poke};
+use crate::notify::expiry;
 use crate::notify::{encode_cursor, next_sync};
 
 /// The binding's name.
 pub const BINDING: &str = "INBOX_HUB";
 const OWNER_HEADER: &str = "X-Inbox-Owner";
 const OWNER_KEY: &str = "owner";
+/// When the socket's token expires, ms since the epoch (set by the worker after verifying it).
+const DEADLINE_HEADER: &str = "X-Token-Deadline-Ms";
+/// Storage key of a pending trailing push (ms since the epoch); the alarm is shared with expiry.
+const PUSH_AT_KEY: &str = "push_at";
+
+/// What a socket carries through hibernation.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Attachment {
+    /// Close at (ms since the epoch).
+    deadline_ms: f64,
+}
 
 fn now() -> f64 {
     Date::now().as_millis() as f64
 }
 
-fn hub_request(path: &str, owner: &str, upgrade: Option<&str>) -> Result<Request> {
+fn hub_request(
+    path: &str,
+    owner: &str,
+    upgrade: Option<&str>,
+    deadline_ms: Option<f64>,
+) -> Result<Request> {
     let headers = Headers::new();
     headers.set(OWNER_HEADER, owner)?;
+    if let Some(d) = deadline_ms {
+        headers.set(DEADLINE_HEADER, &format!("{d}"))?;
+    }
     if let Some(protocols) = upgrade {
         headers.set("Upgrade", "websocket")?;
         headers.set("Sec-WebSocket-Protocol", protocols)?;
@@ -36,14 +58,24 @@ fn hub_request(path: &str, owner: &str, upgrade: Option<&str>) -> Result<Request
     )
 }
 
-/// Hands an authenticated WebSocket upgrade (with the client's offered subprotocols) to the
-/// owner's hub; `None` without the binding.
-pub async fn connect(env: &Env, owner: &str, protocols: &str) -> Option<Result<Response>> {
+/// Hands an authenticated WebSocket upgrade (with the client's offered subprotocols and the
+/// moment its token expires) to the owner's hub; `None` without the binding.
+pub async fn connect(
+    env: &Env,
+    owner: &str,
+    protocols: &str,
+    deadline_ms: Option<f64>,
+) -> Option<Result<Response>> {
     let ns = env.durable_object(BINDING).ok()?;
     let run = async {
         let stub = ns.id_from_name(owner)?.get_stub()?;
-        stub.fetch_with_request(hub_request("/connect", owner, Some(protocols))?)
-            .await
+        stub.fetch_with_request(hub_request(
+            "/connect",
+            owner,
+            Some(protocols),
+            deadline_ms,
+        )?)
+        .await
     };
     Some(run.await)
 }
@@ -65,7 +97,7 @@ pub async fn poke_now(env: &Env, owners: Vec<String>) {
     for owner in owners {
         let sent = async {
             let stub = ns.id_from_name(&owner)?.get_stub()?;
-            stub.fetch_with_request(hub_request("/poke", &owner, None)?)
+            stub.fetch_with_request(hub_request("/poke", &owner, None, None)?)
                 .await
         };
         if let Err(e) = sent.await {
@@ -124,6 +156,8 @@ impl InboxHub {
     }
 
     async fn push(&self, owner: &str) -> Result<()> {
+        // Expired sockets first: a badge never reaches a socket whose token has expired.
+        self.close_expired().await?;
         if self.state.get_websockets().is_empty() {
             return Ok(());
         }
@@ -133,9 +167,38 @@ impl InboxHub {
         // Read after the badge: a socket that connected meanwhile gets it too.
         let sockets = self.state.get_websockets();
         self.last_push.set(Some(now()));
+        let t = now();
         for ws in sockets {
+            // A socket whose token expired while the badge was read is closed at its alarm.
+            if deadline(&ws).is_some_and(|d| d <= t) {
+                continue;
+            }
             // A socket closing right now is not an error for the others.
             let _ = ws.send_with_str(&msg);
+        }
+        Ok(())
+    }
+
+    /// Closes the sockets whose token has expired; returns the plan (with the pending push).
+    async fn close_expired(&self) -> Result<expiry::Plan> {
+        let sockets = self.state.get_websockets();
+        let deadlines: Vec<Option<f64>> = sockets.iter().map(deadline).collect();
+        let push_at: Option<f64> = self.state.storage().get(PUSH_AT_KEY).await?;
+        let plan = expiry::plan(&deadlines, push_at, now());
+        for &i in &plan.close {
+            let _ = sockets[i].close(Some(expiry::CLOSE_CODE), Some(expiry::CLOSE_REASON));
+        }
+        Ok(plan)
+    }
+
+    /// Moves the alarm earlier when `at` (ms since the epoch) is before it.
+    async fn alarm_at(&self, at: f64) -> Result<()> {
+        let storage = self.state.storage();
+        let current = storage.get_alarm().await?.map(|t| t as f64);
+        if expiry::reschedule(current, at) {
+            storage
+                .set_alarm((at - now()).max(0.0).ceil() as i64)
+                .await?;
         }
         Ok(())
     }
@@ -143,6 +206,14 @@ impl InboxHub {
     async fn owner(&self) -> Result<Option<String>> {
         self.state.storage().get(OWNER_KEY).await
     }
+}
+
+/// A socket's token deadline (`None` for a socket without one).
+fn deadline(ws: &WebSocket) -> Option<f64> {
+    ws.deserialize_attachment::<Attachment>()
+        .ok()
+        .flatten()
+        .map(|a| a.deadline_ms)
 }
 
 impl DurableObject for InboxHub {
@@ -162,19 +233,38 @@ impl DurableObject for InboxHub {
             return Response::error("owner missing", 400);
         }
         if req.path() == "/poke" {
-            let scheduled = self.state.storage().get_alarm().await?.is_some();
+            let scheduled = self
+                .state
+                .storage()
+                .get::<f64>(PUSH_AT_KEY)
+                .await?
+                .is_some();
             let sockets = self.state.get_websockets().len();
             match badge::on_poke(sockets, now(), self.last_push.get(), scheduled) {
                 Poke::Idle | Poke::AlreadyScheduled => {}
                 Poke::PushNow => self.push(&owner).await?,
-                Poke::PushIn(ms) => self.state.storage().set_alarm(ms as i64).await?,
+                Poke::PushIn(ms) => {
+                    let at = now() + ms;
+                    self.state.storage().put(PUSH_AT_KEY, at).await?;
+                    self.alarm_at(at).await?;
+                }
             }
             return Response::empty();
         }
         // Alarms carry no request: remember whose hub this is.
         self.state.storage().put(OWNER_KEY, &owner).await?;
+        let deadline_ms = req
+            .headers()
+            .get(DEADLINE_HEADER)?
+            .and_then(|d| d.parse::<f64>().ok())
+            .filter(|d| d.is_finite());
         let pair = WebSocketPair::new()?;
         self.state.accept_web_socket(&pair.server);
+        if let Some(deadline_ms) = deadline_ms {
+            pair.server
+                .serialize_attachment(Attachment { deadline_ms })?;
+            self.alarm_at(deadline_ms).await?;
+        }
         // Every connect starts with a fresh badge: that is what repairs a missed push.
         match self.fresh_badge(&owner).await {
             Ok(Some(msg)) => pair.server.send_with_str(msg)?,
@@ -199,8 +289,19 @@ impl DurableObject for InboxHub {
     }
 
     async fn alarm(&self) -> Result<Response> {
-        if let Some(owner) = self.owner().await? {
-            self.push(&owner).await?;
+        let plan = self.close_expired().await?;
+        if plan.push {
+            self.state.storage().delete(PUSH_AT_KEY).await?;
+            if let Some(owner) = self.owner().await? {
+                self.push(&owner).await?;
+            }
+        }
+        // The alarm that is running is spent: the next one is the earliest event left.
+        if let Some(at) = plan.next_alarm {
+            self.state
+                .storage()
+                .set_alarm((at - now()).max(0.0).ceil() as i64)
+                .await?;
         }
         Response::empty()
     }

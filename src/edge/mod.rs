@@ -203,7 +203,10 @@ async fn handle(
         Op::UnreadCount => notify::unread_count(cfg, owner()?, &query).await,
         Op::Changes => notify::changes(cfg, owner()?, &query).await,
         Op::Mark => notify::mark(cfg, env, ctx, owner()?, &body).await,
-        Op::Stream => notify::stream(env, &req, owner()?).await,
+        Op::Stream => {
+            let deadline = token_deadline(&req, route, cfg);
+            notify::stream(env, &req, owner()?, deadline).await
+        }
         Op::Bulk => notify::bulk(cfg, env, ctx, owner()?, &body).await,
         Op::GetPreferences => notify::preferences(cfg, ctx, owner()?).await,
         Op::PutPreferences => notify::set_preferences(cfg, owner()?, &body).await,
@@ -255,6 +258,27 @@ fn bearer(req: &Request) -> Option<String> {
         .filter(|t| !t.is_empty())
 }
 
+/// The user token a request carries. Browsers cannot set headers on a WebSocket: the stream
+/// also takes the token from its subprotocol list.
+fn user_token(req: &Request, route: &Route) -> Option<String> {
+    bearer(req).or_else(|| {
+        let p = req.headers().get("Sec-WebSocket-Protocol").ok().flatten()?;
+        (route.op == Op::Stream)
+            .then(|| crate::notify::badge::token_from_protocols(&p).map(str::to_owned))
+            .flatten()
+    })
+}
+
+/// When the stream's socket must close: its (verified) token's `exp` plus the leeway.
+fn token_deadline(req: &Request, route: &Route, cfg: &Config) -> Option<f64> {
+    let exp = crate::auth::jwt::parse(&user_token(req, route)?)
+        .ok()?
+        .claims
+        .exp?;
+    let leeway = cfg.auth.as_ref().map_or(0, |a| a.leeway_s);
+    Some(crate::notify::expiry::deadline_ms(exp, leeway))
+}
+
 async fn authorize(req: &Request, route: &Route, cfg: &Config, st: &State) -> ApiResult<Caller> {
     match route.access {
         Access::Public => Ok(Caller::Anonymous),
@@ -262,16 +286,7 @@ async fn authorize(req: &Request, route: &Route, cfg: &Config, st: &State) -> Ap
             let v = st.verifier.as_ref().ok_or_else(|| {
                 not_configured("user authentication (AUTH_HS256_SECRET or AUTH_JWKS_URL)")
             })?;
-            // Browsers cannot set headers on a WebSocket: the stream also takes the token from
-            // its subprotocol list.
-            let token = bearer(req)
-                .or_else(|| {
-                    let p = req.headers().get("Sec-WebSocket-Protocol").ok().flatten()?;
-                    (route.op == Op::Stream)
-                        .then(|| crate::notify::badge::token_from_protocols(&p).map(str::to_owned))
-                        .flatten()
-                })
-                .ok_or(AuthError::Missing)?;
+            let token = user_token(req, route).ok_or(AuthError::Missing)?;
             let sub = v.verify(&token, Date::now().as_millis() as f64).await?;
             Ok(Caller::User(sub))
         }
@@ -478,14 +493,25 @@ async fn healthz(env: &Env, st: &State) -> ApiResult<Response> {
             .filter(|d| state::lookup(env, &d.secret).is_none())
             .map(|d| d.secret.clone()),
     );
-    let ok = geo_ok && st.config.is_ok();
+    // Refused secrets and placeholders (deployed workers only), all of them, by name only.
+    let get = |n: &str| state::lookup(env, n);
+    let refused: Vec<Value> = crate::config::secrets::refused(&get)
+        .into_iter()
+        .map(|r| json!({ "var": r.var, "reason": r.weakness.to_string() }))
+        .collect();
+    let data_api = match &st.config {
+        Ok(c) => data_api_probe(c).await,
+        Err(_) => Value::Null,
+    };
+    let ok = geo_ok && st.config.is_ok() && data_api.get("error").is_none();
     let body = json!({
         "status": if ok { "ok" } else { "degraded" },
         "version": env!("CARGO_PKG_VERSION"),
         "config": config,
         "geo": geo_status,
         "ipdb": ip::health(),
-        "secrets": { "missing": missing },
+        "data_api": data_api,
+        "secrets": { "missing": missing, "refused": refused },
         "auth": st.verifier.as_ref().map(|v| json!({ "jwks_fetches": v.jwks_fetches() })),
         "assets": {
             "geo_source": manifest["geo"]["source"],
@@ -496,6 +522,39 @@ async fn healthz(env: &Env, st: &State) -> ApiResult<Response> {
     Response::from_json(&body)
         .map(|r| r.with_status(if ok { 200 } else { 503 }))
         .map_err(internal)
+}
+
+thread_local! {
+    /// The Data API answered a probe in this isolate: later `/healthz` calls skip it.
+    static DATA_API_PROBED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// One `find` against the Data API (until one succeeds in this isolate), so a base URL that
+/// leads nowhere shows in `/healthz` as `data_api_not_found` instead of as 404s on every call.
+async fn data_api_probe(cfg: &Config) -> Value {
+    if cfg.data_api.is_none() {
+        return json!({ "probe": "not_configured" });
+    }
+    if DATA_API_PROBED.with(std::cell::Cell::get) {
+        return json!({ "probe": "ok" });
+    }
+    let Ok(store) = notify::store(cfg) else {
+        return json!({ "probe": "not_configured" });
+    };
+    let mut fields = serde_json::Map::new();
+    fields.insert("filter".into(), json!({ "_id": "healthz-probe" }));
+    fields.insert("limit".into(), json!(1));
+    let result = store
+        .api()
+        .action("find", &cfg.notify.collection, fields)
+        .await;
+    match crate::backend::data_api::probe_problem(&result) {
+        None => {
+            DATA_API_PROBED.with(|p| p.set(true));
+            json!({ "probe": "ok" })
+        }
+        Some((code, message)) => json!({ "probe": "failed", "error": code, "message": message }),
+    }
 }
 
 /// Bench: verifies the request's own bearer token `n` times with warm caches (timed from outside

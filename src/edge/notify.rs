@@ -114,8 +114,14 @@ pub async fn retract(
     respond(&reply)
 }
 
-/// `GET /v1/notifications/stream` (user): the WebSocket goes to the owner's hub.
-pub async fn stream(env: &Env, req: &Request, owner: &str) -> ApiResult<Response> {
+/// `GET /v1/notifications/stream` (user): the WebSocket goes to the owner's hub, which closes it
+/// at `deadline_ms` (the token's expiry) with 4001 `token_expired`.
+pub async fn stream(
+    env: &Env,
+    req: &Request,
+    owner: &str,
+    deadline_ms: Option<f64>,
+) -> ApiResult<Response> {
     let upgrade = req
         .headers()
         .get("Upgrade")
@@ -135,7 +141,7 @@ pub async fn stream(env: &Env, req: &Request, owner: &str) -> ApiResult<Response
         .ok()
         .flatten()
         .unwrap_or_default();
-    hub::connect(env, owner, &protocols)
+    hub::connect(env, owner, &protocols, deadline_ms)
         .await
         .ok_or_else(|| not_configured("live badges (the INBOX_HUB Durable Object binding)"))?
         .map_err(internal)

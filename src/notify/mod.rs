@@ -22,6 +22,7 @@ pub mod batch;
 pub mod dead_letters;
 mod error;
 mod event;
+pub mod expiry;
 pub mod preferences;
 mod query;
 mod render;

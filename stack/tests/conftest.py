@@ -1,6 +1,7 @@
 import base64
 import http.client
 import json
+import secrets
 import os
 import signal
 import subprocess
@@ -26,13 +27,18 @@ def start_stack(*extra, env=None):
     return proc, json.loads(line)
 
 
-GATEWAY_KEYS = ("gw-test-key-primary-0123456789", "gw-test-key-rotated-9876543210")
+# Drawn per run: keys must pass the gateway's rule (>= 32 bytes, ~128 bits), and a fixed one
+# would be a published value. Hex: it can never spell a placeholder marker (xxxx, todo, ...).
+GATEWAY_KEYS = (secrets.token_hex(32), secrets.token_hex(32))
 
 
 def start_gateway(*extra, env=None, log_path=None, keys=GATEWAY_KEYS):
-    """Start `python -m stack.gateway` (production mode) with the test engine (pymongo.MongoClient
-    patched by mongomock) on a free port; stderr (JSON logs) goes to `log_path`."""
-    full_env = {**os.environ, "GATEWAY_ENGINE": "mongomock-patch", "GATEWAY_API_KEYS": ",".join(keys)}
+    """Start `python -m stack.gateway` with the test engine (pymongo.MongoClient patched by
+    mongomock) on a free port; stderr (JSON logs) goes to `log_path`. By default in development
+    mode (the shared suite uses many collections) with a failed-auth budget that tests of bad keys
+    do not exhaust; test_gateway_security.py runs production mode and the default limit."""
+    full_env = {**os.environ, "GATEWAY_ENGINE": "mongomock-patch", "GATEWAY_API_KEYS": ",".join(keys),
+                "GATEWAY_MODE": "development", "GATEWAY_AUTH_FAILURES": "100000"}
     full_env.pop("MONGODB_URI", None)
     full_env.update(env or {})
     err = open(log_path, "w") if log_path else subprocess.DEVNULL

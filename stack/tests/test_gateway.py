@@ -7,6 +7,7 @@ import asyncio
 import hmac
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -72,18 +73,19 @@ def test_keys_compared_in_constant_time(monkeypatch):
 
 def test_key_file_names_and_log(tmp_path):
     keys = tmp_path / "keys"
-    keys.write_text("# rotated 2026-11\nworker-2026-11 k-file-new-0123456789abcdef\nk-file-old-0123456789abcdef\n")
+    new, old = "kfilenew" + secrets.token_hex(24), "kfileold" + secrets.token_hex(24)
+    keys.write_text(f"# rotated 2026-11\nworker-2026-11 {new}\n{old}\n")
     log = tmp_path / "gw.log"
     proc, info = start_gateway(env={"GATEWAY_API_KEYS": "", "GATEWAY_API_KEYS_FILE": str(keys)}, log_path=log)
     try:
         assert info["keys"] == ["worker-2026-11", "file3"]
-        c = Client(info["data_api_url"], {"apiKey": "k-file-new-0123456789abcdef"})
+        c = Client(info["data_api_url"], {"apiKey": new})
         assert c.post("/action/find", {"dataSource": "x", "database": "app", "collection": "c"})[0] == 200
     finally:
         assert stop_stack(proc) == 0
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert [x["key"] for x in lines if x.get("msg") == "request"] == ["worker-2026-11"]
-    assert "k-file-new" not in log.read_text() and "k-file-old" not in log.read_text()
+    assert new not in log.read_text() and old not in log.read_text()
 
 
 # -- limits --------------------------------------------------------------------------------------------
@@ -144,11 +146,11 @@ def test_request_timeout_504(monkeypatch):
         return {"documents": []}
 
     monkeypatch.setattr(data_api_mod.DataApi, "_find", slow_find)
-    app = gw.GatewayApp(mongomock.MongoClient(), [("k", "k" * 16)], timeout=0.3, pool_size=2)
+    app = gw.GatewayApp(mongomock.MongoClient(), [("k", GATEWAY_KEYS[0])], timeout=0.3, pool_size=2)
     try:
         t0 = time.monotonic()
         status, body = _asgi(app, "POST", "/action/find", json.dumps(
-            {"dataSource": "x", "database": "app", "collection": "c"}).encode(), [("apiKey", "k" * 16)])
+            {"dataSource": "x", "database": "app", "collection": "c"}).encode(), [("apiKey", GATEWAY_KEYS[0])])
         took = time.monotonic() - t0
         assert (status, body["error_code"]) == (504, "Timeout")
         assert 0.3 <= took < 0.3 + gw.BACKSTOP_S + 0.5
@@ -165,7 +167,8 @@ def test_database_unreachable_real_pymongo():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
     cfg = gw.Config({"MONGODB_URI": f"mongodb://127.0.0.1:{port}/?directConnection=true",
-                     "GATEWAY_API_KEYS": "k" * 16, "GATEWAY_REQUEST_TIMEOUT_S": "0.5", "GATEWAY_POOL_SIZE": "7"},
+                     "GATEWAY_API_KEYS": GATEWAY_KEYS[0], "GATEWAY_REQUEST_TIMEOUT_S": "0.5", "GATEWAY_POOL_SIZE": "7",
+                     "GATEWAY_MODE": "development"},
                     gw.parse_args([]))
     client, lock = gw.make_client(cfg)
     assert isinstance(client, pymongo.MongoClient) and lock is None
@@ -177,7 +180,7 @@ def test_database_unreachable_real_pymongo():
         assert status == 503 and body["ok"] is False and time.monotonic() - t0 < 3
         t0 = time.monotonic()
         status, body = _asgi(app, "POST", "/action/find", json.dumps(
-            {"dataSource": "x", "database": "app", "collection": "c"}).encode(), [("apiKey", "k" * 16)])
+            {"dataSource": "x", "database": "app", "collection": "c"}).encode(), [("apiKey", GATEWAY_KEYS[0])])
         assert status in (503, 504) and body["error_code"] in ("ServiceUnavailable", "Timeout")
         assert time.monotonic() - t0 < 3
     finally:
@@ -191,7 +194,8 @@ def test_test_engine_goes_through_pymongo_mongoclient(monkeypatch):
     calls = []
     real = mpatch.MongoClient
     monkeypatch.setattr(mpatch, "MongoClient", lambda *a, **kw: calls.append((a, kw)) or real(*a, **kw))
-    cfg = gw.Config({"GATEWAY_ENGINE": "mongomock-patch", "GATEWAY_API_KEYS": "k" * 16, "GATEWAY_POOL_SIZE": "5"},
+    cfg = gw.Config({"GATEWAY_ENGINE": "mongomock-patch", "GATEWAY_API_KEYS": GATEWAY_KEYS[0], "GATEWAY_POOL_SIZE": "5",
+                     "GATEWAY_MODE": "development"},
                     gw.parse_args([]))
     client, lock = gw.make_client(cfg)
     assert isinstance(client, mongomock.MongoClient) and lock is not None
@@ -217,7 +221,7 @@ def test_healthz_503_when_ping_fails():
         def close(self):
             pass
 
-    app = gw.GatewayApp(Down(), [("k", "k" * 16)], timeout=1)
+    app = gw.GatewayApp(Down(), [("k", GATEWAY_KEYS[0])], timeout=1)
     try:
         assert _asgi(app, "GET", "/healthz") == (503, {"ok": False, "database": "ServerSelectionTimeoutError",
                                                        "engine": "pymongo"})
@@ -256,7 +260,15 @@ def test_logs_are_json_and_contain_no_key(gateway):
 @pytest.mark.parametrize("env,message", [
     ({"GATEWAY_ENGINE": "", "MONGODB_URI": "", "GATEWAY_API_KEYS": GATEWAY_KEYS[0]}, "MONGODB_URI is required"),
     ({"GATEWAY_ENGINE": "", "MONGODB_URI": "mongodb://db.example/", "GATEWAY_API_KEYS": ""}, "no API keys"),
-    ({"GATEWAY_API_KEYS": "short"}, "shorter than 16"),
+    ({"GATEWAY_API_KEYS": "short"}, "shorter than 32 bytes"),
+    ({"GATEWAY_API_KEYS": "a" * 64}, "bits of estimated entropy"),
+    ({"GATEWAY_API_KEYS": "replace-with-a-long-random-gateway-key-value"}, "placeholder"),
+    ({"GATEWAY_API_KEYS": "local-dev-data-api-key"}, "published"),
+    ({"GATEWAY_MODE": "production"}, "production mode needs GATEWAY_DATABASES and GATEWAY_COLLECTIONS"),
+    ({"GATEWAY_MODE": "production", "GATEWAY_DATABASES": "app"}, "production mode needs GATEWAY_COLLECTIONS"),
+    ({"GATEWAY_MODE": "staging"}, "GATEWAY_MODE must be"),
+    ({"GATEWAY_MODE": "production", "GATEWAY_DATABASES": "app", "GATEWAY_COLLECTIONS": "notifications",
+      "GATEWAY_AUTH_FAILURES": "0"}, "GATEWAY_AUTH_FAILURES must be >= 1"),
     ({"GATEWAY_MAX_BODY": "lots"}, "GATEWAY_MAX_BODY must be a number"),
     ({"GATEWAY_ENGINE": "mongomock"}, "GATEWAY_ENGINE must be"),
 ])

@@ -135,9 +135,92 @@ test("publish-ipdb.sh validates before anything is uploaded; remote runs refuse 
   assert.equal(r.code, 2, "unknown environment is a usage error");
 });
 
-// docs/deploy.md and the README's Deploy section, read as a runbook: each `bash scripts/deploy.sh|publish-ipdb.sh`
-// line must run with --dry-run, and each Cloudflare-facing command (wrangler, curl, smoke) must be
-// one the scripts print.
+// A copy of wrangler.toml with every placeholder of both environments filled in, and a secrets
+// file per environment with generated values: what an operator has after step 1 and 2 of
+// docs/deploy.md. `edit(text)` may put one placeholder back.
+const strong = () => crypto.randomBytes(32).toString("hex");
+function filledConfig(edit = (t) => t) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "filled-"));
+  let toml = fs.readFileSync(path.join(ROOT, "wrangler.toml"), "utf8");
+  for (const env of ["staging", "production"]) {
+    toml = toml
+      .replace(`REPLACE-${env}-IPDB_CONFIG-namespace-id`, crypto.randomBytes(16).toString("hex"))
+      .replace(`REPLACE-with-the-${env}-token-issuer`, `https://issuer.${env}.test`)
+      .replace(`REPLACE-with-the-${env}-token-audience`, `app-${env}`);
+    const secrets = Object.fromEntries(SECRETS.map((k) => [k, strong()]));
+    secrets.DATA_API_URL = `https://data-api.${env}.test`;
+    secrets.REDIS_REST_URL = `https://redis.${env}.test`;
+    fs.writeFileSync(path.join(dir, `secrets.${env}.json`), JSON.stringify(secrets));
+  }
+  fs.writeFileSync(path.join(dir, "wrangler.toml"), edit(toml));
+  return dir;
+}
+
+test("deploy --dry-run refuses each placeholder left in wrangler.toml or the secrets file, by name, before printing anything", () => {
+  const cases = [
+    ["kv_namespaces IPDB_CONFIG id", (t) => t.replace(/(\[\[env\.staging\.kv_namespaces\]\]\nbinding = "IPDB_CONFIG"\nid = ")[^"]+/, "$1REPLACE-staging-IPDB_CONFIG-namespace-id")],
+    ["AUTH_ISSUER", (t) => t.replace("https://issuer.staging.test", "REPLACE-with-the-staging-token-issuer")],
+    ["AUTH_AUDIENCE", (t) => t.replace('AUTH_AUDIENCE = "app-staging"', 'AUTH_AUDIENCE = "REPLACE-with-the-staging-token-audience"')],
+    ["CORS_ALLOWED_ORIGINS", (t) => t.replace(/(\[env\.staging\.vars\][\s\S]*?CORS_ALLOWED_ORIGINS = )""/, '$1"https://app.example.com"')],
+    ["ENVIRONMENT", (t) => t.replace("[env.staging.vars]\n", '[env.staging.vars]\nENVIRONMENT = "development"\n')],
+  ];
+  const example = JSON.parse(fs.readFileSync(path.join(ROOT, "secrets.example.json"), "utf8"));
+  for (const name of SECRETS) cases.push([name, (t) => t, { [name]: example[name] }]);
+  const devVars = fs.readFileSync(path.join(ROOT, ".dev.vars.example"), "utf8");
+  cases.push(["SERVICE_TOKEN", (t) => t, { SERVICE_TOKEN: devVars.match(/^SERVICE_TOKEN="(.*)"$/m)[1] }]);
+  cases.push(["AUTH_HS256_SECRET", (t) => t, { AUTH_HS256_SECRET: "a".repeat(48) }]);
+  for (const [name, edit, secrets] of cases) {
+    const dir = filledConfig(edit);
+    if (secrets) {
+      const file = path.join(dir, "secrets.staging.json");
+      fs.writeFileSync(file, JSON.stringify({ ...JSON.parse(fs.readFileSync(file, "utf8")), ...secrets }));
+    }
+    const r = bash(`bash ${ROOT}/scripts/deploy.sh --env staging --secrets secrets.staging.json --url https://x.test --dry-run`,
+      { cwd: dir, env: { WRANGLER_TOML: path.join(dir, "wrangler.toml") } });
+    assert.equal(r.code, 1, `${name}: ${r.stdout}\n${r.stderr}`);
+    assert.match(r.stderr, new RegExp(`^  ${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: `, "m"), `${name} named:\n${r.stderr}`);
+    assert.equal(r.stdout, "", `${name}: nothing printed (nothing would be uploaded)`);
+    for (const v of Object.values(secrets ?? {})) assert.ok(!r.stderr.includes(v), `${name}: the value is never printed`);
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  // The repository's own wrangler.toml with the example secrets: every problem at once.
+  const r = bash(`bash scripts/deploy.sh --env production --secrets secrets.example.json --dry-run`);
+  assert.equal(r.code, 1, r.stderr);
+  for (const name of ["kv_namespaces IPDB_CONFIG id", "AUTH_ISSUER", "AUTH_AUDIENCE", ...SECRETS]) {
+    assert.match(r.stderr, new RegExp(`^  ${name}: `, "m"), `${name} in one run:\n${r.stderr}`);
+  }
+});
+
+test("deploy: secrets go up before the code; the smoke step needs a user token or an explicit --skip-user-auth", () => {
+  const dir = filledConfig();
+  const env = { WRANGLER_TOML: path.join(dir, "wrangler.toml") };
+  const plan = (flags) => bash(`bash ${ROOT}/scripts/deploy.sh --env staging --secrets secrets.staging.json ${flags}`, { cwd: dir, env });
+  let r = plan("--url https://x.test --dry-run");
+  assert.equal(r.code, 0, r.stderr);
+  const lines = r.stdout.trim().split("\n");
+  const bulk = lines.findIndex((l) => l.startsWith("wrangler secret bulk"));
+  const deploy = lines.findIndex((l) => l.startsWith("wrangler deploy"));
+  assert.ok(bulk >= 0 && deploy > bulk, `secrets before the code:\n${r.stdout}`);
+  assert.match(lines.at(-1), /^bash scripts\/smoke\.sh https:\/\/x\.test --service-key "\$SERVICE_TOKEN" --token "\$USER_TOKEN"$/);
+  r = plan("--url https://x.test --dry-run --user-token-cmd 'my-idp print-token'");
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^USER_TOKEN="\$\(my-idp print-token\)"$/m);
+  r = plan("--url https://x.test --dry-run --skip-user-auth");
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /WARNING: --skip-user-auth/);
+  assert.match(r.stdout, /smoke\.sh https:\/\/x\.test --service-key "\$SERVICE_TOKEN" --skip-user-auth$/m);
+  // A real run without a token refuses before anything (the config check passes, nothing is run).
+  r = bash(`bash ${ROOT}/scripts/deploy.sh --env staging --secrets secrets.staging.json --url https://x.test`,
+    { cwd: dir, env: { ...env, SERVICE_TOKEN: "x", USER_TOKEN: "" } });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /must prove user auth/);
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+// docs/deploy.md and the README's Deploy section, read as a runbook: each `bash
+// scripts/deploy.sh|publish-ipdb.sh` line must run with --dry-run (on a filled-in copy of
+// wrangler.toml, with generated secrets), and each Cloudflare-facing command (wrangler, curl,
+// smoke) must be one the scripts print.
 test("docs/deploy.md and the README's Deploy checklist run the commands the scripts run", () => {
   const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
   const section = readme.split(/^## Deploy$/m)[1].split(/^## /m)[0] + fs.readFileSync(path.join(ROOT, "docs/deploy.md"), "utf8");
@@ -145,11 +228,11 @@ test("docs/deploy.md and the README's Deploy checklist run the commands the scri
     .flatMap((m) => m[1].split("\n"))
     .map((l) => l.replace(/\s+#.*$/, "").trim())
     .filter(Boolean);
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "readme-"));
-  fs.copyFileSync(BUNDLED, path.join(tmp, "new.mmdb")); // "new.mmdb" in the README; agrees with the default
+  const tmp = filledConfig();
+  fs.copyFileSync(BUNDLED, path.join(tmp, "new.mmdb")); // "new.mmdb" in the docs; agrees with the default
   const urls = { STAGING_URL: "https://staging.test.invalid", PRODUCTION_URL: "https://production.test.invalid" };
   const normalize = (s) => {
-    let t = s.replace(/^npx /, "").replaceAll(`${tmp}/`, "").replaceAll(`${ROOT}/`, "");
+    let t = s.replace(/^npx /, "").replaceAll(`${tmp}/`, "").replaceAll(`${ROOT}/`, "").replace(/ --config \S+/g, "");
     for (const [k, v] of Object.entries(urls)) t = t.replaceAll(v, `$${k}`);
     return t
       .replace(/'\{"version".*?\}'/g, "'<record>'")
@@ -160,18 +243,19 @@ test("docs/deploy.md and the README's Deploy checklist run the commands the scri
   };
   const printed = new Set();
   const scripted = lines.filter((l) => /^bash scripts\/(deploy|publish-ipdb)\.sh /.test(l));
-  assert.ok(scripted.length >= 3, `README runs the scripts: ${scripted}`);
+  assert.ok(scripted.length >= 3, `the page runs the scripts: ${scripted}`);
   // Production repeats the staging steps; its plan must be printable too.
   const runs = [...scripted, ...scripted.map((l) => l.replaceAll("staging", "production").replaceAll("STAGING", "PRODUCTION"))];
   for (const line of runs) {
-    const r = bash(`${line.replace(/^bash scripts\//, `bash ${ROOT}/scripts/`)} --dry-run`, { cwd: tmp, env: urls });
+    const r = bash(`${line.replace(/^bash scripts\//, `bash ${ROOT}/scripts/`)} --dry-run`,
+      { cwd: tmp, env: { ...urls, WRANGLER_TOML: path.join(tmp, "wrangler.toml") } });
     assert.equal(r.code, 0, `${line}\n${r.stdout}\n${r.stderr}`);
     for (const p of r.stdout.split("\n").filter((x) => x && !x.startsWith("#"))) printed.add(normalize(p));
   }
   const cloudflare = lines.filter((l) => /^(npx wrangler|wrangler|curl|bash scripts\/smoke\.sh) /.test(l));
-  assert.ok(cloudflare.length >= 8, `README lists the commands: ${cloudflare}`);
+  assert.ok(cloudflare.length >= 8, `the page lists the commands: ${cloudflare}`);
   for (const l of cloudflare) {
-    assert.ok(printed.has(normalize(l)), `README command not printed by any script:\n  ${normalize(l)}\nprinted:\n  ${[...printed].join("\n  ")}`);
+    assert.ok(printed.has(normalize(l)), `command not printed by any script:\n  ${normalize(l)}\nprinted:\n  ${[...printed].join("\n  ")}`);
   }
   fs.rmSync(tmp, { recursive: true, force: true });
 });

@@ -1,14 +1,21 @@
 // Starts the Redis side from the local stack (real redis-server + REST bridge) and the Data API from
 // the production gateway (`python -m stack.gateway`: ASGI under uvicorn, no dev endpoints), whose
-// pymongo.MongoClient is patched by mongomock (its test engine; no MongoDB server here).
+// pymongo.MongoClient is patched by mongomock (its test engine; no MongoDB server here). The
+// gateway runs in production mode: only the app database and the worker's two collections, with
+// server-side JavaScript and cross-collection stages refused, and the failed-auth limiter on.
 import { spawn } from "node:child_process";
+import crypto from "node:crypto";
 import { createInterface } from "node:readline";
 import path from "node:path";
 import { ROOT } from "./harness.mjs";
 import { startStack } from "./stack.mjs";
 
 const PYTHON = path.join(ROOT, ".venv/bin/python");
-export const GATEWAY_KEYS = ["gw-worker-key-new-0123456789", "gw-worker-key-old-9876543210"];
+// Drawn per run: the gateway refuses keys under 32 bytes or ~128 bits, and a fixed one would be
+// a published value. Hex: it can never spell a placeholder marker (xxxx, todo, ...).
+export const GATEWAY_KEYS = [crypto.randomBytes(32).toString("hex"), crypto.randomBytes(32).toString("hex")];
+/// The worker's collections (NOTIFY_COLLECTION's default and its dead-letter sibling).
+export const GATEWAY_COLLECTIONS = "notifications,notifications_dead";
 
 export async function startGatewayStack() {
   const dev = await startStack();
@@ -16,7 +23,10 @@ export async function startGatewayStack() {
   try {
     proc = spawn(PYTHON, ["-m", "stack.gateway", "--port", "0", "--exit-with-parent"], {
       cwd: ROOT,
-      env: { ...process.env, MONGODB_URI: "", GATEWAY_ENGINE: "mongomock-patch", GATEWAY_API_KEYS: GATEWAY_KEYS.join(",") },
+      env: {
+        ...process.env, MONGODB_URI: "", GATEWAY_ENGINE: "mongomock-patch", GATEWAY_API_KEYS: GATEWAY_KEYS.join(","),
+        GATEWAY_MODE: "production", GATEWAY_DATABASES: "app", GATEWAY_COLLECTIONS,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     const logs = [];
@@ -38,8 +48,8 @@ export async function startGatewayStack() {
         DATA_SOURCE: "mongodb-atlas",
         DATABASE: "app",
       },
-      async dataApi(action, body, key = GATEWAY_KEYS[1]) {
-        const r = await fetch(`${info.data_api_url}/action/${action}`, {
+      async dataApi(action, body, key = GATEWAY_KEYS[1], base = info.data_api_url) {
+        const r = await fetch(`${base}/action/${action}`, {
           method: "POST",
           headers: { "content-type": "application/json", apiKey: key },
           body: JSON.stringify({ dataSource: "mongodb-atlas", database: "app", ...body }),

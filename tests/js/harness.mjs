@@ -113,7 +113,9 @@ export function workerOptions({ assetsDir = path.join(ROOT, "assets"), bindings 
       binding: "ASSETS",
       routerConfig: { invoke_user_worker_ahead_of_assets: true, has_user_worker: true },
     },
-    bindings: { ENABLE_BENCH: "true", IPDB_KV_KEY: "ipdb/current", ...bindings },
+    // Local development: the public test secrets are accepted (pass ENVIRONMENT: "" to run as
+    // a deployed worker, which refuses them).
+    bindings: { ENVIRONMENT: "development", ENABLE_BENCH: "true", IPDB_KV_KEY: "ipdb/current", ...bindings },
     kvNamespaces: ["IPDB_CONFIG"],
     durableObjects: { INBOX_HUB: "InboxHub" },
     r2Buckets: ["IPDB_BUCKET"],

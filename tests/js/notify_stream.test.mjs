@@ -97,3 +97,30 @@ test("stream refusals: no upgrade → 426, bad token → handshake refused, no b
     await bare.stop();
   }
 });
+
+test("a socket ends with its token: closed 4001 token_expired at exp (+ leeway); others on the hub live on", async () => {
+  // No leeway, so the short token's socket closes within seconds; the other token is long-lived.
+  const w0 = await startWorker({ bindings: { ...stack.bindings, SERVICE_TOKEN: "svc", ...AUTH, AUTH_LEEWAY_SECONDS: "0" } });
+  try {
+    const exp = Math.floor(Date.now() / 1000) + 3;
+    const short = await BadgeSocket.open(w0.base, "eve", { token: userToken("eve", { claims: { exp } }) }).opened;
+    const long = await BadgeSocket.open(w0.base, "eve").opened;
+    await Promise.all([short, long].map((s) => s.next(() => true, "the connect badge")));
+    const closed = await short.closed;
+    assert.deepEqual([closed.code, closed.reason], [4001, "token_expired"]);
+    // The token really had expired when the socket closed (the rule, not a timer of its own).
+    assert.ok(Date.now() / 1000 >= exp, "closed at or after exp");
+    // The long-lived socket still gets the next change.
+    const n = long.messages.length;
+    const r = await w0.post("/v1/notifications/events", {
+      owner: "eve", itemKey: "e1", serviceType: "feed", categoryType: "social", notificationType: "like",
+      templateType: "default", eventId: "eve-1", sender: { id: "s", name: "S" }, createdTimeMsec: Date.now(),
+    }, SERVICE);
+    assert.equal(r.status, 201);
+    await long.next((m) => long.messages.indexOf(m) >= n && m.unread === 1, "the push after the create");
+    assert.equal(short.messages.length, 1, "the expired socket got nothing after its connect badge");
+    await long.close();
+  } finally {
+    await w0.stop();
+  }
+});

@@ -66,6 +66,7 @@ before(async () => {
     // wrangler dev also reads .dev.vars; --var overrides it, as for every other value here.
     ...AUTH,
     IPDB_CHECK_INTERVAL_SECONDS: "0",
+    ENVIRONMENT: "development",
   };
   const args = [
     path.join(ROOT, "node_modules/wrangler/bin/wrangler.js"), "dev", "--env", "staging",
@@ -145,7 +146,8 @@ test("smoke.sh fails against broken targets", async () => {
   let r = await smoke(base, "--service-key", "not-the-key");
   assert.equal(r.code, 1, r.stdout);
   assert.match(r.stdout, /^FAIL POST \/v1\/notifications\/events \(service create\): HTTP 401/m);
-  assert.match(r.stdout, /^SKIP authenticated list/m);
+  // No --token: user auth was not exercised, which fails the run.
+  assert.match(r.stdout, /^FAIL authenticated list: no --token/m);
   // Something that answers 200 with HTML everywhere (a misrouted domain): no JSON check passes.
   const server = http.createServer((req, res) => { res.writeHead(200, { "content-type": "text/html" }); res.end("<html>parked</html>"); });
   await new Promise((res) => server.listen(0, "127.0.0.1", res));
@@ -163,6 +165,26 @@ test("smoke.sh fails against broken targets", async () => {
   assert.doesNotMatch(r.stdout, /^PASS /m);
   r = await smoke("not-a-url");
   assert.equal(r.code, 2);
+});
+
+test("smoke.sh proves user auth: a worker whose issuer is wrong fails; --skip-user-auth is an explicit, warned skip", async () => {
+  // Everything else passes, so a failure can only come from user auth.
+  const w = await startWorker({ bindings: { ...stack.bindings, SERVICE_TOKEN, ...AUTH, AUTH_ISSUER: "https://not-the-token-issuer.test" } });
+  try {
+    let r = await smoke(w.base, "--service-key", SERVICE_TOKEN, "--token", userToken("smoke-iss"));
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(r.stdout, /^FAIL GET \/v1\/notifications \(authenticated list\): HTTP 401/m);
+    assert.match(r.stdout, /^PASS POST \/v1\/notifications\/events \(service create\)$/m);
+    r = await smoke(w.base, "--service-key", SERVICE_TOKEN);
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(r.stdout, /^FAIL authenticated list: no --token/m);
+    r = await smoke(w.base, "--service-key", SERVICE_TOKEN, "--skip-user-auth");
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /^SKIP authenticated list: --skip-user-auth/m);
+    assert.match(r.stderr, /^WARNING --skip-user-auth/m);
+  } finally {
+    await w.stop();
+  }
 });
 
 test("a missing secret shows by name in /healthz (never a value) and fails the smoke test", async () => {
