@@ -120,6 +120,8 @@ const fn binding(name: &'static str, kind: &'static str, meaning: &'static str) 
 /// Every variable and binding the worker reads, besides the fixed-name [`SECRETS`]: the one
 /// table behind the configuration reference.
 pub const VARIABLES: &[Setting] = &[
+    // Where it runs.
+    var("ENVIRONMENT", "text", None, "`development` marks local development (`.dev.vars`, `scripts/dev.sh`, the tests), where the published example secrets are accepted; anything else, or unset, is a deployment, which refuses public, placeholder and weak secrets with `503 config_invalid`"),
     // Backends.
     var("DATA_API_AUTH", "`apiKey` \\| `bearer` \\| `basic`", Some("apiKey"), "how the Data API key is sent: `apiKey` header (Atlas), bearer token, or HTTP Basic (FerretDB) with user `DATA_API_USER`"),
     var("DATA_API_USER", "text", Some("api"), "Basic-auth user name when `DATA_API_AUTH=basic`"),
