@@ -216,7 +216,7 @@ export interface paths {
         };
         /**
          * Live badge over a WebSocket: {unread, unseen, sync} on connect and after each change
-         * @description A WebSocket (`Upgrade: websocket`). Browsers authenticate with the subprotocol list `["inbox.v1", "auth.<token>"]` (they cannot set headers on a WebSocket); other clients may send `Authorization`. The server pushes `{type: "badge", unread, unseen, sync, reconnect}` on connect and after each change to the inbox (at most one push per 250 ms; bursts are coalesced). It is a hint channel: the list and `changes` stay the truth, and a missed push is repaired by reconnecting. Send `refresh` to get the badge now. Reconnect with exponential backoff from `reconnect.baseMs` to `reconnect.maxMs` with full jitter.
+         * @description A WebSocket (`Upgrade: websocket`). Browsers authenticate with the subprotocol list `["inbox.v1", "auth.<token>"]` (they cannot set headers on a WebSocket); other clients may send `Authorization`. The server pushes `{type: "badge", unread, unseen, sync, reconnect}` on connect and after each change to the inbox (at most one push per 250 ms; bursts are coalesced). It is a hint channel: the list and `changes` stay the truth, and a missed push is repaired by reconnecting. Send `refresh` to get the badge now. Reconnect with exponential backoff from `reconnect.baseMs` to `reconnect.maxMs` with full jitter. A socket ends with its token: when the token's `exp` (plus the verifier's leeway, AUTH_LEEWAY_SECONDS) passes, the server closes it with code 4001 and reason `token_expired`; reconnect at once with a fresh token.
          */
         get: operations["stream"];
         put?: never;
@@ -503,7 +503,20 @@ export interface components {
             };
             secrets: {
                 missing: string[];
+                /** @description Deployed workers (ENVIRONMENT is not `development`): every secret or setting refused because it is published in the repository, a placeholder, shorter than 32 bytes or under ~128 bits of estimated entropy. By name and reason, never by value; the worker answers 503 `config_invalid` until they are fixed. */
+                refused?: {
+                    var: string;
+                    reason: string;
+                }[];
             };
+            /** @description One probe `find` per isolate until it succeeds. `error` is `data_api_not_found` when DATA_API_URL answers 404 (the base URL must end just before `/action`), `data_api_unauthorized` when the key is refused, `data_api_unavailable` when it cannot be reached; the status is then `degraded`. */
+            data_api?: {
+                /** @enum {unknown} */
+                probe?: "ok" | "failed" | "not_configured";
+                /** @enum {unknown} */
+                error?: "data_api_not_found" | "data_api_unauthorized" | "data_api_unavailable";
+                message?: string;
+            } | null;
             assets: Record<string, never>;
             /** @description The worker's release (CHANGELOG.md); equals `info.version` of this document */
             version: string;
