@@ -1,4 +1,5 @@
-"""TTL monitor: mongomock never expires documents, so we do what mongod's TTL monitor does."""
+"""TTL monitor: what mongod's TTL monitor does, in the background. mongomock would expire on every
+access instead; `data_api._background_ttl_only` turns that off so this thread alone deletes."""
 import datetime
 import threading
 
