@@ -14,7 +14,7 @@ use edge_geo_notify::notify::{
     NotifyConfig, NotifyService, RetractOutcome, Target, MIN_SETTLE_MS,
 };
 use serde_json::{json, Value};
-use stack_support::{now_ms, wait_past, write_clock, Stack};
+use stack_support::{now_ms, wait_until_settled, write_clock, Stack};
 
 fn cfg() -> NotifyConfig {
     // Same clock for worker and database here, so the shortest window is enough for exact
@@ -152,7 +152,7 @@ fn a_second_device_converges_through_the_change_feed() {
     create(&store, "u2", "other", "ana", t);
     // A list's feed position is "now - settle" (at least one millisecond back), so writes stamped
     // within it come again as repeats. Wait until every write above lies before it.
-    wait_past(now_ms() + MIN_SETTLE_MS);
+    wait_until_settled(MIN_SETTLE_MS);
     let mut b = Device::list(&store, "u1");
     assert_eq!(b.items.len(), 6);
     assert!(b.sync(&store, "u1").is_empty(), "nothing changed yet");
@@ -164,7 +164,7 @@ fn a_second_device_converges_through_the_change_feed() {
     create(&store, "u1", "p3", "ben", t + 10);
     // A full page whose last entry is younger than the settle window holds the position and says
     // `has_more: false` (the rest comes on the next poll); to drain in one go, let it pass.
-    wait_past(now_ms() + MIN_SETTLE_MS);
+    wait_until_settled(MIN_SETTLE_MS);
 
     stack.reset_stats();
     let (applied, pages) = b.sync_pages(&store, "u1");
@@ -200,7 +200,7 @@ fn a_second_device_converges_through_the_change_feed() {
         5,
         "u1's four left and u2's one"
     );
-    wait_past(now_ms() + MIN_SETTLE_MS);
+    wait_until_settled(MIN_SETTLE_MS);
     let applied = b.sync(&store, "u1");
     assert!(applied.iter().any(|e| e["deleted"] == true));
     assert!(

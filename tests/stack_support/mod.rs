@@ -203,15 +203,19 @@ pub fn now_ms() -> i64 {
     .unwrap()
 }
 
+/// The last value [`write_clock`] gave, shared by every test of this binary.
+static LAST_WRITE: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
 /// A write clock for tests whose assertions depend on write order: strictly increasing across
 /// every call in this test binary (never two writes in one millisecond), never behind the wall
 /// clock. Revisions come from the write clock at millisecond precision, so two writes in the same
 /// millisecond may list in either order; a test that expects creation order passes this clock.
+/// Several writes within one wall millisecond put it *ahead* of the wall clock: a test that then
+/// waits for its writes to settle uses [`wait_until_settled`], which knows that.
 pub fn write_clock() -> i64 {
-    use std::sync::atomic::{AtomicI64, Ordering};
-    static LAST: AtomicI64 = AtomicI64::new(0);
+    use std::sync::atomic::Ordering;
     let now = now_ms();
-    let prev = LAST
+    let prev = LAST_WRITE
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
             Some(now.max(last + 1))
         })
@@ -219,10 +223,17 @@ pub fn write_clock() -> i64 {
     now.max(prev + 1)
 }
 
-/// Waits until the wall clock is past `ms` (an observable condition, not a fixed sleep): e.g. so
-/// a change-feed position taken now lies after a write stamped at or before `ms`.
+/// Waits until the wall clock is past `ms` (an observable condition, not a fixed sleep).
 pub fn wait_past(ms: i64) {
     while now_ms() <= ms {
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// Waits until every write stamped so far, by the wall clock or by [`write_clock`] (which may run
+/// ahead of it), is older than `settle_ms`: a change-feed position taken after this lies past
+/// all of them, so none comes again as a repeat.
+pub fn wait_until_settled(settle_ms: i64) {
+    let newest = now_ms().max(LAST_WRITE.load(std::sync::atomic::Ordering::SeqCst));
+    wait_past(newest + settle_ms);
 }
