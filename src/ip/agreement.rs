@@ -2,7 +2,7 @@
 //! deterministic probe set: the same addresses on every machine and every run, so a publish
 //! check is reproducible and two checks of the same pair of files give the same number.
 
-use super::db::{CountryLookup, IpAnswer};
+use super::answer::{CountryLookup, IpAnswer};
 use super::special::special_range;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;

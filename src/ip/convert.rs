@@ -7,18 +7,7 @@ use ipnetwork::IpNetwork;
 use maxminddb::WithinOptions;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-/// A country code as two ASCII bytes, `None` where the database has no country.
-pub type Code = Option<[u8; 2]>;
-
-/// Merged ranges of both families: each start runs up to the next start (or the end of the
-/// family's space). The first start is 0 in each family.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Ranges {
-    /// IPv4 starts.
-    pub v4: Vec<(u32, Code)>,
-    /// IPv6 starts (the whole space; the table keeps only what lookups can reach).
-    pub v6: Vec<(u128, Code)>,
-}
+pub use super::table::{Code, Ranges};
 
 /// Why a database could not be converted.
 #[derive(Debug, thiserror::Error)]

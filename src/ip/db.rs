@@ -1,6 +1,7 @@
 //! The database wrapper: open once from bytes, answer lookups without allocating.
 
 use super::agreement::ANCHORS;
+use super::answer::{CountryLookup, IpAnswer};
 use super::special::special_range;
 use maxminddb::{MaxMindDbError, PathElement, Reader};
 use std::fmt;
@@ -13,17 +14,6 @@ pub enum Layout {
     Flat,
     /// `{"country": {"iso_code": "XX"}}` (MaxMind GeoIP2 / GeoLite2).
     GeoIp2,
-}
-
-/// The answer for one address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IpAnswer<'a> {
-    /// ISO alpha-2 country code, borrowed from the database.
-    Country(&'a str),
-    /// A public address the database has no country for.
-    NotFound,
-    /// A private, loopback or otherwise reserved address (never looked up): the range's name.
-    Reserved(&'static str),
 }
 
 /// Why a database was rejected.
@@ -52,13 +42,6 @@ impl std::error::Error for IpDbError {}
 const FLAT_PATH: &[PathElement<'static>] = &[PathElement::Key("country_code")];
 const GEOIP2_PATH: &[PathElement<'static>] =
     &[PathElement::Key("country"), PathElement::Key("iso_code")];
-
-/// Anything that answers an address with a country: the mmdb reader, and later tables built
-/// from it. Agreement checks compare any two.
-pub trait CountryLookup {
-    /// Country of `ip`, with reserved ranges answered as such.
-    fn country(&self, ip: IpAddr) -> IpAnswer<'_>;
-}
 
 impl<S: AsRef<[u8]>> CountryLookup for IpDb<S> {
     fn country(&self, ip: IpAddr) -> IpAnswer<'_> {

@@ -5,6 +5,7 @@
 //! (our bundled default, DB-IP Lite) and GeoIP2/GeoLite2's `{"country":{"iso_code":"XX"}}`.
 
 mod agreement;
+mod answer;
 mod attribution;
 pub mod convert;
 mod db;
@@ -19,8 +20,9 @@ pub mod workload;
 pub use agreement::{
     compare, probe_set, probe_set_with, Agreement, ANCHORS, PROBE_COUNT, PROBE_SEED,
 };
+pub use answer::{CountryLookup, IpAnswer};
 pub use attribution::Attribution;
-pub use db::{CountryLookup, IpAnswer, IpDb, IpDbError, Layout};
+pub use db::{IpDb, IpDbError, Layout};
 pub use parse::{parse_ip, IpParseError};
 pub use special::special_range;
 pub use version::{sha256_hex, IpdbRecord, RecordError};

@@ -32,7 +32,7 @@
 //! [`EXCEPTION`] (so most IPv4 lookups are one byte read, with no range check), and a bucket
 //! index per IPv6 chunk, built when its page loads, that cuts a search from ~15 probes to ~3.
 
-use super::db::{CountryLookup, IpAnswer};
+use super::answer::{CountryLookup, IpAnswer};
 use super::special::{maybe_special_v6, special_range, special_slash16s, special_v4};
 use std::cell::{Cell, OnceCell};
 use std::net::IpAddr;
@@ -100,14 +100,29 @@ fn u128_at(b: &[u8], o: usize) -> u128 {
     u128::from_le_bytes(b[o..o + 16].try_into().expect("16 bytes"))
 }
 
+/// The table's input, which [`super::convert::ranges`] reads from an mmdb.
+///
+/// A country code as two ASCII bytes, `None` where the database has no country.
+pub type Code = Option<[u8; 2]>;
+
+/// Merged ranges of both families: each start runs up to the next start (or the end of the
+/// family's space). The first start is 0 in each family.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ranges {
+    /// IPv4 starts.
+    pub v4: Vec<(u32, Code)>,
+    /// IPv6 starts (the whole space; the table keeps only what lookups can reach).
+    pub v6: Vec<(u128, Code)>,
+}
+
 /// Writes a table from merged ranges (see [`super::convert::ranges`]); `meta` is stored as is
 /// (the source and its credit, as JSON).
 ///
 /// # Panics
 /// When there are more than 254 distinct countries (ISO 3166 has 249).
-pub fn build(r: &super::convert::Ranges, meta: &[u8]) -> TableFiles {
+pub fn build(r: &Ranges, meta: &[u8]) -> TableFiles {
     let mut codes: Vec<[u8; 2]> = vec![[0, 0]];
-    let mut code_id = |c: super::convert::Code| -> u8 {
+    let mut code_id = |c: Code| -> u8 {
         let Some(c) = c else { return 0 };
         let i = codes.iter().position(|&x| x == c).unwrap_or_else(|| {
             codes.push(c);

@@ -5,8 +5,9 @@
 //! than a configured share of the fixed probe set ([`super::probe_set`]).
 
 use super::agreement::{compare, probe_set, Agreement};
+use super::answer::CountryLookup;
 use super::attribution::Attribution;
-use super::db::{CountryLookup, IpDb, IpDbError};
+use super::db::{IpDb, IpDbError};
 use super::version::{sha256_hex, IpdbRecord};
 use serde::{Deserialize, Serialize};
 

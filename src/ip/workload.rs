@@ -1,7 +1,7 @@
 //! The benchmark address mix, shared by the native bench (`examples/ip_bench.rs`) and the
 //! worker's `/__bench/ip`, so both time the same addresses and the same work per lookup.
 
-use super::db::{CountryLookup, IpAnswer};
+use super::answer::{CountryLookup, IpAnswer};
 use std::net::{IpAddr, Ipv6Addr};
 
 /// `n` addresses: 75% uniform IPv4, 25% IPv6 in the dense allocations; same `n`, same list.

@@ -1,48 +1,17 @@
 //! The crate's IP table lookup, compiled on its own: exports for a wasm host (`run.mjs`) and a
-//! library for the native examples. `db` and `convert` are the two items the included files
-//! need from their siblings.
+//! library for the native examples. The included files are the crate's own, siblings of each
+//! other as they are there (no hand copies of their types).
 #![allow(dead_code)]
 
 // The included files sit at the crate root, so their `super::` paths name the items below.
+#[path = "../../../../src/ip/answer.rs"]
+pub mod answer;
 #[path = "../../../../src/ip/special.rs"]
 pub mod special;
 #[path = "../../../../src/ip/table.rs"]
 pub mod table;
 #[path = "../../../../src/ip/workload.rs"]
 pub mod workload;
-
-/// The answer type and lookup trait of `src/ip/db.rs`, without the mmdb reader.
-pub mod db {
-    use std::net::IpAddr;
-    /// As `crate::ip::IpAnswer`.
-    #[derive(Debug, PartialEq, Eq)]
-    pub enum IpAnswer<'a> {
-        /// ISO alpha-2 code.
-        Country(&'a str),
-        /// No country.
-        NotFound,
-        /// Special-purpose range.
-        Reserved(&'static str),
-    }
-    /// As `crate::ip::CountryLookup`.
-    pub trait CountryLookup {
-        /// Country of `ip`.
-        fn country(&self, ip: IpAddr) -> IpAnswer<'_>;
-    }
-}
-
-/// The range type `table::build` takes (unused here).
-pub mod convert {
-    /// As `crate::ip::convert::Code`.
-    pub type Code = Option<[u8; 2]>;
-    /// As `crate::ip::convert::Ranges`.
-    pub struct Ranges {
-        /// IPv4 starts.
-        pub v4: Vec<(u32, Code)>,
-        /// IPv6 starts.
-        pub v6: Vec<(u128, Code)>,
-    }
-}
 
 use std::cell::RefCell;
 use table::IpTable;
