@@ -71,7 +71,7 @@ pub fn query_parsing(data: &[u8]) {
         let cfg = NotifyConfig::default();
         match list_query("owner", &p, &cfg, NOW_MS) {
             Ok(fq) => assert_eq!(fq.options.limit, Some(p.page_size() + 1)),
-            Err(e) => assert_eq!(e.code(), "invalid_cursor"),
+            Err(e) => assert_eq!(crate::api::ErrorCode::from(&e), "invalid_cursor"),
         }
     }
     if let Ok((_, limit)) = api_notify::parse_changes(&q) {

@@ -321,7 +321,7 @@ fn keys_unavailable_is_a_server_problem() {
     let t = token("RS256", Some("r1"), &claims(json!({})));
     let e = run(v.verify(&t, NOW_MS)).unwrap_err();
     assert!(matches!(e, AuthError::KeysUnavailable(_)), "{e:?}");
-    assert_eq!(e.status(), 503);
+    assert_eq!(edge_geo_notify::api::ApiError::from(e).status, 503);
     // Within the cooldown, no refetch storm: still 503, still one fetch.
     assert!(matches!(
         run(v.verify(&t, NOW_MS + 1.0)),

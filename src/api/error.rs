@@ -1,237 +1,166 @@
 //! The one error type of the HTTP surface and its JSON body `{"error":{"code","message"}}`.
 
+use crate::auth::AuthError;
+use crate::backend::BackendError;
+use crate::notify::NotifyError;
 use serde_json::json;
 use std::fmt;
 
-/// Every error code the API answers with: stable, snake_case on the wire, never reworded.
-/// OpenAPI lists them from here, and tests switch on them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorCode {
-    /// `asset_corrupt`
-    AssetCorrupt,
-    /// `asset_unavailable`
-    AssetUnavailable,
-    /// `auth_unavailable`
-    AuthUnavailable,
-    /// `backend_decode`
-    BackendDecode,
-    /// `backend_rejected`
-    BackendRejected,
-    /// `backend_unavailable`
-    BackendUnavailable,
-    /// `batch_too_large`
-    BatchTooLarge,
-    /// `config_invalid`
-    ConfigInvalid,
-    /// `duplicate_key`
-    DuplicateKey,
-    /// `empty_batch`
-    EmptyBatch,
-    /// `field_too_long`
-    FieldTooLong,
-    /// `idempotency_in_flight`
-    IdempotencyInFlight,
-    /// `idempotency_key_reused`
-    IdempotencyKeyReused,
-    /// `insufficient_scope`
-    InsufficientScope,
-    /// `internal`
-    Internal,
-    /// `invalid_action`
-    InvalidAction,
-    /// `invalid_audience`
-    InvalidAudience,
-    /// `invalid_characters`
-    InvalidCharacters,
-    /// `invalid_coordinate`
-    InvalidCoordinate,
-    /// `invalid_cursor`
-    InvalidCursor,
-    /// `invalid_events`
-    InvalidEvents,
-    /// `invalid_flag`
-    InvalidFlag,
-    /// `invalid_idempotency_key`
-    InvalidIdempotencyKey,
-    /// `invalid_ip`
-    InvalidIp,
-    /// `invalid_issuer`
-    InvalidIssuer,
-    /// `invalid_json`
-    InvalidJson,
-    /// `invalid_number`
-    InvalidNumber,
-    /// `invalid_parameter`
-    InvalidParameter,
-    /// `invalid_path`
-    InvalidPath,
-    /// `invalid_point`
-    InvalidPoint,
-    /// `invalid_service_key`
-    InvalidServiceKey,
-    /// `invalid_signature`
-    InvalidSignature,
-    /// `invalid_target`
-    InvalidTarget,
-    /// `invalid_token`
-    InvalidToken,
-    /// `invalid_url`
-    InvalidUrl,
-    /// `ip_zone_not_supported`
-    IpZoneNotSupported,
-    /// `method_not_allowed`
-    MethodNotAllowed,
-    /// `missing_field`
-    MissingField,
-    /// `missing_parameter`
-    MissingParameter,
-    /// `not_configured`
-    NotConfigured,
-    /// `not_found`
-    NotFound,
-    /// `origin_not_allowed`
-    OriginNotAllowed,
-    /// `payload_too_large`
-    PayloadTooLarge,
-    /// `rate_limited`
-    RateLimited,
-    /// `time_out_of_range`
-    TimeOutOfRange,
-    /// `token_expired`
-    TokenExpired,
-    /// `token_not_yet_valid`
-    TokenNotYetValid,
-    /// `unauthorized`
-    Unauthorized,
-    /// `unknown_category`
-    UnknownCategory,
-    /// `unknown_kid`
-    UnknownKid,
-    /// `unreadable_body`
-    UnreadableBody,
-    /// `upgrade_required`
-    UpgradeRequired,
-    /// `unsupported_alg`
-    UnsupportedAlg,
+/// Declares [`ErrorCode`] from one table: each variant beside its wire string and its HTTP
+/// status, so the enum, [`ErrorCode::ALL`], [`ErrorCode::as_str`] and [`ErrorCode::status`] cannot
+/// drift apart, and no call site picks a status of its own.
+macro_rules! error_codes {
+    ($($variant:ident => ($wire:literal, $status:literal),)+) => {
+        /// Every error code the API answers with: stable, snake_case on the wire, never reworded.
+        /// OpenAPI lists them from here, and tests switch on them.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum ErrorCode {
+            $(#[doc = concat!("`", $wire, "` (", stringify!($status), ")")] $variant,)+
+        }
+
+        impl ErrorCode {
+            /// Every code, in table order.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)+];
+
+            /// The code on the wire.
+            #[must_use]
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $wire,)+
+                }
+            }
+
+            /// The HTTP status every answer with this code carries.
+            #[must_use]
+            pub const fn status(self) -> u16 {
+                match self {
+                    $(ErrorCode::$variant => $status,)+
+                }
+            }
+        }
+    };
 }
 
-impl ErrorCode {
-    /// Every code.
-    pub const ALL: &'static [ErrorCode] = &[
-        ErrorCode::AssetCorrupt,
-        ErrorCode::AssetUnavailable,
-        ErrorCode::AuthUnavailable,
-        ErrorCode::BackendDecode,
-        ErrorCode::BackendRejected,
-        ErrorCode::BackendUnavailable,
-        ErrorCode::BatchTooLarge,
-        ErrorCode::ConfigInvalid,
-        ErrorCode::DuplicateKey,
-        ErrorCode::EmptyBatch,
-        ErrorCode::FieldTooLong,
-        ErrorCode::IdempotencyInFlight,
-        ErrorCode::IdempotencyKeyReused,
-        ErrorCode::InsufficientScope,
-        ErrorCode::Internal,
-        ErrorCode::InvalidAction,
-        ErrorCode::InvalidAudience,
-        ErrorCode::InvalidCharacters,
-        ErrorCode::InvalidCoordinate,
-        ErrorCode::InvalidCursor,
-        ErrorCode::InvalidEvents,
-        ErrorCode::InvalidFlag,
-        ErrorCode::InvalidIdempotencyKey,
-        ErrorCode::InvalidIp,
-        ErrorCode::InvalidIssuer,
-        ErrorCode::InvalidJson,
-        ErrorCode::InvalidNumber,
-        ErrorCode::InvalidParameter,
-        ErrorCode::InvalidPath,
-        ErrorCode::InvalidPoint,
-        ErrorCode::InvalidServiceKey,
-        ErrorCode::InvalidSignature,
-        ErrorCode::InvalidTarget,
-        ErrorCode::InvalidToken,
-        ErrorCode::InvalidUrl,
-        ErrorCode::IpZoneNotSupported,
-        ErrorCode::MethodNotAllowed,
-        ErrorCode::MissingField,
-        ErrorCode::MissingParameter,
-        ErrorCode::NotConfigured,
-        ErrorCode::NotFound,
-        ErrorCode::OriginNotAllowed,
-        ErrorCode::PayloadTooLarge,
-        ErrorCode::RateLimited,
-        ErrorCode::TimeOutOfRange,
-        ErrorCode::TokenExpired,
-        ErrorCode::TokenNotYetValid,
-        ErrorCode::Unauthorized,
-        ErrorCode::UnknownCategory,
-        ErrorCode::UnknownKid,
-        ErrorCode::UnreadableBody,
-        ErrorCode::UpgradeRequired,
-        ErrorCode::UnsupportedAlg,
-    ];
+error_codes! {
+    AssetCorrupt => ("asset_corrupt", 503),
+    AssetUnavailable => ("asset_unavailable", 503),
+    AuthUnavailable => ("auth_unavailable", 503),
+    BackendDecode => ("backend_decode", 502),
+    BackendRejected => ("backend_rejected", 502),
+    BackendUnavailable => ("backend_unavailable", 503),
+    BatchTooLarge => ("batch_too_large", 400),
+    ConfigInvalid => ("config_invalid", 503),
+    DuplicateKey => ("duplicate_key", 503),
+    EmptyBatch => ("empty_batch", 400),
+    FieldTooLong => ("field_too_long", 422),
+    IdempotencyInFlight => ("idempotency_in_flight", 409),
+    IdempotencyKeyReused => ("idempotency_key_reused", 422),
+    InsufficientScope => ("insufficient_scope", 403),
+    Internal => ("internal", 500),
+    InvalidAction => ("invalid_action", 400),
+    InvalidAudience => ("invalid_audience", 401),
+    InvalidCharacters => ("invalid_characters", 422),
+    InvalidCoordinate => ("invalid_coordinate", 400),
+    InvalidCursor => ("invalid_cursor", 400),
+    InvalidEvents => ("invalid_events", 422),
+    InvalidFlag => ("invalid_flag", 400),
+    InvalidIdempotencyKey => ("invalid_idempotency_key", 400),
+    InvalidIp => ("invalid_ip", 400),
+    InvalidIssuer => ("invalid_issuer", 401),
+    InvalidJson => ("invalid_json", 400),
+    InvalidNumber => ("invalid_number", 400),
+    InvalidParameter => ("invalid_parameter", 400),
+    InvalidPath => ("invalid_path", 400),
+    InvalidPoint => ("invalid_point", 400),
+    InvalidServiceKey => ("invalid_service_key", 401),
+    InvalidSignature => ("invalid_signature", 401),
+    InvalidTarget => ("invalid_target", 400),
+    InvalidToken => ("invalid_token", 401),
+    InvalidUrl => ("invalid_url", 400),
+    IpZoneNotSupported => ("ip_zone_not_supported", 400),
+    MethodNotAllowed => ("method_not_allowed", 405),
+    MissingField => ("missing_field", 422),
+    MissingParameter => ("missing_parameter", 400),
+    NotConfigured => ("not_configured", 503),
+    NotFound => ("not_found", 404),
+    OriginNotAllowed => ("origin_not_allowed", 403),
+    PayloadTooLarge => ("payload_too_large", 413),
+    RateLimited => ("rate_limited", 429),
+    TimeOutOfRange => ("time_out_of_range", 422),
+    TokenExpired => ("token_expired", 401),
+    TokenNotYetValid => ("token_not_yet_valid", 401),
+    Unauthorized => ("unauthorized", 401),
+    UnknownCategory => ("unknown_category", 422),
+    UnknownKid => ("unknown_kid", 401),
+    UnreadableBody => ("unreadable_body", 400),
+    UpgradeRequired => ("upgrade_required", 426),
+    UnsupportedAlg => ("unsupported_alg", 401),
+}
 
-    /// The code on the wire.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::AssetCorrupt => "asset_corrupt",
-            ErrorCode::AssetUnavailable => "asset_unavailable",
-            ErrorCode::AuthUnavailable => "auth_unavailable",
-            ErrorCode::BackendDecode => "backend_decode",
-            ErrorCode::BackendRejected => "backend_rejected",
-            ErrorCode::BackendUnavailable => "backend_unavailable",
-            ErrorCode::BatchTooLarge => "batch_too_large",
-            ErrorCode::ConfigInvalid => "config_invalid",
-            ErrorCode::DuplicateKey => "duplicate_key",
-            ErrorCode::EmptyBatch => "empty_batch",
-            ErrorCode::FieldTooLong => "field_too_long",
-            ErrorCode::IdempotencyInFlight => "idempotency_in_flight",
-            ErrorCode::IdempotencyKeyReused => "idempotency_key_reused",
-            ErrorCode::InsufficientScope => "insufficient_scope",
-            ErrorCode::Internal => "internal",
-            ErrorCode::InvalidAudience => "invalid_audience",
-            ErrorCode::InvalidCharacters => "invalid_characters",
-            ErrorCode::InvalidCoordinate => "invalid_coordinate",
-            ErrorCode::InvalidCursor => "invalid_cursor",
-            ErrorCode::InvalidEvents => "invalid_events",
-            ErrorCode::InvalidFlag => "invalid_flag",
-            ErrorCode::InvalidAction => "invalid_action",
-            ErrorCode::UpgradeRequired => "upgrade_required",
-            ErrorCode::InvalidIdempotencyKey => "invalid_idempotency_key",
-            ErrorCode::InvalidIp => "invalid_ip",
-            ErrorCode::InvalidIssuer => "invalid_issuer",
-            ErrorCode::InvalidJson => "invalid_json",
-            ErrorCode::InvalidNumber => "invalid_number",
-            ErrorCode::InvalidParameter => "invalid_parameter",
-            ErrorCode::InvalidPath => "invalid_path",
-            ErrorCode::InvalidPoint => "invalid_point",
-            ErrorCode::InvalidServiceKey => "invalid_service_key",
-            ErrorCode::InvalidSignature => "invalid_signature",
-            ErrorCode::InvalidTarget => "invalid_target",
-            ErrorCode::InvalidToken => "invalid_token",
-            ErrorCode::InvalidUrl => "invalid_url",
-            ErrorCode::IpZoneNotSupported => "ip_zone_not_supported",
-            ErrorCode::MethodNotAllowed => "method_not_allowed",
-            ErrorCode::MissingField => "missing_field",
-            ErrorCode::MissingParameter => "missing_parameter",
-            ErrorCode::NotConfigured => "not_configured",
-            ErrorCode::NotFound => "not_found",
-            ErrorCode::OriginNotAllowed => "origin_not_allowed",
-            ErrorCode::PayloadTooLarge => "payload_too_large",
-            ErrorCode::RateLimited => "rate_limited",
-            ErrorCode::TimeOutOfRange => "time_out_of_range",
-            ErrorCode::TokenExpired => "token_expired",
-            ErrorCode::TokenNotYetValid => "token_not_yet_valid",
-            ErrorCode::Unauthorized => "unauthorized",
-            ErrorCode::UnknownCategory => "unknown_category",
-            ErrorCode::UnknownKid => "unknown_kid",
-            ErrorCode::UnreadableBody => "unreadable_body",
-            ErrorCode::UnsupportedAlg => "unsupported_alg",
+// The one mapping from the core's errors to codes (and so to statuses): the core names neither.
+
+impl From<&BackendError> for ErrorCode {
+    fn from(e: &BackendError) -> Self {
+        match e {
+            BackendError::Unavailable { .. } => ErrorCode::BackendUnavailable,
+            BackendError::Rejected { .. } => ErrorCode::BackendRejected,
+            BackendError::DuplicateKey { .. } => ErrorCode::DuplicateKey,
+            BackendError::Decode(_) => ErrorCode::BackendDecode,
         }
+    }
+}
+
+impl From<&NotifyError> for ErrorCode {
+    fn from(e: &NotifyError) -> Self {
+        match e {
+            NotifyError::Missing { .. } | NotifyError::MissingArgument { .. } => {
+                ErrorCode::MissingField
+            }
+            NotifyError::TooLong { .. } => ErrorCode::FieldTooLong,
+            NotifyError::InvalidChars { .. } => ErrorCode::InvalidCharacters,
+            NotifyError::UnknownCategory { .. } => ErrorCode::UnknownCategory,
+            NotifyError::TimeOutOfRange { .. } => ErrorCode::TimeOutOfRange,
+            NotifyError::InvalidCursor => ErrorCode::InvalidCursor,
+            NotifyError::Backend(b) => b.into(),
+        }
+    }
+}
+
+impl From<&AuthError> for ErrorCode {
+    fn from(e: &AuthError) -> Self {
+        match e {
+            AuthError::Missing => ErrorCode::Unauthorized,
+            AuthError::Malformed(_) => ErrorCode::InvalidToken,
+            AuthError::UnsupportedAlg => ErrorCode::UnsupportedAlg,
+            AuthError::WrongIssuer => ErrorCode::InvalidIssuer,
+            AuthError::WrongAudience => ErrorCode::InvalidAudience,
+            AuthError::Expired => ErrorCode::TokenExpired,
+            AuthError::NotYetValid => ErrorCode::TokenNotYetValid,
+            AuthError::UnknownKid => ErrorCode::UnknownKid,
+            AuthError::BadSignature => ErrorCode::InvalidSignature,
+            AuthError::BadServiceKey => ErrorCode::InvalidServiceKey,
+            AuthError::MissingScope(_) => ErrorCode::InsufficientScope,
+            AuthError::KeysUnavailable(_) => ErrorCode::AuthUnavailable,
+        }
+    }
+}
+
+impl From<BackendError> for ApiError {
+    fn from(e: BackendError) -> Self {
+        ApiError::new(ErrorCode::from(&e), e.to_string())
+    }
+}
+
+impl From<NotifyError> for ApiError {
+    fn from(e: NotifyError) -> Self {
+        ApiError::new(ErrorCode::from(&e), e.to_string())
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(e: AuthError) -> Self {
+        ApiError::new(ErrorCode::from(&e), e.to_string())
     }
 }
 
@@ -265,29 +194,25 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    /// A new error.
+    /// A new error; its status is the code's ([`ErrorCode::status`]). A 503 carries
+    /// `Retry-After: 5`: the worker keeps running and the next call may succeed.
     #[must_use]
-    pub fn new(status: u16, code: ErrorCode, message: impl Into<String>) -> Self {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        let status = code.status();
         ApiError {
             status,
             code,
             message: message.into(),
-            retry_after: None,
+            retry_after: (status == 503).then_some(5),
             allow: None,
             details: None,
         }
     }
 
-    /// 400 with `code`.
-    #[must_use]
-    pub fn bad_request(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self::new(400, code, message)
-    }
-
     /// 404 for an unknown route.
     #[must_use]
     pub fn not_found(path: &str) -> Self {
-        Self::new(404, ErrorCode::NotFound, format!("no route for {path}"))
+        Self::new(ErrorCode::NotFound, format!("no route for {path}"))
     }
 
     /// 405 with the `Allow` header's value.
@@ -296,19 +221,18 @@ impl ApiError {
         ApiError {
             allow: Some(allowed.to_owned()),
             ..Self::new(
-                405,
                 ErrorCode::MethodNotAllowed,
                 format!("{method} not allowed; use {allowed}"),
             )
         }
     }
 
-    /// 503 for a missing or invalid asset; the worker keeps running and retries on the next call.
+    /// The same error with `Retry-After: seconds`.
     #[must_use]
-    pub fn unavailable(code: ErrorCode, message: impl Into<String>) -> Self {
+    pub fn retry_after(self, seconds: u32) -> Self {
         ApiError {
-            retry_after: Some(5),
-            ..Self::new(503, code, message)
+            retry_after: Some(seconds),
+            ..self
         }
     }
 
@@ -329,3 +253,49 @@ impl fmt::Display for ApiError {
 }
 
 impl std::error::Error for ApiError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_unique_snake_case_and_answers_an_error_status() {
+        let mut seen = std::collections::HashSet::new();
+        for c in ErrorCode::ALL {
+            let w = c.as_str();
+            assert!(seen.insert(w), "{w} twice");
+            assert!(
+                w.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{w}"
+            );
+            assert!((400..=599).contains(&c.status()), "{w}: {}", c.status());
+        }
+    }
+
+    #[test]
+    fn a_503_asks_for_a_retry_and_nothing_else_does() {
+        for c in ErrorCode::ALL {
+            let e = ApiError::new(*c, "m");
+            assert_eq!(e.status, c.status());
+            assert_eq!(e.retry_after.is_some(), c.status() == 503, "{c}");
+        }
+    }
+
+    #[test]
+    fn core_errors_map_to_their_codes_and_statuses() {
+        let rejected = BackendError::Rejected {
+            status: 400,
+            code: "BadValue".into(),
+            message: "m".into(),
+        };
+        assert_eq!(ApiError::from(rejected).status, 502);
+        assert_eq!(ApiError::from(NotifyError::InvalidCursor).status, 400);
+        let missing = NotifyError::Missing { field: "owner" };
+        assert_eq!(ApiError::from(missing).code, ErrorCode::MissingField);
+        assert_eq!(
+            ApiError::from(AuthError::MissingScope("notify")).status,
+            403
+        );
+        assert_eq!(ApiError::from(AuthError::Expired).code, "token_expired");
+    }
+}

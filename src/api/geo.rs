@@ -21,22 +21,21 @@ pub fn parse_point_query(query: &str) -> Result<LatLon, ApiError> {
     let lon = super::query::param(query, "lon").or_else(|| super::query::param(query, "lng"));
     let num = |name: &str, v: Option<String>| -> Result<f64, ApiError> {
         let v = v.ok_or_else(|| {
-            ApiError::bad_request(
+            ApiError::new(
                 ErrorCode::MissingParameter,
                 format!("query parameter {name} is required"),
             )
         })?;
         // Rust's parser accepts "inf"/"NaN"; they are caught by LatLon::new as not finite.
         v.trim().parse::<f64>().map_err(|_| {
-            ApiError::bad_request(
+            ApiError::new(
                 ErrorCode::InvalidNumber,
                 format!("{name}={v:?} is not a number"),
             )
         })
     };
     let (lat, lon) = (num("lat", lat)?, num("lon", lon)?);
-    LatLon::new(lat, lon)
-        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidCoordinate, e.to_string()))
+    LatLon::new(lat, lon).map_err(|e| ApiError::new(ErrorCode::InvalidCoordinate, e.to_string()))
 }
 
 #[derive(Deserialize)]
@@ -52,7 +51,7 @@ struct Batch {
 /// `invalid_point` (400) naming the first bad index.
 pub fn parse_batch(body: &[u8]) -> Result<Vec<LatLon>, ApiError> {
     let batch: Batch = serde_json::from_slice(body).map_err(|e| {
-        ApiError::bad_request(
+        ApiError::new(
             ErrorCode::InvalidJson,
             format!("expected {{\"points\": [...]}}: {e}"),
         )
@@ -71,9 +70,8 @@ pub fn parse_batch(body: &[u8]) -> Result<Vec<LatLon>, ApiError> {
                 Value::Array(a) if a.len() == 2 => (a[0].as_f64(), a[1].as_f64()),
                 _ => (None, None),
             };
-            let bad = |m: String| {
-                ApiError::bad_request(ErrorCode::InvalidPoint, format!("points[{i}]: {m}"))
-            };
+            let bad =
+                |m: String| ApiError::new(ErrorCode::InvalidPoint, format!("points[{i}]: {m}"));
             match (lat, lon) {
                 (Some(lat), Some(lon)) => LatLon::new(lat, lon).map_err(|e| bad(e.to_string())),
                 _ => Err(bad("expected {\"lat\": number, \"lon\": number}".into())),

@@ -54,7 +54,7 @@ pub enum Claim {
 /// `invalid_idempotency_key` (400).
 pub fn validate_key(key: &str) -> Result<(), ApiError> {
     if key.is_empty() || key.len() > 255 || !key.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(ApiError::bad_request(
+        return Err(ApiError::new(
             ErrorCode::InvalidIdempotencyKey,
             "Idempotency-Key must be 1-255 visible ASCII characters",
         ));
@@ -79,14 +79,12 @@ pub fn classify(existing: Option<&str>, body_hash: &str) -> Result<Claim, ApiErr
     // An unreadable record is treated as foreign: refuse rather than run twice.
     let r: Record = serde_json::from_str(text).map_err(|_| {
         ApiError::new(
-            422,
             ErrorCode::IdempotencyKeyReused,
             "Idempotency-Key holds an unreadable record",
         )
     })?;
     if r.h != body_hash {
         return Err(ApiError::new(
-            422,
             ErrorCode::IdempotencyKeyReused,
             "Idempotency-Key was used with a different body",
         ));
@@ -96,7 +94,6 @@ pub fn classify(existing: Option<&str>, body_hash: &str) -> Result<Claim, ApiErr
         _ => Err(ApiError {
             retry_after: Some(1),
             ..ApiError::new(
-                409,
                 ErrorCode::IdempotencyInFlight,
                 "a request with this Idempotency-Key is in progress",
             )

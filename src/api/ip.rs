@@ -15,7 +15,7 @@ fn ip_error(field: &str, e: &IpParseError) -> ApiError {
         IpParseError::ZoneId => ErrorCode::IpZoneNotSupported,
         _ => ErrorCode::InvalidIp,
     };
-    ApiError::bad_request(code, format!("{field}: {e}"))
+    ApiError::new(code, format!("{field}: {e}"))
 }
 
 /// Parses `ip=` from a query string.
@@ -24,7 +24,7 @@ fn ip_error(field: &str, e: &IpParseError) -> ApiError {
 /// `missing_parameter`, `invalid_ip` or `ip_zone_not_supported` (400).
 pub fn parse_ip_query(query: &str) -> Result<IpAddr, ApiError> {
     let raw = super::query::param(query, "ip").ok_or_else(|| {
-        ApiError::bad_request(
+        ApiError::new(
             ErrorCode::MissingParameter,
             "query parameter ip is required",
         )
@@ -44,7 +44,7 @@ struct Batch {
 /// `invalid_json`, `empty_batch`, `batch_too_large`, `invalid_ip`.
 pub fn parse_ip_batch(body: &[u8]) -> Result<Vec<IpAddr>, ApiError> {
     let b: Batch = serde_json::from_slice(body).map_err(|e| {
-        ApiError::bad_request(
+        ApiError::new(
             ErrorCode::InvalidJson,
             format!("expected {{\"ips\": [...]}}: {e}"),
         )

@@ -16,13 +16,13 @@ pub use error::{ApiError, ErrorCode};
 /// Rejects an empty batch (`empty_batch`) or one over `max` items (`batch_too_large`), both 400.
 fn check_batch_len(n: usize, max: usize, what: &str) -> Result<(), ApiError> {
     if n == 0 {
-        return Err(ApiError::bad_request(
+        return Err(ApiError::new(
             ErrorCode::EmptyBatch,
             format!("{what} must not be empty"),
         ));
     }
     if n > max {
-        return Err(ApiError::bad_request(
+        return Err(ApiError::new(
             ErrorCode::BatchTooLarge,
             format!("{n} {what}; at most {max} per request"),
         ));

@@ -2,21 +2,12 @@
 
 use super::error::ApiError;
 use crate::api::ErrorCode;
-use crate::backend::BackendError;
 use crate::notify::{Bulk, Flag, ListParams, NewEvent, NotifyError, MAX_PAGE};
 use serde::Deserialize;
 
-/// Maps the notification core's errors onto HTTP: validation → 400/422, backend → 503.
+/// Maps the notification core's errors onto HTTP (the one mapping is `From<NotifyError> for ApiError`).
 pub fn notify_error(e: NotifyError) -> ApiError {
-    match &e {
-        NotifyError::Backend(BackendError::Rejected { .. } | BackendError::Decode(_)) => {
-            // The backend refused a request we built: our bug or a misconfiguration, not the client's.
-            ApiError::new(502, e.code(), e.to_string())
-        }
-        NotifyError::Backend(_) => ApiError::unavailable(e.code(), e.to_string()),
-        NotifyError::InvalidCursor => ApiError::bad_request(e.code(), e.to_string()),
-        _ => ApiError::new(422, e.code(), e.to_string()),
-    }
+    ApiError::from(e)
 }
 
 /// Parses the JSON body of a notification event.
@@ -26,13 +17,12 @@ pub fn notify_error(e: NotifyError) -> ApiError {
 pub fn parse_event(body: &[u8]) -> Result<NewEvent, ApiError> {
     if body.len() > 64 * 1024 {
         return Err(ApiError::new(
-            413,
             ErrorCode::PayloadTooLarge,
             "an event is at most 64 KiB",
         ));
     }
     serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("event: {e}")))
+        .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("event: {e}")))
 }
 
 /// The three forms of `POST /v1/notifications/events`.
@@ -66,13 +56,13 @@ struct FanOutBody {
 
 fn count_ok(n: usize, max: usize, what: &str) -> Result<(), ApiError> {
     if n == 0 {
-        return Err(ApiError::bad_request(
+        return Err(ApiError::new(
             ErrorCode::EmptyBatch,
             format!("{what} is empty"),
         ));
     }
     if n > max {
-        return Err(ApiError::bad_request(
+        return Err(ApiError::new(
             ErrorCode::BatchTooLarge,
             format!("{what} holds {n}; at most {max}"),
         ));
@@ -87,20 +77,20 @@ fn count_ok(n: usize, max: usize, what: &str) -> Result<(), ApiError> {
 /// `invalid_json`, `empty_batch`, `batch_too_large` (400); 413 for a single event over 64 KiB.
 pub fn parse_events_body(body: &[u8]) -> Result<EventsBody, ApiError> {
     let v: serde_json::Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("events: {e}")))?;
+        .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("events: {e}")))?;
     let has = |k: &str| v.get(k).is_some();
     if has("events") {
         let b: ManyBody = serde_json::from_value(v)
-            .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("events: {e}")))?;
+            .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("events: {e}")))?;
         count_ok(b.events.len(), crate::notify::batch::MAX_EVENTS, "events")?;
         return Ok(EventsBody::Many(b.events));
     }
     if has("template") || has("owners") {
         let b: FanOutBody = serde_json::from_value(v)
-            .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("fan-out: {e}")))?;
+            .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("fan-out: {e}")))?;
         count_ok(b.owners.len(), crate::notify::batch::MAX_FAN_OUT, "owners")?;
         if !b.template.owner.is_empty() {
-            return Err(ApiError::bad_request(
+            return Err(ApiError::new(
                 ErrorCode::InvalidJson,
                 "fan-out: the template has no owner (owners lists them)",
             ));
@@ -119,12 +109,11 @@ pub fn invalid_events(bad: &[(usize, NotifyError)]) -> ApiError {
     let details: Vec<serde_json::Value> = bad
         .iter()
         .take(100)
-        .map(|(i, e)| serde_json::json!({ "index": i, "code": e.code().as_str(), "message": e.to_string() }))
+        .map(|(i, e)| serde_json::json!({ "index": i, "code": ErrorCode::from(e).as_str(), "message": e.to_string() }))
         .collect();
     ApiError {
         details: Some(Box::new(serde_json::Value::Array(details))),
         ..ApiError::new(
-            422,
             ErrorCode::InvalidEvents,
             format!("{} event(s) invalid; none was accepted", bad.len()),
         )
@@ -152,13 +141,13 @@ pub fn parse_replay(body: &[u8]) -> Result<ReplayBody, ApiError> {
         return Ok(ReplayBody::default());
     }
     let r: ReplayBody = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("replay: {e}")))?;
+        .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("replay: {e}")))?;
     if r.limit.is_some_and(|l| !(1..=MAX_PAGE).contains(&l))
         || r.ids
             .as_ref()
             .is_some_and(|i| i.is_empty() || i.len() > MAX_PAGE as usize)
     {
-        return Err(ApiError::bad_request(
+        return Err(ApiError::new(
             ErrorCode::InvalidParameter,
             format!("limit and the number of ids are 1..={MAX_PAGE}"),
         ));
@@ -192,7 +181,7 @@ pub struct Retraction {
 /// `invalid_json` (400).
 pub fn parse_retraction(body: &[u8]) -> Result<Retraction, ApiError> {
     serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("retraction: {e}")))
+        .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("retraction: {e}")))
 }
 
 /// Body of a state change: `{"itemKey": "…"}` or `{"all": true}`, a flag and its value.
@@ -221,20 +210,20 @@ fn yes() -> bool {
 /// `invalid_json`, `invalid_flag`, `invalid_target` (400).
 pub fn parse_mark(body: &[u8]) -> Result<(MarkBody, Flag), ApiError> {
     let m: MarkBody = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("mark: {e}")))?;
+        .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("mark: {e}")))?;
     let flag = match m.flag.as_str() {
         "read" => Flag::Read,
         "seen" => Flag::Seen,
         "archived" => Flag::Archived,
         other => {
-            return Err(ApiError::bad_request(
+            return Err(ApiError::new(
                 ErrorCode::InvalidFlag,
                 format!("flag {other:?}: use read, seen or archived"),
             ))
         }
     };
     if m.all == m.item_key.is_some() {
-        return Err(ApiError::bad_request(
+        return Err(ApiError::new(
             ErrorCode::InvalidTarget,
             "give exactly one of itemKey or all: true",
         ));
@@ -247,7 +236,7 @@ fn parse_limit(v: &str) -> Result<u32, ApiError> {
         .ok()
         .filter(|n| (1..=MAX_PAGE).contains(n))
         .ok_or_else(|| {
-            ApiError::bad_request(
+            ApiError::new(
                 ErrorCode::InvalidParameter,
                 format!("limit must be 1..={MAX_PAGE}"),
             )
@@ -258,7 +247,7 @@ fn bool_param(name: &str, v: &str) -> Result<bool, ApiError> {
     match v {
         "true" | "1" => Ok(true),
         "false" | "0" => Ok(false),
-        _ => Err(ApiError::bad_request(
+        _ => Err(ApiError::new(
             ErrorCode::InvalidParameter,
             format!("{name} must be true or false"),
         )),
@@ -322,14 +311,14 @@ struct BulkBody {
 /// `invalid_json`, `invalid_action` (400).
 pub fn parse_bulk(body: &[u8]) -> Result<(Bulk, Option<String>), ApiError> {
     let b: BulkBody = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(ErrorCode::InvalidJson, format!("bulk: {e}")))?;
+        .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("bulk: {e}")))?;
     let action = match b.action.as_str() {
         "read" => Bulk::Read,
         "seen" => Bulk::Seen,
         "archiveRead" => Bulk::ArchiveRead,
         "delete" => Bulk::Delete,
         other => {
-            return Err(ApiError::bad_request(
+            return Err(ApiError::new(
                 ErrorCode::InvalidAction,
                 format!("action {other:?}: use read, seen, archiveRead or delete"),
             ))

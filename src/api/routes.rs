@@ -497,7 +497,7 @@ fn match_path(pattern: &str, path: &str) -> Option<Result<Option<String>, ApiErr
                 match percent_encoding::percent_decode_str(g).decode_utf8() {
                     Ok(s) => param = Some(s.into_owned()),
                     Err(_) => {
-                        return Some(Err(ApiError::bad_request(
+                        return Some(Err(ApiError::new(
                             ErrorCode::InvalidPath,
                             format!("path segment of {pattern} is not UTF-8 once decoded"),
                         )))

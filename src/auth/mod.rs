@@ -1,8 +1,6 @@
 //! Who is calling: user tokens (JWT: RS256/ES256 from a JWKS, or HS256 with a shared secret) and
 //! service keys with scopes. Platform-free except the WebCrypto verifier on wasm32.
 
-use crate::api::ErrorCode;
-
 pub mod crypto;
 pub mod jwks;
 pub mod jwt;
@@ -85,35 +83,4 @@ pub enum AuthError {
     /// The issuer's keys could not be fetched.
     #[error("signing keys unavailable: {0}")]
     KeysUnavailable(String),
-}
-
-impl AuthError {
-    /// Stable code for the error body.
-    #[must_use]
-    pub const fn code(&self) -> ErrorCode {
-        match self {
-            AuthError::Missing => ErrorCode::Unauthorized,
-            AuthError::Malformed(_) => ErrorCode::InvalidToken,
-            AuthError::UnsupportedAlg => ErrorCode::UnsupportedAlg,
-            AuthError::WrongIssuer => ErrorCode::InvalidIssuer,
-            AuthError::WrongAudience => ErrorCode::InvalidAudience,
-            AuthError::Expired => ErrorCode::TokenExpired,
-            AuthError::NotYetValid => ErrorCode::TokenNotYetValid,
-            AuthError::UnknownKid => ErrorCode::UnknownKid,
-            AuthError::BadSignature => ErrorCode::InvalidSignature,
-            AuthError::BadServiceKey => ErrorCode::InvalidServiceKey,
-            AuthError::MissingScope(_) => ErrorCode::InsufficientScope,
-            AuthError::KeysUnavailable(_) => ErrorCode::AuthUnavailable,
-        }
-    }
-
-    /// HTTP status.
-    #[must_use]
-    pub const fn status(&self) -> u16 {
-        match self {
-            AuthError::KeysUnavailable(_) => 503,
-            AuthError::MissingScope(_) => 403,
-            _ => 401,
-        }
-    }
 }

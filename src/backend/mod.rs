@@ -9,7 +9,6 @@ pub mod http;
 pub mod native;
 pub mod redis_rest;
 
-use crate::api::ErrorCode;
 use std::fmt;
 
 pub use data_api::{DataApiAuth, DataApiClient, DataApiConfig, FindOptions, UpdateResult};
@@ -52,17 +51,6 @@ impl BackendError {
     #[must_use]
     pub fn is_retryable(&self) -> bool {
         matches!(self, Self::Unavailable { .. })
-    }
-
-    /// Stable machine-readable code for logs and API error bodies.
-    #[must_use]
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            Self::Unavailable { .. } => ErrorCode::BackendUnavailable,
-            Self::Rejected { .. } => ErrorCode::BackendRejected,
-            Self::DuplicateKey { .. } => ErrorCode::DuplicateKey,
-            Self::Decode(_) => ErrorCode::BackendDecode,
-        }
     }
 
     pub(crate) fn from_transport(e: TransportError) -> Self {

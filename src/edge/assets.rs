@@ -11,7 +11,7 @@ pub const ASSETS: &str = "ASSETS";
 /// Fetches `path` from the assets directory; any failure is a 503 `asset_unavailable`.
 pub async fn fetch_asset(env: &Env, path: &str) -> ApiResult<Vec<u8>> {
     fetch_optional(env, path).await?.ok_or_else(|| {
-        ApiError::unavailable(
+        ApiError::new(
             ErrorCode::AssetUnavailable,
             format!("asset {path} answered 404"),
         )
@@ -20,7 +20,7 @@ pub async fn fetch_asset(env: &Env, path: &str) -> ApiResult<Vec<u8>> {
 
 /// Like [`fetch_asset`], with `None` for a file that does not exist.
 pub async fn fetch_optional(env: &Env, path: &str) -> ApiResult<Option<Vec<u8>>> {
-    let unavailable = |m: String| ApiError::unavailable(ErrorCode::AssetUnavailable, m);
+    let unavailable = |m: String| ApiError::new(ErrorCode::AssetUnavailable, m);
     let assets = env
         .assets(ASSETS)
         .map_err(|e| unavailable(format!("ASSETS binding: {e}")))?;
@@ -46,5 +46,5 @@ pub async fn fetch_optional(env: &Env, path: &str) -> ApiResult<Option<Vec<u8>>>
 /// A 503 `asset_corrupt` for an asset that failed validation; logged once per failure.
 pub fn corrupt(path: &str, e: impl std::fmt::Display) -> ApiError {
     worker::console_error!("asset {path} rejected: {e}");
-    ApiError::unavailable(ErrorCode::AssetCorrupt, format!("{path}: {e}"))
+    ApiError::new(ErrorCode::AssetCorrupt, format!("{path}: {e}"))
 }

@@ -164,7 +164,7 @@ pub async fn bench(body: &[u8], env: &Env, repeat: usize, batched: bool) -> ApiR
         let lat = f64::from_le_bytes(lat.try_into().map_err(internal)?);
         let lon = f64::from_le_bytes(lon.try_into().map_err(internal)?);
         let p = LatLon::new(lat, lon)
-            .map_err(|e| ApiError::bad_request(ErrorCode::InvalidPoint, e.to_string()))?;
+            .map_err(|e| ApiError::new(ErrorCode::InvalidPoint, e.to_string()))?;
         latlons.push(p);
     }
     let pts: Vec<GridPoint> = latlons.iter().map(|&p| GridPoint::from(p)).collect();

@@ -133,7 +133,7 @@ impl InboxHub {
             .config
             .as_ref()
             .map_err(|e| worker::Error::RustError(e.to_string()))?;
-        let store = super::notify::store(cfg).map_err(|e| worker::Error::RustError(e.message))?;
+        let store = super::factory::store(cfg).map_err(|e| worker::Error::RustError(e.message))?;
         let t = now() as i64;
         let counts = store
             .counts(owner, None, t)

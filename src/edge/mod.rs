@@ -3,6 +3,7 @@
 
 mod assets;
 mod console;
+mod factory;
 mod geo;
 mod http_client;
 mod hub;
@@ -156,7 +157,7 @@ async fn handle(
         Err(_) if path == "/healthz" => return healthz(env, st).await,
         Err(_) if path == "/openapi.json" => return ok_json(&crate::api::openapi::document()),
         Err(e) => {
-            return Err(ApiError::unavailable(
+            return Err(ApiError::new(
                 ErrorCode::ConfigInvalid,
                 format!("configuration error: {e}"),
             ))
@@ -178,13 +179,12 @@ async fn handle(
     };
     let url = req
         .url()
-        .map_err(|_| ApiError::bad_request(ErrorCode::InvalidUrl, "unparseable URL"))?;
+        .map_err(|_| ApiError::new(ErrorCode::InvalidUrl, "unparseable URL"))?;
     let query = url.query().unwrap_or("").to_string();
     let who = caller.clone();
     let owner = || match &who {
         Caller::User(sub) => Ok(sub.as_str()),
         _ => Err(ApiError::new(
-            401,
             ErrorCode::Unauthorized,
             "user token required",
         )),
@@ -234,14 +234,14 @@ fn bench_n(query: &str, name: &str, default: usize) -> ApiResult<usize> {
         .map(|v| v.parse())
         .transpose()
         .map_err(|_| {
-            ApiError::bad_request(
+            ApiError::new(
                 ErrorCode::InvalidParameter,
                 format!("{name} must be a number"),
             )
         })?
         .unwrap_or(default);
     if n > MAX_BENCH_N {
-        return Err(ApiError::bad_request(
+        return Err(ApiError::new(
             ErrorCode::InvalidParameter,
             format!("{name} is at most {MAX_BENCH_N}"),
         ));
@@ -328,11 +328,7 @@ async fn rate_limit(env: &Env, req: &Request, route: &Route, caller: &Caller) ->
     match limiter.limit(key).await {
         Ok(o) if !o.success => Err(ApiError {
             retry_after: Some(60),
-            ..ApiError::new(
-                429,
-                ErrorCode::RateLimited,
-                "too many requests; retry later",
-            )
+            ..ApiError::new(ErrorCode::RateLimited, "too many requests; retry later")
         }),
         // A limiter failure must not take the API down with it.
         _ => Ok(()),
@@ -352,7 +348,6 @@ fn preflight(req: &Request, cfg: &Config, path: &str) -> ApiResult<Response> {
     if let Some(origin) = req.headers().get("Origin").ok().flatten() {
         if !cfg.cors_allows(&origin) {
             return Err(ApiError::new(
-                403,
                 ErrorCode::OriginNotAllowed,
                 "this origin is not in CORS_ALLOWED_ORIGINS",
             ));
@@ -377,25 +372,15 @@ pub fn ok_json(v: &Value) -> ApiResult<Response> {
 
 /// A 500 for failures of the runtime itself (never for bad input).
 pub fn internal(e: impl std::fmt::Display) -> ApiError {
-    ApiError::new(500, ErrorCode::Internal, format!("internal error: {e}"))
+    ApiError::new(ErrorCode::Internal, format!("internal error: {e}"))
 }
 
 /// 503 for a missing setting (named, never its value).
 pub fn not_configured(what: &str) -> ApiError {
-    ApiError::unavailable(
+    ApiError::new(
         ErrorCode::NotConfigured,
         format!("{what} is not configured"),
     )
-}
-
-impl From<AuthError> for ApiError {
-    fn from(e: AuthError) -> Self {
-        let mut err = ApiError::new(e.status(), e.code(), e.to_string());
-        if e.status() == 503 {
-            err.retry_after = Some(5);
-        }
-        err
-    }
 }
 
 /// Renders an error; a 5xx body carries a generic message and the request id, never backend
@@ -456,7 +441,6 @@ fn declared_length(raw: &worker::web_sys::Request) -> Option<usize> {
 async fn read_body(req: &mut Request, limit: usize) -> ApiResult<Vec<u8>> {
     let too_large = || {
         ApiError::new(
-            413,
             ErrorCode::PayloadTooLarge,
             format!("request body over {limit} bytes"),
         )
@@ -467,7 +451,7 @@ async fn read_body(req: &mut Request, limit: usize) -> ApiResult<Vec<u8>> {
     let body = req
         .bytes()
         .await
-        .map_err(|e| ApiError::bad_request(ErrorCode::UnreadableBody, e.to_string()))?;
+        .map_err(|e| ApiError::new(ErrorCode::UnreadableBody, e.to_string()))?;
     if body.len() > limit {
         return Err(too_large());
     }
@@ -538,7 +522,7 @@ async fn data_api_probe(cfg: &Config) -> Value {
     if DATA_API_PROBED.with(std::cell::Cell::get) {
         return json!({ "probe": "ok" });
     }
-    let Ok(store) = notify::store(cfg) else {
+    let Ok(store) = factory::store(cfg) else {
         return json!({ "probe": "not_configured" });
     };
     let mut fields = serde_json::Map::new();

@@ -1,39 +1,19 @@
 //! Notification routes: build the core service from the parsed configuration, call it, render.
 //! The flows (dedup, Idempotency-Key, upsert) are in `crate::notify::service`.
 
+use super::factory::{service, store};
 use super::http_client::WorkerHttp;
 use super::hub;
 use super::{internal, not_configured, ok_json, ApiResult};
 use crate::api::ErrorCode;
 use crate::api::{notify as api, ApiError};
-use crate::backend::{DataApiClient, RedisRestClient};
 use crate::config::Config;
-use crate::notify::{change_view, view, NotificationStore, NotifyService, Reply, Target};
+use crate::notify::{change_view, view, NotifyService, Reply, Target};
 use serde_json::{json, Value};
 use worker::{Context, Date, Env, Request, Response};
 
 fn now_ms() -> i64 {
     Date::now().as_millis() as i64
-}
-
-pub(crate) fn store(cfg: &Config) -> ApiResult<NotificationStore<WorkerHttp>> {
-    let api = cfg
-        .data_api
-        .clone()
-        .ok_or_else(|| not_configured("the Data API (DATA_API_URL, DATA_API_KEY)"))?;
-    Ok(NotificationStore::new(
-        DataApiClient::new(WorkerHttp, api),
-        cfg.notify.clone(),
-    ))
-}
-
-/// The service over the configured backends (also used by the queue consumer).
-pub(super) fn service(cfg: &Config) -> ApiResult<NotifyService<WorkerHttp>> {
-    let redis = cfg
-        .redis
-        .clone()
-        .map(|r| RedisRestClient::new(WorkerHttp, r));
-    Ok(NotifyService::new(store(cfg)?, redis, cfg.dedup.clone()))
 }
 
 fn respond(reply: &Reply) -> ApiResult<Response> {
@@ -130,7 +110,6 @@ pub async fn stream(
         .unwrap_or_default();
     if !upgrade.eq_ignore_ascii_case("websocket") {
         return Err(ApiError::new(
-            426,
             ErrorCode::UpgradeRequired,
             "this route speaks WebSocket (Upgrade: websocket)",
         ));
@@ -260,11 +239,7 @@ pub async fn delete(
     item_key: &str,
 ) -> ApiResult<Response> {
     if !store(cfg)?.delete(owner, item_key, now_ms()).await? {
-        return Err(ApiError::new(
-            404,
-            ErrorCode::NotFound,
-            "no such notification",
-        ));
+        return Err(ApiError::new(ErrorCode::NotFound, "no such notification"));
     }
     changed(env, ctx, owner, true);
     ok_json(&json!({ "deleted": true }))

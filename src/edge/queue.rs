@@ -99,7 +99,7 @@ pub async fn queue(
         .as_ref()
         .map_err(ToString::to_string)
         .and_then(|c| {
-            super::notify::service(c)
+            super::factory::service(c)
                 .map(|s| (s, c.queue_retry))
                 .map_err(|e| e.message)
         }) {

@@ -1,6 +1,5 @@
 //! The notification module's single error type.
 
-use crate::api::ErrorCode;
 use std::fmt;
 
 use crate::backend::BackendError;
@@ -50,20 +49,6 @@ pub enum NotifyError {
 }
 
 impl NotifyError {
-    /// Stable code for API error bodies.
-    #[must_use]
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            Self::Missing { .. } | Self::MissingArgument { .. } => ErrorCode::MissingField,
-            Self::TooLong { .. } => ErrorCode::FieldTooLong,
-            Self::InvalidChars { .. } => ErrorCode::InvalidCharacters,
-            Self::UnknownCategory { .. } => ErrorCode::UnknownCategory,
-            Self::TimeOutOfRange { .. } => ErrorCode::TimeOutOfRange,
-            Self::InvalidCursor => ErrorCode::InvalidCursor,
-            Self::Backend(e) => e.code(),
-        }
-    }
-
     /// True for errors caused by the request (HTTP 4xx), false for backend trouble.
     #[must_use]
     pub fn is_client_error(&self) -> bool {

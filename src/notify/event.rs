@@ -307,7 +307,7 @@ pub(crate) mod tests {
             let mut r = raw("u", "i", "s", "e");
             f(&mut r);
             assert_eq!(
-                NotificationEvent::new(r, &cfg, NOW).unwrap_err().code(),
+                crate::api::ErrorCode::from(&NotificationEvent::new(r, &cfg, NOW).unwrap_err()),
                 code
             );
         };

@@ -165,7 +165,8 @@ mod tests {
         .unwrap();
         assert_eq!(p.muted_categories, ["home", "social"]);
         assert_eq!(p.members(), ["c:home", "c:social", "t:like"]);
-        let bad = |p: Preferences| p.normalized(&cfg).unwrap_err().code().as_str();
+        let bad =
+            |p: Preferences| crate::api::ErrorCode::from(&p.normalized(&cfg).unwrap_err()).as_str();
         assert_eq!(
             bad(Preferences {
                 muted_categories: vec!["nope".into()],

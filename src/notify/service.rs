@@ -131,17 +131,16 @@ impl<H: HttpClient> NotifyService<H> {
     /// # Errors
     /// `invalid_json` (400), validation (422), backend failures (502/503).
     pub async fn set_preferences(&self, owner: &str, body: &[u8]) -> Result<Value, ApiError> {
-        let p: Preferences = serde_json::from_slice(body).map_err(|e| {
-            ApiError::bad_request(ErrorCode::InvalidJson, format!("preferences: {e}"))
-        })?;
+        let p: Preferences = serde_json::from_slice(body)
+            .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("preferences: {e}")))?;
         let p = p
             .normalized(self.store.config())
             .map_err(parse::notify_error)?;
         preferences::save(self.store.api(), self.store.config(), owner, &p).await?;
         if let Some(r) = &self.redis {
             preferences::publish(r, owner, &p).await.map_err(|e| {
-                ApiError::unavailable(
-                    e.code(),
+                ApiError::new(
+                    ErrorCode::from(&e),
                     format!("saved, but not yet in effect (retry the request): {e}"),
                 )
             })?;
@@ -212,7 +211,7 @@ impl<H: HttpClient> NotifyService<H> {
                     vec![],
                 ),
                 Err(e) => (
-                    Err(ApiError::unavailable(
+                    Err(ApiError::new(
                         ErrorCode::BackendUnavailable,
                         format!("queue: {e}"),
                     )),
@@ -222,7 +221,7 @@ impl<H: HttpClient> NotifyService<H> {
         }
         if events.len() > batch::MAX_SYNC_EVENTS {
             return (
-                Err(ApiError::unavailable(
+                Err(ApiError::new(
                     ErrorCode::NotConfigured,
                     format!(
                         "{} events: more than {} need the queue (NOTIFY_QUEUE), which is not configured",
@@ -249,7 +248,7 @@ impl<H: HttpClient> NotifyService<H> {
             // What was written is committed: the client's retry of the whole body finds those
             // as duplicates and writes the rest.
             return (
-                Err(ApiError::unavailable(
+                Err(ApiError::new(
                     ErrorCode::BackendUnavailable,
                     format!("batch partly written, retry it: {why}"),
                 )),
@@ -357,7 +356,7 @@ impl<H: HttpClient> NotifyService<H> {
     ) -> Result<Value, ApiError> {
         let r = parse::parse_replay(body)?;
         let q = queue.ok_or_else(|| {
-            ApiError::unavailable(
+            ApiError::new(
                 ErrorCode::NotConfigured,
                 "the queue (NOTIFY_QUEUE) is not configured",
             )
@@ -380,9 +379,9 @@ impl<H: HttpClient> NotifyService<H> {
             }
         }
         for chunk in batch::chunk_messages(bodies) {
-            q.send_batch(&chunk).await.map_err(|e| {
-                ApiError::unavailable(ErrorCode::BackendUnavailable, format!("queue: {e}"))
-            })?;
+            q.send_batch(&chunk)
+                .await
+                .map_err(|e| ApiError::new(ErrorCode::BackendUnavailable, format!("queue: {e}")))?;
         }
         let removed = dead_letters::remove(&self.store, &ids)
             .await
@@ -603,11 +602,5 @@ impl<H: HttpClient> NotifyService<H> {
             }
         }
         failures
-    }
-}
-
-impl From<NotifyError> for ApiError {
-    fn from(e: NotifyError) -> Self {
-        parse::notify_error(e)
     }
 }

@@ -207,7 +207,7 @@ async fn load_pages(env: &Env, s: &IpState, need: &[usize]) -> ApiResult<()> {
                 s.db.insert_page(p, bytes).map_err(|e| corrupt(&path, e))
             }
             PageSource::R2(record) => {
-                let fail = |m: String| ApiError::unavailable(ErrorCode::AssetUnavailable, m);
+                let fail = |m: String| ApiError::new(ErrorCode::AssetUnavailable, m);
                 let bucket = env
                     .bucket(IPDB_BUCKET)
                     .map_err(|e| fail(format!("R2 binding: {e}")))?;
@@ -484,9 +484,7 @@ pub async fn bench(env: &Env, ctx: &Context, cfg: &Config, query: &str) -> ApiRe
             .map_or(Ok(d), |v| v.parse())
             .ok()
             .filter(|&v| v <= 1_000_000)
-            .ok_or_else(|| {
-                ApiError::bad_request(ErrorCode::InvalidParameter, format!("{k}: 0..=1000000"))
-            })
+            .ok_or_else(|| ApiError::new(ErrorCode::InvalidParameter, format!("{k}: 0..=1000000")))
     };
     let (n, reps, all) = (num("n", 0)?, num("reps", 1)?, num("all", 0)? == 1);
     let ips = crate::ip::workload::addresses(n);
