@@ -13,7 +13,7 @@ use worker::{
 };
 
 use super::state;
-use crate::notify::badge::{self, Poke};
+use crate::notify::badge::{self, BadgeSequencer, Poke};
 use crate::notify::expiry;
 use crate::notify::{encode_cursor, next_sync};
 
@@ -118,11 +118,8 @@ pub struct InboxHub {
     /// When this instance last pushed (forgotten on hibernation: then the next change pushes at
     /// once, which is what a quiet inbox wants anyway).
     last_push: Cell<Option<f64>>,
-    /// Badge reads are numbered in start order (`started`), and `sent` is the newest number sent.
-    /// The Data API can answer two reads out of order; a read older than one already sent is
-    /// dropped, so the last badge a socket gets is never older than one it had.
-    started: Cell<u64>,
-    sent: Cell<u64>,
+    /// Drops a badge read that finished after a later one was sent (never a stale count).
+    badges: BadgeSequencer,
 }
 
 impl InboxHub {
@@ -145,14 +142,9 @@ impl InboxHub {
 
     /// [`Self::badge`], or `None` when a read that started later has been sent already.
     async fn fresh_badge(&self, owner: &str) -> Result<Option<String>> {
-        let ticket = self.started.get() + 1;
-        self.started.set(ticket);
+        let ticket = self.badges.start();
         let msg = self.badge(owner).await?;
-        if self.sent.get() > ticket {
-            return Ok(None);
-        }
-        self.sent.set(ticket);
-        Ok(Some(msg))
+        Ok(self.badges.admit(ticket).then_some(msg))
     }
 
     async fn push(&self, owner: &str) -> Result<()> {
@@ -222,8 +214,7 @@ impl DurableObject for InboxHub {
             state,
             env,
             last_push: Cell::new(None),
-            started: Cell::new(0),
-            sent: Cell::new(0),
+            badges: BadgeSequencer::default(),
         }
     }
 
