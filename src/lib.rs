@@ -9,6 +9,9 @@ pub mod config;
 pub mod dedup;
 #[cfg(target_arch = "wasm32")]
 mod edge;
+/// Fuzz targets and the synthetic worlds they share with the tests: native only, so none of it
+/// is in the worker's wasm (cargo fuzz and `tests/fuzz_regressions.rs` build natively).
+#[cfg(not(target_arch = "wasm32"))]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod geo;
