@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 
 use edge_geo_notify::backend::native::{block_on, UreqClient};
 use edge_geo_notify::dedup::DedupConfig;
-use edge_geo_notify::notify::batch::{self, Disposition, EventOutcome, EventQueue, QueuedMessage};
+use edge_geo_notify::notify::batch::{
+    self, Disposition, EventOutcome, EventQueue, QueueError, QueuedMessage,
+};
 use edge_geo_notify::notify::store::NotificationStore;
 use edge_geo_notify::notify::{
     CreateOutcome, NewEvent, NewSender, NotificationEvent, NotifyConfig, NotifyService,
@@ -259,7 +261,7 @@ struct VecQueue {
 }
 
 impl EventQueue for VecQueue {
-    async fn send_batch(&self, bodies: &[String]) -> Result<(), String> {
+    async fn send_batch(&self, bodies: &[String]) -> Result<(), QueueError> {
         self.batches.borrow_mut().push(bodies.to_vec());
         Ok(())
     }

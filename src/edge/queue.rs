@@ -7,7 +7,7 @@
 //! `queue` function the same way.
 
 use super::log;
-use crate::notify::batch::{self, Disposition, EventQueue, QueuedMessage};
+use crate::notify::batch::{self, Disposition, EventQueue, QueueError, QueuedMessage};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -27,14 +27,17 @@ pub fn binding(env: &Env) -> Option<WorkerQueue> {
 }
 
 impl EventQueue for WorkerQueue {
-    async fn send_batch(&self, bodies: &[String]) -> Result<(), String> {
+    async fn send_batch(&self, bodies: &[String]) -> Result<(), QueueError> {
         // Text, not JSON: the consumer parses the body itself, numbers stay exact.
         let msgs = bodies.iter().map(|b| {
             MessageBuilder::new(b.clone())
                 .content_type(QueueContentType::Text)
                 .build()
         });
-        self.0.send_batch(msgs).await.map_err(|e| e.to_string())
+        self.0
+            .send_batch(msgs)
+            .await
+            .map_err(|e| QueueError::Send(e.to_string()))
     }
 }
 

@@ -97,26 +97,38 @@ pub fn chunk_messages(bodies: Vec<String>) -> Vec<Vec<String>> {
     out
 }
 
+/// Why events could not be queued.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueueError {
+    /// The queue refused the batch or could not be reached (its message, for the log).
+    #[error("queue send failed: {0}")]
+    Send(String),
+    /// An event could not be serialised (a bug: events are validated before this).
+    #[error("event not serialisable: {0}")]
+    Serialize(String),
+}
+
 /// Where queued events go (a Cloudflare Queue in the worker; a `Vec` in tests).
 #[allow(async_fn_in_trait)] // Used with concrete types only; no `Send` bound is wanted on wasm.
 pub trait EventQueue {
     /// Sends one batch (≤ [`QUEUE_BATCH_MESSAGES`] bodies, ≤ [`QUEUE_BATCH_BYTES`]).
     ///
     /// # Errors
-    /// The queue refused or could not be reached (the text goes to the log).
-    async fn send_batch(&self, bodies: &[String]) -> Result<(), String>;
+    /// [`QueueError::Send`]: the queue refused or could not be reached.
+    async fn send_batch(&self, bodies: &[String]) -> Result<(), QueueError>;
 }
 
 /// Sends events' JSON bodies in as few `sendBatch` calls as the limits allow.
 ///
 /// # Errors
 /// The first failed call; earlier chunks stay sent (a retry is de-duplicated by event id).
-pub async fn enqueue<Q: EventQueue>(queue: &Q, raws: &[NewEvent]) -> Result<usize, String> {
+pub async fn enqueue<Q: EventQueue>(queue: &Q, raws: &[NewEvent]) -> Result<usize, QueueError> {
     let bodies = raws
         .iter()
         .map(serde_json::to_string)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| QueueError::Serialize(e.to_string()))?;
     let n = bodies.len();
     for chunk in chunk_messages(bodies) {
         queue.send_batch(&chunk).await?;

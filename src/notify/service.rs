@@ -211,10 +211,7 @@ impl<H: HttpClient> NotifyService<H> {
                     vec![],
                 ),
                 Err(e) => (
-                    Err(ApiError::new(
-                        ErrorCode::BackendUnavailable,
-                        format!("queue: {e}"),
-                    )),
+                    Err(ApiError::new(ErrorCode::BackendUnavailable, e.to_string())),
                     vec![],
                 ),
             };
@@ -381,7 +378,7 @@ impl<H: HttpClient> NotifyService<H> {
         for chunk in batch::chunk_messages(bodies) {
             q.send_batch(&chunk)
                 .await
-                .map_err(|e| ApiError::new(ErrorCode::BackendUnavailable, format!("queue: {e}")))?;
+                .map_err(|e| ApiError::new(ErrorCode::BackendUnavailable, e.to_string()))?;
         }
         let removed = dead_letters::remove(&self.store, &ids)
             .await
