@@ -6,7 +6,6 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use edge_geo_notify::geo::{oracle::Oracle, CountryIndex, GridPoint, LatLon, Tile};
-use std::path::Path;
 
 #[path = "ctc_points.rs"]
 mod ctc_points;
@@ -25,7 +24,7 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = ctc_points::repo_root();
     let geo = root.join("assets/geo");
     let index_bytes = std::fs::read(geo.join("index.bin")).expect("assets built");
     let index = CountryIndex::from_bytes(index_bytes.clone()).expect("index");
@@ -114,13 +113,9 @@ fn bench(c: &mut Criterion) {
     let (largest, bytes) = (0..f.tiles.len())
         .filter_map(|t| {
             let name = edge_geo_notify::geo::format::tile_file_name(t);
-            std::fs::read(
-                Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("assets/geo")
-                    .join(name),
-            )
-            .ok()
-            .map(|b| (t, b))
+            std::fs::read(ctc_points::repo_root().join("assets/geo").join(name))
+                .ok()
+                .map(|b| (t, b))
         })
         .max_by_key(|(_, b)| b.len())
         .expect("tiles");

@@ -20,8 +20,19 @@ pub const SETS: [&str; 4] = [
     "cities",
 ];
 
+/// The repository root: this file is compiled by the root package's examples and by the
+/// `benches/` member, whose manifest sits one level down.
+pub fn repo_root() -> &'static Path {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if dir.join("wrangler.toml").exists() {
+        dir
+    } else {
+        dir.parent().expect("benches/ has a parent")
+    }
+}
+
 fn node_modules() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules")
+    repo_root().join("node_modules")
 }
 
 /// Loads the source features (the GeoJSON the assets are built from).
