@@ -28,20 +28,20 @@ trap report_times EXIT
 stage "setup"
 bash scripts/setup.sh
 source scripts/env.sh
-stage "cargo fmt --check / clippy"
+stage "cargo fmt --check / clippy (native; the wasm clippy starts beside it)"
 cargo fmt --check
-# The wasm lint runs beside the native one, in its own target dir (one cargo holds a target
-# dir's lock): each alone leaves a core idle for much of its run (long serial chains through
-# syn, web-sys, worker), so together they take little more than the longer of the two.
+# The wasm lint runs in the background, in its own target dir (one cargo holds a target dir's
+# lock), beside the native clippy and then beside cargo test's compile: alone, each of these
+# leaves a core idle for much of its run (long serial chains through syn, web-sys, worker).
 CARGO_TARGET_DIR=target/clippy-wasm cargo clippy --lib --target wasm32-unknown-unknown -- -D warnings \
   > target/clippy-wasm.log 2>&1 &
 wasm_lint=$!
-native_ok=0; cargo clippy --all-targets -- -D warnings || native_ok=$?
+cargo clippy --workspace --all-targets -- -D warnings || { kill "$wasm_lint" 2>/dev/null; exit 1; }
+stage "cargo test (native core, exactness vs oracle; the wasm clippy finishing beside it)"
+cargo test || { kill "$wasm_lint" 2>/dev/null; exit 1; }
 wasm_ok=0; wait "$wasm_lint" || wasm_ok=$?
 cat target/clippy-wasm.log
-[ "$native_ok" = 0 ] && [ "$wasm_ok" = 0 ] || { echo "clippy failed (native $native_ok, wasm $wasm_ok)"; exit 1; }
-stage "cargo test (native core, exactness vs oracle)"
-cargo test
+[ "$wasm_ok" = 0 ] || { echo "clippy (wasm32) failed"; exit 1; }
 stage "pytest (local backend stack)"
 .venv/bin/python -m pytest -q stack/tests
 stage "clients/ts (TypeScript SDK: typecheck, store against the conformance vectors, unit tests)"
