@@ -227,15 +227,6 @@ impl ApiError {
         }
     }
 
-    /// The same error with `Retry-After: seconds`.
-    #[must_use]
-    pub fn retry_after(self, seconds: u32) -> Self {
-        ApiError {
-            retry_after: Some(seconds),
-            ..self
-        }
-    }
-
     /// The JSON body.
     pub fn body(&self) -> serde_json::Value {
         let mut b = json!({ "error": { "code": self.code.as_str(), "message": self.message } });

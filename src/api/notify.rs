@@ -5,11 +5,6 @@ use crate::api::ErrorCode;
 use crate::notify::{Bulk, Flag, ListParams, NewEvent, NotifyError, MAX_PAGE};
 use serde::Deserialize;
 
-/// Maps the notification core's errors onto HTTP (the one mapping is `From<NotifyError> for ApiError`).
-pub fn notify_error(e: NotifyError) -> ApiError {
-    ApiError::from(e)
-}
-
 /// Parses the JSON body of a notification event.
 ///
 /// # Errors

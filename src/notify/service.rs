@@ -120,7 +120,7 @@ impl<H: HttpClient> NotifyService<H> {
                     .map(|_| Deferred::PublishMutes(owner.to_owned(), p));
                 (Ok(body), repair.into_iter().collect())
             }
-            Err(e) => (Err(parse::notify_error(e)), vec![]),
+            Err(e) => (Err(ApiError::from(e)), vec![]),
         }
     }
 
@@ -133,9 +133,7 @@ impl<H: HttpClient> NotifyService<H> {
     pub async fn set_preferences(&self, owner: &str, body: &[u8]) -> Result<Value, ApiError> {
         let p: Preferences = serde_json::from_slice(body)
             .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("preferences: {e}")))?;
-        let p = p
-            .normalized(self.store.config())
-            .map_err(parse::notify_error)?;
+        let p = p.normalized(self.store.config()).map_err(ApiError::from)?;
         preferences::save(self.store.api(), self.store.config(), owner, &p).await?;
         if let Some(r) = &self.redis {
             preferences::publish(r, owner, &p).await.map_err(|e| {
@@ -396,8 +394,8 @@ impl<H: HttpClient> NotifyService<H> {
     /// The create flow for an already parsed event (the events route parsed the body once).
     async fn create_raw(&self, raw: super::NewEvent, now_ms: i64) -> Flow {
         let run = async {
-            let ev = NotificationEvent::new(raw, self.store.config(), now_ms)
-                .map_err(parse::notify_error)?;
+            let ev =
+                NotificationEvent::new(raw, self.store.config(), now_ms).map_err(ApiError::from)?;
             let slot = dedup::slot(&self.dedup, ev.event_id(), ev.created_time_msec());
             let key = preferences::mute_key(ev.owner());
             let members = preferences::mute_members(ev.category_type(), &ev.notification_type);
@@ -473,7 +471,7 @@ impl<H: HttpClient> NotifyService<H> {
                         // If this fails too, the lease expires and a retry proceeds then.
                         let _ = dedup::release(r, &slot, t).await;
                     }
-                    Err(parse::notify_error(e))
+                    Err(ApiError::from(e))
                 }
             }
         };
@@ -490,7 +488,7 @@ impl<H: HttpClient> NotifyService<H> {
                 .store
                 .retract(&r.owner, &r.item_key, &r.sender_id, now_ms)
                 .await
-                .map_err(parse::notify_error)?;
+                .map_err(ApiError::from)?;
             let status = match outcome {
                 RetractOutcome::Updated => "updated",
                 RetractOutcome::Deleted => "deleted",
