@@ -5,6 +5,7 @@ mod stack_support;
 
 use std::collections::BTreeMap;
 
+use edge_geo_notify::api::NotifyRoutes;
 use edge_geo_notify::backend::ejson;
 use edge_geo_notify::backend::native::{block_on, UreqClient};
 use edge_geo_notify::dedup::DedupConfig;
@@ -395,7 +396,7 @@ fn muted_kinds_are_refused_in_the_reservation_round_trip() {
         Some(stack.redis()),
         DedupConfig::for_rate(10_000, 600_000),
     );
-    let put = |b: &str| block_on(svc.set_preferences("u1", b.as_bytes()));
+    let put = |b: &str| block_on(svc.put_preferences("u1", b.as_bytes()));
     let p = put(r#"{"mutedCategories":["system"],"mutedTypes":["follow","follow"]}"#).unwrap();
     assert_eq!(
         p,
@@ -414,14 +415,14 @@ fn muted_kinds_are_refused_in_the_reservation_round_trip() {
     );
 
     // Warm the script cache (a new script's first EVALSHA falls back to EVAL once).
-    let (r, _) = block_on(svc.create(
+    let (r, _) = block_on(svc.post_event(
         &event_body("u3", "a", "system", "like", "e0"),
         None,
         now_ms(),
     ));
     assert_eq!(r.unwrap().body["status"], "created");
     stack.reset_stats();
-    let (r, _) = block_on(svc.create(
+    let (r, _) = block_on(svc.post_event(
         &event_body("u1", "a", "system", "like", "e1"),
         None,
         now_ms(),
@@ -433,13 +434,13 @@ fn muted_kinds_are_refused_in_the_reservation_round_trip() {
         json!({"evalsha": 1}),
         "no extra round trip"
     );
-    let (r, _) = block_on(svc.create(
+    let (r, _) = block_on(svc.post_event(
         &event_body("u1", "b", "social", "follow", "e2"),
         None,
         now_ms(),
     ));
     assert_eq!(r.unwrap().body["status"], "muted");
-    let (r, _) = block_on(svc.create(
+    let (r, _) = block_on(svc.post_event(
         &event_body("u2", "b", "social", "follow", "e3"),
         None,
         now_ms(),
@@ -452,7 +453,7 @@ fn muted_kinds_are_refused_in_the_reservation_round_trip() {
 
     // Redis down: delivered anyway (a notification shown beats one lost).
     stack.redis_faults(r#"{"rules":[{"match":"*","mode":"fail_before","count":1,"status":503}]}"#);
-    let (r, _) = block_on(svc.create(
+    let (r, _) = block_on(svc.post_event(
         &event_body("u1", "c", "system", "like", "e4"),
         None,
         now_ms(),
@@ -461,10 +462,10 @@ fn muted_kinds_are_refused_in_the_reservation_round_trip() {
 
     // The document is the truth: a lost mirror is rebuilt by the next read.
     block_on(stack.redis().command(&["DEL", "np:u1"])).unwrap();
-    let (got, deferred) = block_on(svc.preferences("u1"));
+    let (got, deferred) = block_on(svc.get_preferences("u1"));
     assert_eq!(got.unwrap()["mutedTypes"], json!(["follow"]));
     assert!(block_on(svc.run_deferred(deferred)).is_empty());
-    let (r, _) = block_on(svc.create(
+    let (r, _) = block_on(svc.post_event(
         &event_body("u1", "d", "social", "follow", "e5"),
         None,
         now_ms(),
@@ -472,7 +473,7 @@ fn muted_kinds_are_refused_in_the_reservation_round_trip() {
     assert_eq!(r.unwrap().body["status"], "muted");
     // Unmuting takes effect at once.
     put(r#"{}"#).unwrap();
-    let (r, _) = block_on(svc.create(
+    let (r, _) = block_on(svc.post_event(
         &event_body("u1", "d", "social", "follow", "e6"),
         None,
         now_ms(),

@@ -7,6 +7,7 @@ mod stack_support;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
+use edge_geo_notify::api::NotifyRoutes;
 use edge_geo_notify::backend::native::{block_on, UreqClient};
 use edge_geo_notify::dedup::DedupConfig;
 use edge_geo_notify::notify::batch::{
@@ -190,7 +191,7 @@ fn a_group_with_a_present_or_retracted_sender_falls_back_and_counts_right() {
 fn muted_owners_and_tombstones_follow_the_single_create_rules() {
     let (_stack, svc) = start();
     let t0 = now_ms() - 10_000;
-    block_on(svc.set_preferences("mute", br#"{"mutedCategories":["social"]}"#)).unwrap();
+    block_on(svc.put_preferences("mute", br#"{"mutedCategories":["social"]}"#)).unwrap();
     apply(&svc, &valid(&svc, &[raw("u2", "gone", "ana", t0)]));
     assert!(block_on(svc.store().delete("u2", "gone", now_ms())).unwrap());
     let report = apply(
@@ -277,7 +278,7 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
     template.event_id = "like-9".into();
     let owners: Vec<String> = (0..250).map(|i| format!("f{i}")).collect();
     let body = serde_json::to_vec(&json!({"template": template, "owners": owners})).unwrap();
-    let (reply, _) = block_on(svc.create_events(&body, None, now_ms(), Some(&q)));
+    let (reply, _) = block_on(svc.post_events(&body, None, now_ms(), Some(&q)));
     let reply = reply.unwrap();
     assert_eq!(
         (reply.status, &reply.body),
@@ -298,7 +299,7 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
         &json!({"events": [raw("u4", "post", "ana", t0), bad, raw("u4", "post", "cy", t0)]}),
     )
     .unwrap();
-    let (reply, _) = block_on(svc.create_events(&body, None, now_ms(), Some(&q)));
+    let (reply, _) = block_on(svc.post_events(&body, None, now_ms(), Some(&q)));
     let e = reply.unwrap_err();
     assert_eq!((e.status, e.code.as_str()), (422, "invalid_events"));
     assert_eq!(
@@ -309,7 +310,7 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
 
     // Without a queue: a batch is written at once, one result per event.
     let body = serde_json::to_vec(&json!({"events": [raw("u4", "post", "ana", t0), raw("u4", "post", "cy", t0 + 1), raw("u4", "other", "cy", t0)]})).unwrap();
-    let (reply, _) = block_on(svc.create_events::<VecQueue>(&body, None, now_ms(), None));
+    let (reply, _) = block_on(svc.post_events::<VecQueue>(&body, None, now_ms(), None));
     let reply = reply.unwrap();
     assert_eq!(reply.status, 200);
     let statuses: Vec<&str> = reply.body["results"]
@@ -322,22 +323,22 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
     assert_eq!(doc(&svc, "u4", "post")["originsCount"], 2);
     // …but a fan-out beyond the synchronous cap needs the queue.
     let body = serde_json::to_vec(&json!({"template": template, "owners": owners})).unwrap();
-    let (reply, _) = block_on(svc.create_events::<VecQueue>(&body, None, now_ms(), None));
+    let (reply, _) = block_on(svc.post_events::<VecQueue>(&body, None, now_ms(), None));
     let e = reply.unwrap_err();
     assert_eq!((e.status, e.code.as_str()), (503, "not_configured"));
     // A single event without a queue answers exactly as before.
     let body = serde_json::to_vec(&raw("u4", "single", "ana", t0)).unwrap();
-    let (reply, _) = block_on(svc.create_events::<VecQueue>(&body, None, now_ms(), None));
+    let (reply, _) = block_on(svc.post_events::<VecQueue>(&body, None, now_ms(), None));
     assert_eq!(reply.unwrap().status, 201);
     // Limits: 101 events, an empty fan-out.
     let many: Vec<NewEvent> = (0..101)
         .map(|i| raw("u", "k", &format!("s{i}"), t0))
         .collect();
     let body = serde_json::to_vec(&json!({"events": many})).unwrap();
-    let (reply, _) = block_on(svc.create_events(&body, None, now_ms(), Some(&q)));
+    let (reply, _) = block_on(svc.post_events(&body, None, now_ms(), Some(&q)));
     assert_eq!(reply.unwrap_err().code.as_str(), "batch_too_large");
     let body = serde_json::to_vec(&json!({"template": template, "owners": []})).unwrap();
-    let (reply, _) = block_on(svc.create_events(&body, None, now_ms(), Some(&q)));
+    let (reply, _) = block_on(svc.post_events(&body, None, now_ms(), Some(&q)));
     assert_eq!(reply.unwrap_err().code.as_str(), "empty_batch");
     assert_eq!(q.batches.borrow().len(), 3);
 }
@@ -367,7 +368,7 @@ fn dead_letters_are_kept_listed_and_replayed() {
     }];
     let r = block_on(svc.consume(&broken, "events", now_ms()));
     assert_eq!((r.dispositions[0], r.invalid), (Disposition::Ack, 1));
-    let list = block_on(svc.dead_letters("")).unwrap();
+    let list = block_on(svc.get_dead_letters("")).unwrap();
     assert_eq!(list["count"], 2);
     assert_eq!(list["items"][0]["id"], "d1");
     assert_eq!(list["items"][0]["event"]["owner"], "u5");
@@ -377,12 +378,12 @@ fn dead_letters_are_kept_listed_and_replayed() {
         .contains("not an event"));
 
     let q = VecQueue::default();
-    let replayed = block_on(svc.replay_dead_letters(br#"{"ids":["d1"]}"#, Some(&q))).unwrap();
+    let replayed = block_on(svc.post_replay(br#"{"ids":["d1"]}"#, Some(&q))).unwrap();
     assert_eq!(replayed, json!({"replayed": 1, "removed": 1}));
     assert_eq!(*q.batches.borrow(), vec![vec![good]]);
-    assert_eq!(block_on(svc.dead_letters("")).unwrap()["count"], 1);
-    let e = block_on(svc.replay_dead_letters::<VecQueue>(b"", None)).unwrap_err();
+    assert_eq!(block_on(svc.get_dead_letters("")).unwrap()["count"], 1);
+    let e = block_on(svc.post_replay::<VecQueue>(b"", None)).unwrap_err();
     assert_eq!((e.status, e.code.as_str()), (503, "not_configured"));
-    let e = block_on(svc.replay_dead_letters(br#"{"limit":0}"#, Some(&q))).unwrap_err();
+    let e = block_on(svc.post_replay(br#"{"limit":0}"#, Some(&q))).unwrap_err();
     assert_eq!(e.code.as_str(), "invalid_parameter");
 }

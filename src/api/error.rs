@@ -122,7 +122,12 @@ impl From<&NotifyError> for ErrorCode {
             NotifyError::UnknownCategory { .. } => ErrorCode::UnknownCategory,
             NotifyError::TimeOutOfRange { .. } => ErrorCode::TimeOutOfRange,
             NotifyError::InvalidCursor => ErrorCode::InvalidCursor,
-            NotifyError::Backend(b) => b.into(),
+            NotifyError::InvalidEvents(_) => ErrorCode::InvalidEvents,
+            NotifyError::QueueRequired { .. } | NotifyError::QueueNotConfigured => {
+                ErrorCode::NotConfigured
+            }
+            NotifyError::Queue(_) | NotifyError::PartlyWritten(_) => ErrorCode::BackendUnavailable,
+            NotifyError::NotYetInEffect(b) | NotifyError::Backend(b) => b.into(),
         }
     }
 }
@@ -154,7 +159,17 @@ impl From<BackendError> for ApiError {
 
 impl From<NotifyError> for ApiError {
     fn from(e: NotifyError) -> Self {
-        ApiError::new(ErrorCode::from(&e), e.to_string())
+        let mut api = ApiError::new(ErrorCode::from(&e), e.to_string());
+        if let NotifyError::InvalidEvents(bad) = &e {
+            // Every invalid event by index (the first 100).
+            let details = bad
+                .iter()
+                .take(100)
+                .map(|(i, e)| json!({ "index": i, "code": ErrorCode::from(e).as_str(), "message": e.to_string() }))
+                .collect();
+            api.details = Some(Box::new(serde_json::Value::Array(details)));
+        }
+        api
     }
 }
 

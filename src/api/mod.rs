@@ -7,11 +7,13 @@ pub mod geo;
 pub mod idempotency;
 pub mod ip;
 pub mod notify;
+pub mod notify_routes;
 pub mod openapi;
 pub mod query;
 pub mod routes;
 
 pub use error::{ApiError, ErrorCode};
+pub use notify_routes::{NotifyRoutes, Reply};
 
 /// Rejects an empty batch (`empty_batch`) or one over `max` items (`batch_too_large`), both 400.
 fn check_batch_len(n: usize, max: usize, what: &str) -> Result<(), ApiError> {

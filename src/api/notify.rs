@@ -2,7 +2,7 @@
 
 use super::error::ApiError;
 use crate::api::ErrorCode;
-use crate::notify::{Bulk, Flag, ListParams, NewEvent, NotifyError, MAX_PAGE};
+use crate::notify::{Bulk, EventsInput, Flag, ListParams, NewEvent, Retraction, MAX_PAGE};
 use serde::Deserialize;
 
 /// Parses the JSON body of a notification event.
@@ -18,22 +18,6 @@ pub fn parse_event(body: &[u8]) -> Result<NewEvent, ApiError> {
     }
     serde_json::from_slice(body)
         .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("event: {e}")))
-}
-
-/// The three forms of `POST /v1/notifications/events`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EventsBody {
-    /// One event (the original form).
-    One(NewEvent),
-    /// `{"events": [...]}`, 1..=100 events.
-    Many(Vec<NewEvent>),
-    /// `{"template": {...}, "owners": [...]}`: the template (without `owner`) for each owner.
-    FanOut {
-        /// The event every owner gets; each owner's `eventId` is `{eventId}:{owner}`.
-        template: NewEvent,
-        /// Recipients, 1..=10 000.
-        owners: Vec<String>,
-    },
 }
 
 #[derive(Deserialize)]
@@ -70,7 +54,7 @@ fn count_ok(n: usize, max: usize, what: &str) -> Result<(), ApiError> {
 ///
 /// # Errors
 /// `invalid_json`, `empty_batch`, `batch_too_large` (400); 413 for a single event over 64 KiB.
-pub fn parse_events_body(body: &[u8]) -> Result<EventsBody, ApiError> {
+pub fn parse_events_body(body: &[u8]) -> Result<EventsInput, ApiError> {
     let v: serde_json::Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("events: {e}")))?;
     let has = |k: &str| v.get(k).is_some();
@@ -78,7 +62,7 @@ pub fn parse_events_body(body: &[u8]) -> Result<EventsBody, ApiError> {
         let b: ManyBody = serde_json::from_value(v)
             .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("events: {e}")))?;
         count_ok(b.events.len(), crate::notify::batch::MAX_EVENTS, "events")?;
-        return Ok(EventsBody::Many(b.events));
+        return Ok(EventsInput::Many(b.events));
     }
     if has("template") || has("owners") {
         let b: FanOutBody = serde_json::from_value(v)
@@ -90,29 +74,12 @@ pub fn parse_events_body(body: &[u8]) -> Result<EventsBody, ApiError> {
                 "fan-out: the template has no owner (owners lists them)",
             ));
         }
-        return Ok(EventsBody::FanOut {
+        return Ok(EventsInput::FanOut {
             template: b.template,
             owners: b.owners,
         });
     }
-    Ok(EventsBody::One(parse_event(body)?))
-}
-
-/// 422 `invalid_events`: every invalid event by index (the first 100), nothing was accepted.
-#[must_use]
-pub fn invalid_events(bad: &[(usize, NotifyError)]) -> ApiError {
-    let details: Vec<serde_json::Value> = bad
-        .iter()
-        .take(100)
-        .map(|(i, e)| serde_json::json!({ "index": i, "code": ErrorCode::from(e).as_str(), "message": e.to_string() }))
-        .collect();
-    ApiError {
-        details: Some(Box::new(serde_json::Value::Array(details))),
-        ..ApiError::new(
-            ErrorCode::InvalidEvents,
-            format!("{} event(s) invalid; none was accepted", bad.len()),
-        )
-    }
+    Ok(EventsInput::One(parse_event(body)?))
 }
 
 /// Body of a dead-letter replay: which letters (by id), or the oldest `limit` (default 100).
@@ -156,18 +123,6 @@ pub fn parse_replay(body: &[u8]) -> Result<ReplayBody, ApiError> {
 /// `invalid_parameter` (400).
 pub fn parse_dead_letter_limit(query: &str) -> Result<u32, ApiError> {
     super::query::param(query, "limit").map_or(Ok(MAX_PAGE), |v| parse_limit(&v))
-}
-
-/// Body of a retraction.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Retraction {
-    /// Owner of the item.
-    pub owner: String,
-    /// The merged item.
-    pub item_key: String,
-    /// The sender whose origin is removed.
-    pub sender_id: String,
 }
 
 /// Parses a retraction body.

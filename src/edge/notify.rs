@@ -1,5 +1,6 @@
 //! Notification routes: build the core service from the parsed configuration, call it, render.
-//! The flows (dedup, Idempotency-Key, upsert) are in `crate::notify::service`.
+//! The flows (dedup, upsert) are in `crate::notify::service`, the HTTP side of the writes
+//! (parsing, Idempotency-Key, rendering) in `crate::api::notify_routes`.
 
 use super::factory::{service, store};
 use super::http_client::WorkerHttp;
@@ -7,8 +8,9 @@ use super::hub;
 use super::{internal, not_configured, ok_json, ApiResult};
 use crate::api::ErrorCode;
 use crate::api::{notify as api, ApiError};
+use crate::api::{NotifyRoutes, Reply};
 use crate::config::Config;
-use crate::notify::{change_view, view, NotifyService, Reply, Target};
+use crate::notify::{change_view, view, NotifyService, Target};
 use serde_json::{json, Value};
 use worker::{Context, Date, Env, Request, Response};
 
@@ -63,7 +65,7 @@ pub async fn create(
     let svc = service(cfg)?;
     let queue = super::queue::binding(env);
     let (reply, deferred) = svc
-        .create_events(
+        .post_events(
             body,
             idempotency_key(req).as_deref(),
             now_ms(),
@@ -86,7 +88,7 @@ pub async fn retract(
 ) -> ApiResult<Response> {
     let svc = service(cfg)?;
     let (reply, deferred) = svc
-        .retract(body, idempotency_key(req).as_deref(), now_ms())
+        .post_retraction(body, idempotency_key(req).as_deref(), now_ms())
         .await;
     defer(ctx, svc, deferred);
     let reply = reply?;
@@ -134,17 +136,13 @@ pub async fn ensure_indexes(cfg: &Config) -> ApiResult<Response> {
 
 /// `GET /v1/admin/dead-letters` (service `admin`).
 pub async fn dead_letters(cfg: &Config, query: &str) -> ApiResult<Response> {
-    ok_json(&service(cfg)?.dead_letters(query).await?)
+    ok_json(&service(cfg)?.get_dead_letters(query).await?)
 }
 
 /// `POST /v1/admin/dead-letters/replay` (service `admin`).
 pub async fn replay_dead_letters(cfg: &Config, env: &Env, body: &[u8]) -> ApiResult<Response> {
     let queue = super::queue::binding(env);
-    ok_json(
-        &service(cfg)?
-            .replay_dead_letters(body, queue.as_ref())
-            .await?,
-    )
+    ok_json(&service(cfg)?.post_replay(body, queue.as_ref()).await?)
 }
 
 /// `GET /v1/notifications` (user): one page with the badge counts, one Data API call.
@@ -220,14 +218,14 @@ pub async fn bulk(
 /// `GET /v1/notifications/preferences` (user).
 pub async fn preferences(cfg: &Config, ctx: &Context, owner: &str) -> ApiResult<Response> {
     let svc = service(cfg)?;
-    let (reply, deferred) = svc.preferences(owner).await;
+    let (reply, deferred) = svc.get_preferences(owner).await;
     defer(ctx, svc, deferred);
     ok_json(&reply?)
 }
 
 /// `PUT /v1/notifications/preferences` (user).
 pub async fn set_preferences(cfg: &Config, owner: &str, body: &[u8]) -> ApiResult<Response> {
-    ok_json(&service(cfg)?.set_preferences(owner, body).await?)
+    ok_json(&service(cfg)?.put_preferences(owner, body).await?)
 }
 
 /// `DELETE /v1/notifications/items/{itemKey}` (user): leaves a tombstone for other devices.

@@ -18,6 +18,18 @@ pub(crate) mod limits {
     pub const ARG_VALUE: usize = 256;
 }
 
+/// A retraction: remove one sender's origin from an item.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Retraction {
+    /// Owner of the item.
+    pub owner: String,
+    /// The merged item.
+    pub item_key: String,
+    /// The sender whose origin is removed.
+    pub sender_id: String,
+}
+
 /// Raw sender as received (API JSON, camelCase).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
 pub struct NewSender {
@@ -301,34 +313,34 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn each_rule_reports_a_stable_code() {
+    fn each_rule_reports_its_own_error() {
         let cfg = NotifyConfig::default();
         let check = |f: &dyn Fn(&mut NewEvent), code: &str| {
             let mut r = raw("u", "i", "s", "e");
             f(&mut r);
             assert_eq!(
-                crate::api::ErrorCode::from(&NotificationEvent::new(r, &cfg, NOW).unwrap_err()),
+                NotificationEvent::new(r, &cfg, NOW).unwrap_err().kind(),
                 code
             );
         };
-        check(&|r| r.owner.clear(), "missing_field");
-        check(&|r| r.notification_type = "reply".into(), "missing_field");
-        check(&|r| r.item_key = "x".repeat(257), "field_too_long");
+        check(&|r| r.owner.clear(), "missing");
         check(
-            &|r| r.notification_type = "li ke".into(),
-            "invalid_characters",
+            &|r| r.notification_type = "reply".into(),
+            "missing_argument",
         );
-        check(&|r| r.sender.name = "a\u{0}b".into(), "invalid_characters");
+        check(&|r| r.item_key = "x".repeat(257), "too_long");
+        check(&|r| r.notification_type = "li ke".into(), "invalid_chars");
+        check(&|r| r.sender.name = "a\u{0}b".into(), "invalid_chars");
         check(&|r| r.category_type = "nope".into(), "unknown_category");
         check(
             &|r| r.created_time_msec = NOW + 3_600_000,
             "time_out_of_range",
         );
         check(&|r| r.created_time_msec = 0, "time_out_of_range");
-        check(&|r| r.landing = Some("a b".into()), "invalid_characters");
+        check(&|r| r.landing = Some("a b".into()), "invalid_chars");
         check(
             &|r| r.message_arguments = (0..17).map(|i| (format!("k{i}"), "v".into())).collect(),
-            "field_too_long",
+            "too_long",
         );
     }
 }

@@ -32,7 +32,7 @@ pub mod store;
 mod template;
 
 pub use error::NotifyError;
-pub use event::{NewEvent, NewSender, NotificationEvent, Sender};
+pub use event::{NewEvent, NewSender, NotificationEvent, Retraction, Sender};
 pub use preferences::Preferences;
 pub use query::{
     bulk, changes, counts_pipeline, decode_cursor, delete_one, encode_cursor, expired_batch,
@@ -45,7 +45,10 @@ pub use rules::{
     classify_create_result, create_upsert, notification_id, retract_delete, retract_update,
     revision, CreateOutcome, CreateStep, RetractOutcome,
 };
-pub use service::{Deferred, NotifyService, Reply};
+pub use service::{
+    Created, Deferred, EventsInput, EventsOutcome, NotifyService, PreferencesView, Replayed,
+    Written,
+};
 pub use store::{Changes, Counts, Housekeeping, NotificationStore, Page};
 pub use template::{check_templates, required_args, TemplateError};
 

@@ -1,0 +1,273 @@
+//! The notification write routes over HTTP: parse the body, run the core operation under the
+//! Idempotency-Key guard, render the answer. The core (`crate::notify::service`) takes parsed
+//! values and returns typed results; this is the only place they become statuses and JSON.
+
+use super::idempotency as idem;
+use super::notify as parse;
+use super::{ApiError, ErrorCode};
+use crate::backend::{HttpClient, Script};
+use crate::notify::batch::EventQueue;
+use crate::notify::{
+    CreateOutcome, Created, Deferred, EventsOutcome, NotifyError, NotifyService, Preferences,
+    PreferencesView, RetractOutcome, Written,
+};
+use serde_json::{json, Value};
+
+/// What the route answers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// JSON body.
+    pub body: Value,
+    /// Answered from a stored Idempotency-Key result.
+    pub replayed: bool,
+    /// The owners whose inbox this changed (for the live badge).
+    pub changed: Vec<String>,
+}
+
+/// A route's answer and the work to run after it.
+pub type Flow = (Result<Reply, ApiError>, Vec<Deferred>);
+
+fn created_reply(c: &Created) -> (u16, Value) {
+    match c {
+        Created::Muted => (200, json!({"status": "muted"})),
+        Created::Duplicate => (200, json!({"status": "duplicate"})),
+        Created::Applied {
+            outcome,
+            notification_id,
+        } => {
+            let (status, word) = match outcome {
+                CreateOutcome::Created => (201, "created"),
+                CreateOutcome::Merged => (200, "merged"),
+                CreateOutcome::AlreadyApplied => (200, "already_applied"),
+            };
+            (
+                status,
+                json!({"status": word, "notificationId": notification_id}),
+            )
+        }
+    }
+}
+
+fn events_reply(o: &EventsOutcome) -> (u16, Value) {
+    match o {
+        EventsOutcome::One(c) => created_reply(c),
+        EventsOutcome::Queued { accepted } => {
+            (202, json!({ "status": "queued", "accepted": accepted }))
+        }
+        EventsOutcome::Processed(results) => {
+            let results: Vec<Value> = results
+                .iter()
+                .map(|(o, id)| match id {
+                    Some(id) => json!({ "status": o.name(), "notificationId": id }),
+                    None => json!({ "status": o.name() }),
+                })
+                .collect();
+            (200, json!({ "status": "processed", "results": results }))
+        }
+    }
+}
+
+fn retract_reply(o: RetractOutcome) -> (u16, Value) {
+    let word = match o {
+        RetractOutcome::Updated => "updated",
+        RetractOutcome::Deleted => "deleted",
+        RetractOutcome::NotFound => "not_found",
+    };
+    (200, json!({ "status": word }))
+}
+
+/// The preferences body.
+#[must_use]
+pub fn preferences_body(v: &PreferencesView) -> Value {
+    json!({
+        "mutedCategories": v.preferences.muted_categories,
+        "mutedTypes": v.preferences.muted_types,
+        "enforced": v.enforced,
+    })
+}
+
+fn render<T>(r: Result<Written<T>, NotifyError>, to_reply: impl Fn(&T) -> (u16, Value)) -> Flow {
+    match r {
+        Ok(w) => {
+            let (status, body) = to_reply(&w.value);
+            let reply = Reply {
+                status,
+                body,
+                replayed: false,
+                changed: w.changed,
+            };
+            (Ok(reply), w.deferred)
+        }
+        Err(e) => (Err(ApiError::from(e)), vec![]),
+    }
+}
+
+/// The write routes of the notification service (implemented for [`NotifyService`]).
+#[allow(async_fn_in_trait)] // Used with concrete types only; no `Send` bound is wanted on wasm.
+pub trait NotifyRoutes {
+    /// `POST /v1/notifications/events` with one event body (no queue).
+    async fn post_event(&self, body: &[u8], idempotency_key: Option<&str>, now_ms: i64) -> Flow;
+    /// `POST /v1/notifications/events` in any form (one event, `{"events"}`, fan-out).
+    async fn post_events<Q: EventQueue>(
+        &self,
+        body: &[u8],
+        idempotency_key: Option<&str>,
+        now_ms: i64,
+        queue: Option<&Q>,
+    ) -> Flow;
+    /// `POST /v1/notifications/retractions`.
+    async fn post_retraction(
+        &self,
+        body: &[u8],
+        idempotency_key: Option<&str>,
+        now_ms: i64,
+    ) -> Flow;
+    /// `GET /v1/me/preferences` (and the admin form): the body and the read repair.
+    async fn get_preferences(&self, owner: &str) -> (Result<Value, ApiError>, Vec<Deferred>);
+    /// `PUT /v1/me/preferences`.
+    ///
+    /// # Errors
+    /// `invalid_json` (400), validation (422), backend failures (502/503).
+    async fn put_preferences(&self, owner: &str, body: &[u8]) -> Result<Value, ApiError>;
+    /// `GET /v1/admin/dead-letters`: the oldest letters, `{items, count}`.
+    ///
+    /// # Errors
+    /// `invalid_parameter` (400), backend failures.
+    async fn get_dead_letters(&self, query: &str) -> Result<Value, ApiError>;
+    /// `POST /v1/admin/dead-letters/replay`.
+    ///
+    /// # Errors
+    /// 400 for a bad body, 503 `not_configured` without a queue, backend failures.
+    async fn post_replay<Q: EventQueue>(
+        &self,
+        body: &[u8],
+        queue: Option<&Q>,
+    ) -> Result<Value, ApiError>;
+}
+
+impl<H: HttpClient> NotifyRoutes for NotifyService<H> {
+    async fn post_event(&self, body: &[u8], key: Option<&str>, now_ms: i64) -> Flow {
+        let op = async {
+            match parse::parse_event(body) {
+                Ok(raw) => render(self.create(raw, now_ms).await, created_reply),
+                Err(e) => (Err(e), vec![]),
+            }
+        };
+        guarded(self, "events", body, key, op).await
+    }
+
+    async fn post_events<Q: EventQueue>(
+        &self,
+        body: &[u8],
+        key: Option<&str>,
+        now_ms: i64,
+        queue: Option<&Q>,
+    ) -> Flow {
+        let op = async {
+            match parse::parse_events_body(body) {
+                Ok(input) => render(self.create_events(input, now_ms, queue).await, events_reply),
+                Err(e) => (Err(e), vec![]),
+            }
+        };
+        guarded(self, "events", body, key, op).await
+    }
+
+    async fn post_retraction(&self, body: &[u8], key: Option<&str>, now_ms: i64) -> Flow {
+        let op = async {
+            match parse::parse_retraction(body) {
+                Ok(r) => render(self.retract(r, now_ms).await, |o| retract_reply(*o)),
+                Err(e) => (Err(e), vec![]),
+            }
+        };
+        guarded(self, "retractions", body, key, op).await
+    }
+
+    async fn get_preferences(&self, owner: &str) -> (Result<Value, ApiError>, Vec<Deferred>) {
+        match self.preferences(owner).await {
+            Ok(w) => (Ok(preferences_body(&w.value)), w.deferred),
+            Err(e) => (Err(e.into()), vec![]),
+        }
+    }
+
+    async fn put_preferences(&self, owner: &str, body: &[u8]) -> Result<Value, ApiError> {
+        let p: Preferences = serde_json::from_slice(body)
+            .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("preferences: {e}")))?;
+        Ok(preferences_body(&self.set_preferences(owner, p).await?))
+    }
+
+    async fn get_dead_letters(&self, query: &str) -> Result<Value, ApiError> {
+        let limit = parse::parse_dead_letter_limit(query)?;
+        let items = self.dead_letters(limit).await?;
+        Ok(json!({ "count": items.len(), "items": items }))
+    }
+
+    async fn post_replay<Q: EventQueue>(
+        &self,
+        body: &[u8],
+        queue: Option<&Q>,
+    ) -> Result<Value, ApiError> {
+        let r = parse::parse_replay(body)?;
+        let limit = r.limit.unwrap_or(crate::notify::MAX_PAGE);
+        let done = self
+            .replay_dead_letters(r.ids.as_deref(), limit, queue)
+            .await?;
+        Ok(json!({ "replayed": done.replayed, "removed": done.removed }))
+    }
+}
+
+/// Runs `op` under an Idempotency-Key (Stripe semantics): one Redis call to claim before,
+/// one deferred call to keep the result (or free the key after a 5xx). Without Redis the key is
+/// still validated and the request runs unguarded (only the replay flag is lost).
+async fn guarded<H: HttpClient>(
+    svc: &NotifyService<H>,
+    route: &str,
+    body: &[u8],
+    key: Option<&str>,
+    op: impl std::future::Future<Output = Flow>,
+) -> Flow {
+    if let Some(Err(e)) = key.map(idem::validate_key) {
+        return (Err(e), vec![]);
+    }
+    let (Some(key), Some(redis)) = (key, svc.redis()) else {
+        return op.await;
+    };
+    let hash = crate::ip::sha256_hex(body);
+    let rkey = idem::redis_key(route, key);
+    let script = Script::new(idem::CLAIM_LUA);
+    let pending_ms = idem::PENDING_MS.to_string();
+    let claimed = redis
+        .evalsha_or_eval(&script, &[&rkey], &[&idem::pending(&hash), &pending_ms])
+        .await
+        .ok();
+    if let Some(v) = &claimed {
+        match idem::classify(v.as_str(), &hash) {
+            Ok(idem::Claim::Replay { status, body }) => {
+                let reply = Reply {
+                    status,
+                    body,
+                    replayed: true,
+                    changed: vec![],
+                };
+                return (Ok(reply), vec![]);
+            }
+            Ok(idem::Claim::Fresh) => {}
+            Err(e) => return (Err(e), vec![]),
+        }
+    }
+    let (result, mut deferred) = op.await;
+    if claimed.is_some() {
+        let keep = |status, body: &Value| Deferred::StoreResult {
+            key: rkey.clone(),
+            record: idem::finished(&hash, status, body),
+            keep_ms: idem::KEEP_MS,
+        };
+        deferred.push(match &result {
+            Ok(r) => keep(r.status, &r.body),
+            Err(e) if e.status < 500 => keep(e.status, &e.body()),
+            Err(_) => Deferred::FreeKey(rkey.clone()),
+        });
+    }
+    (result, deferred)
+}
