@@ -5,7 +5,7 @@
 //! scripts/build-assets.sh`). Point sets: `ctc_points.rs`.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use edge_geo_notify::geo::{oracle::Oracle, CountryIndex, GridPoint, LatLon, Tile};
+use egn_tools::geo::{oracle::Oracle, CountryIndex, GridPoint, LatLon, Tile};
 
 #[path = "ctc_points.rs"]
 mod ctc_points;
@@ -28,9 +28,9 @@ fn fixture() -> Fixture {
     let geo = root.join("assets/geo");
     let index_bytes = std::fs::read(geo.join("index.bin")).expect("assets built");
     let index = CountryIndex::from_bytes(index_bytes.clone()).expect("index");
-    let tiles = (0..edge_geo_notify::geo::format::N_TILES)
+    let tiles = (0..egn_tools::geo::format::N_TILES)
         .map(|t| {
-            let name = edge_geo_notify::geo::format::tile_file_name(t);
+            let name = egn_tools::geo::format::tile_file_name(t);
             std::fs::read(geo.join(name))
                 .ok()
                 .map(|b| index.open_tile(t, b).expect("tile"))
@@ -112,7 +112,7 @@ fn bench(c: &mut Criterion) {
     });
     let (largest, bytes) = (0..f.tiles.len())
         .filter_map(|t| {
-            let name = edge_geo_notify::geo::format::tile_file_name(t);
+            let name = egn_tools::geo::format::tile_file_name(t);
             std::fs::read(ctc_points::repo_root().join("assets/geo").join(name))
                 .ok()
                 .map(|b| (t, b))

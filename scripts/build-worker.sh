@@ -11,13 +11,13 @@ export WASM_OPT_BIN="${WASM_OPT_BIN:-$PWD/node_modules/binaryen/bin/wasm-opt}"
 bash scripts/build-assets.sh
 # sha256sum (GNU coreutils) or shasum (macOS).
 sha256() { if command -v sha256sum >/dev/null 2>&1; then sha256sum; else shasum -a 256; fi; }
-# The stamp covers every input of build/ (the wasm + JS shim): the crate's sources and lockfile,
+# The stamp covers every input of build/ (the wasm + JS shim): the workspace's sources and lockfile,
 # this script, the npm lockfile (esbuild, binaryen), the tool versions, assets/geo/index.bin and
 # assets/ip/country/dir.bin, which the wasm embeds (src/edge/geo.rs, src/edge/ip/mod.rs). The rest
 # of assets/ and www/ are not inputs of build/: build-assets.sh above rebuilds and checks them
 # on every run.
 stamp="$( (cat Cargo.toml Cargo.lock package-lock.json "$0" assets/geo/index.bin assets/ip/country/dir.bin;
-  find src -type f | sort | xargs cat;
+  find src crates -type f -not -path "crates/*/target/*" | sort | xargs cat;
   "$WASM_BINDGEN_BIN" --version; worker-build --version) | sha256 | cut -d' ' -f1)"
 if [ -f build/index_bg.wasm ] && [ "$(cat build/.stamp 2>/dev/null)" = "$stamp" ]; then
   echo "[build-worker] up to date"

@@ -1,19 +1,11 @@
-//! Edge geo resolution and notification center, compiled to WebAssembly for Cloudflare Workers.
-//!
-//! The core modules know nothing about Workers; `api` and the entry points are the thin adapter.
+//! The Cloudflare Worker: the Workers adapter (`edge`: bindings, routes, Durable Object, queue
+//! consumer, cron) over the layers in `crates/`. It only wires: the rules are in `egn-core`
+//! (platform-free, typed inputs and errors) and `egn-http` (parsing, rendering, the one error
+//! mapping). The layers are re-exported under their old paths, so the adapter and the
+//! integration tests in `tests/` name one crate.
 
-pub mod api;
-pub mod auth;
-pub mod backend;
-pub mod config;
-pub mod dedup;
+pub use egn_core::{auth, backend, config, dedup, geo, ip, notify};
+pub use egn_http as api;
+
 #[cfg(target_arch = "wasm32")]
 mod edge;
-/// Fuzz targets and the synthetic worlds they share with the tests: native only, so none of it
-/// is in the worker's wasm (cargo fuzz and `tests/fuzz_regressions.rs` build natively).
-#[cfg(not(target_arch = "wasm32"))]
-#[doc(hidden)]
-pub mod fuzzing;
-pub mod geo;
-pub mod ip;
-pub mod notify;

@@ -1,4 +1,4 @@
-"""The gateway's API-key rule: the worker's secret rule (src/config/secrets.rs), ported.
+"""The gateway's API-key rule: the worker's secret rule (crates/core/src/config/secrets.rs), ported.
 
 A key is refused when it is shorter than 32 bytes, reads like a placeholder, equals or contains a
 default published in this repository, or has fewer than 128 bits of estimated entropy (a repeated
@@ -32,7 +32,7 @@ SEPARATORS = b"-_. /:"
 
 
 def estimate_bits(s):
-    """Estimated entropy in bits; the same algorithm as `estimate_bits` in src/config/secrets.rs."""
+    """Estimated entropy in bits; the same algorithm as `estimate_bits` in crates/core/src/config/secrets.rs."""
     b = s.encode()[:256]
     lower = b.lower()
     bits = 0.0

@@ -6,7 +6,7 @@
 mod common;
 
 use common::world;
-use edge_geo_notify::geo::outline::{self, OutlineFeature, EPSILON_DEG, UNITS_PER_DEGREE};
+use egn_tools::geo::outline::{self, OutlineFeature, EPSILON_DEG, UNITS_PER_DEGREE};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;

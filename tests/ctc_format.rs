@@ -3,7 +3,7 @@
 mod common;
 
 use common::world;
-use edge_geo_notify::geo::{build, format, CountryIndex, LoadError};
+use egn_tools::geo::{build, format, CountryIndex, LoadError};
 use sha2::{Digest, Sha256};
 
 fn hex(b: &[u8]) -> String {

@@ -2,7 +2,7 @@
 //! `fuzz/regressions/<target>/*` — through the same function the `cargo fuzz` target calls, so
 //! CI checks them on stable without cargo-fuzz or nightly. Fuzzing itself is `scripts/fuzz.sh`.
 
-use edge_geo_notify::fuzzing;
+use egn_tools::fuzzing;
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {

@@ -1,5 +1,6 @@
-//! No import cycles between sibling modules: the layering is read off the sources, not kept by
-//! convention. For every module of `src/` (the library; `src/bin/` are separate crates), each
+//! No import cycles between sibling modules, in every crate of the workspace, and the crates'
+//! dependency arrows point down: the layering is read off the sources, not kept by
+//! convention. For every module of a crate's `src/` (`src/bin/` are separate crates), each
 //! path it names (`crate::a::b`, `super::c`, `self::d`, grouped `use` lists included) becomes an
 //! edge between the two siblings under their nearest common parent (a child naming its parent's
 //! items, or a parent its child's, is how Rust modules work and is not an edge). Comments and
@@ -8,9 +9,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Cycles known and scheduled for removal, as "a <-> b" under their parent ("" = crate root).
+/// Cycles known and scheduled for removal: (crate, parent module ("" = crate root), a, b).
 /// Empty: the last one (`api <-> notify`) went when the service took typed inputs.
-const KNOWN: &[(&str, &str, &str)] = &[];
+const KNOWN: &[(&str, &str, &str, &str)] = &[];
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
@@ -128,16 +129,16 @@ fn target(m: &[String], p: &[String], known: &BTreeSet<Vec<String>>) -> Option<V
     Some(best)
 }
 
-#[test]
-fn no_import_cycles_between_sibling_modules() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+type Edges = BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>>;
+
+/// parent module → (child → the siblings it names), for one crate's `src/`.
+fn sibling_edges(src: &Path) -> Edges {
     let mut all = Vec::new();
-    files(&src, &mut all);
-    let known: BTreeSet<Vec<String>> = all.iter().map(|f| module_of(&src, f)).collect();
-    // parent → (child → children it names)
-    let mut edges: BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    files(src, &mut all);
+    let known: BTreeSet<Vec<String>> = all.iter().map(|f| module_of(src, f)).collect();
+    let mut edges = Edges::new();
     for f in &all {
-        let m = module_of(&src, f);
+        let m = module_of(src, f);
         let code = code_of(&std::fs::read_to_string(f).unwrap());
         for p in paths(&code) {
             let Some(t) = target(&m, &p, &known) else {
@@ -155,38 +156,108 @@ fn no_import_cycles_between_sibling_modules() {
                 .insert(t[common].clone());
         }
     }
-    assert!(
-        edges
-            .get(&vec!["edge".to_owned()])
-            .is_some_and(|e| !e.is_empty()),
-        "the scan sees the adapter's sibling imports: {edges:?}"
-    );
+    edges
+}
+
+/// The workspace's crates: the worker (root) and the layers under `crates/`.
+const CRATES: &[&str] = &[".", "crates/core", "crates/http", "crates/tools"];
+
+#[test]
+fn no_import_cycles_between_sibling_modules() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut cycles = Vec::new();
-    for (parent, g) in &edges {
-        let parent = parent.join("::");
-        for (a, outs) in g {
-            for b in outs {
-                if a < b && reaches(g, b, a) {
-                    let known = KNOWN.iter().any(|k| (k.0, k.1, k.2) == (&parent, a, b));
-                    if !known {
-                        cycles.push(format!("under '{parent}': {a} <-> {b}"));
+    for krate in CRATES {
+        let edges = sibling_edges(&root.join(krate).join("src"));
+        if *krate == "." {
+            assert!(
+                edges
+                    .get(&vec!["edge".to_owned()])
+                    .is_some_and(|e| !e.is_empty()),
+                "the scan sees the adapter's sibling imports: {edges:?}"
+            );
+        }
+        if *krate == "crates/core" {
+            assert!(
+                edges
+                    .get(&vec!["notify".to_owned()])
+                    .is_some_and(|e| e.len() > 3),
+                "the scan sees the core's sibling imports: {edges:?}"
+            );
+        }
+        for (parent, g) in &edges {
+            let parent = parent.join("::");
+            for (a, outs) in g {
+                for b in outs {
+                    if a < b && reaches(g, b, a) {
+                        let known = KNOWN.iter().any(|k| {
+                            (k.0, k.1, k.2, k.3)
+                                == (*krate, parent.as_str(), a.as_str(), b.as_str())
+                        });
+                        if !known {
+                            cycles.push(format!("{krate}, under '{parent}': {a} <-> {b}"));
+                        }
                     }
                 }
             }
         }
+        for (k, parent, a, b) in KNOWN.iter().filter(|k| k.0 == *krate) {
+            let g = &edges[&parent
+                .split("::")
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect::<Vec<_>>()];
+            assert!(
+                g.get(*a).is_some_and(|o| o.contains(*b)) && reaches(g, b, a),
+                "{k}: {a} <-> {b} is gone: take it out of KNOWN"
+            );
+        }
     }
     assert!(cycles.is_empty(), "import cycles: {cycles:#?}");
-    for (parent, a, b) in KNOWN {
-        let g = &edges[&parent
-            .split("::")
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-            .collect::<Vec<_>>()];
+}
+
+/// The dependency arrows are the architecture: core names neither `worker` nor the other
+/// layers, http only the core, tools never `worker`. (The compiler then enforces the rest: a
+/// crate cannot name what it does not depend on.)
+#[test]
+fn the_layers_depend_only_downward() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let deps = |krate: &str| -> Vec<String> {
+        let text = std::fs::read_to_string(root.join(krate).join("Cargo.toml")).unwrap();
+        let mut names = Vec::new();
+        let mut in_deps = false;
+        for line in text.lines() {
+            let l = line.trim();
+            if l.starts_with('[') {
+                in_deps = l.ends_with("dependencies]");
+            } else if in_deps && !l.starts_with('#') {
+                if let Some((name, _)) = l.split_once('=') {
+                    names.push(name.trim().to_owned());
+                }
+            }
+        }
+        assert!(!names.is_empty(), "{krate}: no dependencies read");
+        names
+    };
+    let core = deps("crates/core");
+    for banned in ["worker", "egn-http", "egn-tools"] {
         assert!(
-            g.get(*a).is_some_and(|o| o.contains(*b)) && reaches(g, b, a),
-            "{a} <-> {b} is gone: take it out of KNOWN"
+            !core.iter().any(|d| d == banned),
+            "core depends on {banned}"
         );
     }
+    let http = deps("crates/http");
+    assert!(http.iter().any(|d| d == "egn-core"));
+    for banned in ["worker", "egn-tools"] {
+        assert!(
+            !http.iter().any(|d| d == banned),
+            "http depends on {banned}"
+        );
+    }
+    assert!(!deps("crates/tools").iter().any(|d| d == "worker"));
+    assert!(
+        deps(".").iter().any(|d| d == "worker"),
+        "the root is the worker"
+    );
 }
 
 fn reaches(g: &BTreeMap<String, BTreeSet<String>>, from: &str, to: &str) -> bool {

@@ -12,9 +12,9 @@ const DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "vectors");
 const OWNER = "u1";
 const T0 = 1_796_083_200_000; // 2026-12-01T00:00:00Z, the clock of every vector
 
-/** The worker's notificationId: base64url(sha256(owner \0 itemKey)[..12]) (src/notify/rules.rs). */
+/** The worker's notificationId: base64url(sha256(owner \0 itemKey)[..12]) (crates/core/src/notify/rules.rs). */
 const nid = (key) => createHash("sha256").update(OWNER).update(Buffer.from([0])).update(key).digest().subarray(0, 12).toString("base64url");
-/** A change-feed position: base64url of `[ms, id]` (src/notify/query.rs encode_cursor). */
+/** A change-feed position: base64url of `[ms, id]` (crates/core/src/notify/query.rs encode_cursor). */
 const pos = (ms, id = "") => Buffer.from(JSON.stringify([ms, id])).toString("base64url");
 /** A list cursor (same encoding, `[revision, notificationId]`). */
 const cursor = (rev, key) => pos(rev, nid(key));
@@ -22,7 +22,7 @@ const cursor = (rev, key) => pos(rev, nid(key));
 const rev = (s, low = 0) => (T0 + s * 1000) * 1024 + low;
 
 const NAMES = ["Ana", "Ben", "Cy", "Dee", "Eli"];
-/** A full Notification as GET /v1/notifications renders it (src/notify/render.rs view()). */
+/** A full Notification as GET /v1/notifications renders it (crates/core/src/notify/render.rs view()). */
 function item(key, revision, over = {}) {
   const count = over.originsCount ?? 1;
   const created = Math.floor(revision / 1024);

@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| edge_geo_notify::fuzzing::geo_index(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| egn_tools::fuzzing::geo_index(data));

@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| edge_geo_notify::fuzzing::route_resolution(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| egn_tools::fuzzing::route_resolution(data));

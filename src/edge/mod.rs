@@ -11,6 +11,7 @@ mod ip;
 mod notify;
 mod queue;
 mod state;
+mod webcrypto;
 
 use crate::api::routes::{self, Access, Op, RateLimit, Route};
 use crate::api::ApiError;

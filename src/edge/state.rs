@@ -2,7 +2,7 @@
 //! the asset manifest.
 
 use super::http_client::WorkerHttp;
-use crate::auth::webcrypto::WebCrypto;
+use super::webcrypto::WebCrypto;
 use crate::auth::Verifier;
 use crate::config::{Config, ConfigError, Vars};
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! Shared fixtures: the source loaded once, the index built in memory once, the oracle.
 #![allow(dead_code)]
 
-use edge_geo_notify::geo::{build, oracle::Oracle, source, CountryIndex, GridPoint, LatLon, Tile};
+use egn_tools::geo::{build, oracle::Oracle, source, CountryIndex, GridPoint, LatLon, Tile};
 use std::path::Path;
 use std::sync::OnceLock;
 

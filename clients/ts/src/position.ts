@@ -1,6 +1,6 @@
 // Change-feed positions (`sync`). Opaque to apps; the store compares them to drop stale badges
 // and never move backwards. A position is base64url (no padding) of the JSON `[ms, id]`
-// (src/notify/query.rs `encode_cursor`); see clients/conformance/README.md "Positions".
+// (crates/core/src/notify/query.rs `encode_cursor`); see clients/conformance/README.md "Positions".
 
 /** A decoded position. */
 export interface Position {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Native vs node-V8 wasm on the IP table lookup (the crate's own source files; see Cargo.toml).
+# Native vs node-V8 wasm on the IP table lookup (the core crate's lookup; see Cargo.toml).
 #   bash scripts/bench/ip-wasm-node/run.sh            6 interleaved rounds: min and median ns
 #   IP_FAMILY=4 (or 6) bash …/run.sh [--icount]        the same on one address family only
 #   bash scripts/bench/ip-wasm-node/run.sh --icount   instructions per lookup under callgrind (valgrind):

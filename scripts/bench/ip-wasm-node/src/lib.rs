@@ -1,17 +1,8 @@
-//! The crate's IP table lookup, compiled on its own: exports for a wasm host (`run.mjs`) and a
-//! library for the native examples. The included files are the crate's own, siblings of each
-//! other as they are there (no hand copies of their types).
-#![allow(dead_code)]
+//! The core's IP table lookup (`egn_core::ip::table`) compiled on its own: exports for a wasm
+//! host (`run.mjs`) and a library for the native examples. It depends on the core crate, so it
+//! runs exactly the worker's lookup code (no copies of its files or types).
 
-// The included files sit at the crate root, so their `super::` paths name the items below.
-#[path = "../../../../src/ip/answer.rs"]
-pub mod answer;
-#[path = "../../../../src/ip/special.rs"]
-pub mod special;
-#[path = "../../../../src/ip/table.rs"]
-pub mod table;
-#[path = "../../../../src/ip/workload.rs"]
-pub mod workload;
+pub use egn_core::ip::{table, workload};
 
 use std::cell::RefCell;
 use table::IpTable;

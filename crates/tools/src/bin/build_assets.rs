@@ -10,8 +10,8 @@
 //! lockfile pins the default IPDB; a build that bundles another one on purpose checks only the
 //! rest.
 
-use edge_geo_notify::geo::{build, outline, source};
-use edge_geo_notify::ip::Attribution;
+use egn_tools::geo::{build, outline, source};
+use egn_tools::ip::Attribution;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -115,7 +115,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut geo_files = vec![write(&out, "geo/index.bin", &built.index)?];
     for (id, tile) in built.tiles.iter().enumerate() {
         if let Some(bytes) = tile {
-            let name = format!("geo/{}", edge_geo_notify::geo::format::tile_file_name(id));
+            let name = format!("geo/{}", egn_tools::geo::format::tile_file_name(id));
             geo_files.push(write(&out, &name, bytes)?);
         }
     }
@@ -134,10 +134,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let ip_file = write(&out, "ip/default.mmdb", &mmdb)?;
     // What the worker loads: the compact table converted from the mmdb (exact, see
     // tests/ip_table.rs); the mmdb stays for `ipdb-check` and `publish-ipdb.sh` baselines.
-    let db = edge_geo_notify::ip::IpDb::from_bytes(mmdb.as_slice())?;
+    let db = egn_tools::ip::IpDb::from_bytes(mmdb.as_slice())?;
     let (db_type, epoch) = db.describe();
-    let meta = edge_geo_notify::ip::update::table_meta(&db_type, epoch, Some(&(ip.attribution)()));
-    let table = edge_geo_notify::ip::convert::table(&db, &meta)?;
+    let meta = egn_tools::ip::update::table_meta(&db_type, epoch, Some(&(ip.attribution)()));
+    let table = egn_tools::ip::convert::table(&db, &meta)?;
     // The directory is embedded in the worker (src/edge/ip/mod.rs); pages are read through ASSETS
     // as lookups need them. Stale pages of an earlier build go first.
     let table_dir = out.join("ip/country");
@@ -148,7 +148,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let _ = std::fs::remove_file(out.join("ip/country.bin"));
     let mut ip_files = vec![ip_file, write(&out, "ip/country/dir.bin", &table.dir)?];
     for (i, page) in table.pages.iter().enumerate() {
-        let name = format!("ip/country/{}", edge_geo_notify::ip::table::page_name(i));
+        let name = format!("ip/country/{}", egn_tools::ip::table::page_name(i));
         ip_files.push(write(&out, &name, page)?);
     }
     eprintln!(
@@ -159,7 +159,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     let manifest = json!({
-        "format_version": edge_geo_notify::geo::format::FORMAT_VERSION,
+        "format_version": egn_tools::geo::format::FORMAT_VERSION,
         "geo": {
             "source": package(&geo_pkg)?,
             "data_license": "ODbL-1.0",
@@ -179,7 +179,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "source": package(&ip_pkg)?,
             "data_license": ip.data_license,
             "attribution": (ip.attribution)(),
-            "table_format_version": edge_geo_notify::ip::table::VERSION,
+            "table_format_version": egn_tools::ip::table::VERSION,
             "files": ip_files,
         },
     });

@@ -1,8 +1,8 @@
 //! Request parsing and error mapping for `/v1/notifications…` (platform-free).
 
 use super::error::ApiError;
-use crate::api::ErrorCode;
-use crate::notify::{Bulk, EventsInput, Flag, ListParams, NewEvent, Retraction, MAX_PAGE};
+use crate::ErrorCode;
+use egn_core::notify::{Bulk, EventsInput, Flag, ListParams, NewEvent, Retraction, MAX_PAGE};
 use serde::Deserialize;
 
 /// Parses the JSON body of a notification event.
@@ -61,13 +61,21 @@ pub fn parse_events_body(body: &[u8]) -> Result<EventsInput, ApiError> {
     if has("events") {
         let b: ManyBody = serde_json::from_value(v)
             .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("events: {e}")))?;
-        count_ok(b.events.len(), crate::notify::batch::MAX_EVENTS, "events")?;
+        count_ok(
+            b.events.len(),
+            egn_core::notify::batch::MAX_EVENTS,
+            "events",
+        )?;
         return Ok(EventsInput::Many(b.events));
     }
     if has("template") || has("owners") {
         let b: FanOutBody = serde_json::from_value(v)
             .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("fan-out: {e}")))?;
-        count_ok(b.owners.len(), crate::notify::batch::MAX_FAN_OUT, "owners")?;
+        count_ok(
+            b.owners.len(),
+            egn_core::notify::batch::MAX_FAN_OUT,
+            "owners",
+        )?;
         if !b.template.owner.is_empty() {
             return Err(ApiError::new(
                 ErrorCode::InvalidJson,

@@ -3,19 +3,14 @@
 //! Overlap rule (matches the oracle in `tests/`): within a feature, even-odd parity over its
 //! polygon parts; among features containing the point, the smallest by area wins, so enclaves
 //! and territories (Büsingen, Vatican, French overseas departments) beat their surroundings.
+//!
+//! This is the reader; the writer (`build`), the GeoJSON source and the oracle are build-time
+//! code in `egn-tools`.
 
 mod batch;
-#[cfg(not(target_arch = "wasm32"))]
-pub mod build;
 mod coord;
 pub mod format;
 mod index;
-#[cfg(not(target_arch = "wasm32"))]
-pub mod oracle;
-#[cfg(not(target_arch = "wasm32"))]
-pub mod outline;
-#[cfg(not(target_arch = "wasm32"))]
-pub mod source;
 
 pub use batch::LANES;
 pub use coord::{grid_x, grid_y, lat_of, lon_of, CoordError, GridPoint, LatLon, WORLD_H, WORLD_W};

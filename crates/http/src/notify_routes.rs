@@ -1,13 +1,13 @@
 //! The notification write routes over HTTP: parse the body, run the core operation under the
-//! Idempotency-Key guard, render the answer. The core (`crate::notify::service`) takes parsed
+//! Idempotency-Key guard, render the answer. The core (`egn_core::notify::service`) takes parsed
 //! values and returns typed results; this is the only place they become statuses and JSON.
 
 use super::idempotency as idem;
 use super::notify as parse;
 use super::{ApiError, ErrorCode};
-use crate::backend::{HttpClient, Script};
-use crate::notify::batch::EventQueue;
-use crate::notify::{
+use egn_core::backend::{HttpClient, Script};
+use egn_core::notify::batch::EventQueue;
+use egn_core::notify::{
     CreateOutcome, Created, Deferred, EventsOutcome, NotifyError, NotifyService, Preferences,
     PreferencesView, RetractOutcome, Written,
 };
@@ -209,7 +209,7 @@ impl<H: HttpClient> NotifyRoutes for NotifyService<H> {
         queue: Option<&Q>,
     ) -> Result<Value, ApiError> {
         let r = parse::parse_replay(body)?;
-        let limit = r.limit.unwrap_or(crate::notify::MAX_PAGE);
+        let limit = r.limit.unwrap_or(egn_core::notify::MAX_PAGE);
         let done = self
             .replay_dead_letters(r.ids.as_deref(), limit, queue)
             .await?;
@@ -233,7 +233,7 @@ async fn guarded<H: HttpClient>(
     let (Some(key), Some(redis)) = (key, svc.redis()) else {
         return op.await;
     };
-    let hash = crate::ip::sha256_hex(body);
+    let hash = egn_core::ip::sha256_hex(body);
     let rkey = idem::redis_key(route, key);
     let script = Script::new(idem::CLAIM_LUA);
     let pending_ms = idem::PENDING_MS.to_string();

@@ -4,7 +4,7 @@
 //! the key so the retry runs. Records live in Redis; this module is the platform-free part.
 
 use super::error::ApiError;
-use crate::api::ErrorCode;
+use crate::ErrorCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -1,13 +1,14 @@
 //! Publish-time validation of an IP database: probe-set agreement between real databases, and
 //! the `ipdb-check` CLI that `scripts/publish-ipdb.sh` runs before uploading anything.
 
-use edge_geo_notify::ip::{compare, probe_set, IpDb, IpdbRecord, PROBE_COUNT};
+use egn_tools::ip::{compare, probe_set, IpDb, IpdbRecord, PROBE_COUNT};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The repository root (the npm packages and fixtures are there, not in this crate).
 fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
 fn bundled_path() -> PathBuf {

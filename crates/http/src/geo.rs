@@ -1,8 +1,8 @@
 //! Request parsing and response shapes for `/v1/geo/country`.
 
 use super::error::ApiError;
-use crate::api::ErrorCode;
-use crate::geo::{Country, LatLon};
+use crate::ErrorCode;
+use egn_core::geo::{Country, LatLon};
 use serde::Deserialize;
 use serde_json::{json, Value};
 

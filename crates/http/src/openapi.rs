@@ -100,7 +100,7 @@ fn replayed_header() -> Value {
 }
 
 fn list_limit(default: u32) -> Value {
-    json!({ "type": "integer", "minimum": 1, "maximum": crate::notify::MAX_PAGE, "default": default })
+    json!({ "type": "integer", "minimum": 1, "maximum": egn_core::notify::MAX_PAGE, "default": default })
 }
 
 fn boolean_param() -> Value {
@@ -320,7 +320,7 @@ fn detail(op: Op) -> Detail {
             description: "Every change after `since` (a `sync` from a list page or an earlier answer; omit it for the whole feed), oldest first: created, merged, retracted, read/seen/archived items as full items, deleted, trimmed or expired ones as `{itemKey, deleted: true}`. Apply entries by `itemKey`; an entry can repeat (the position is held a moment behind now so a late write is never missed). Call again at once while `hasMore`.",
             params: vec![
                 query("since", false, "`sync` from a list page or an earlier answer.", json!({ "type": "string" })),
-                query("limit", false, "Most entries returned.", list_limit(crate::notify::MAX_PAGE)),
+                query("limit", false, "Most entries returned.", list_limit(egn_core::notify::MAX_PAGE)),
             ],
             responses: vec![(
                 200,
@@ -900,7 +900,7 @@ fn components() -> Value {
     let text = |max: usize| json!({ "type": "string", "minLength": 1, "maxLength": max, "pattern": NO_CONTROLS });
     let ident = |max: usize| json!({ "type": "string", "minLength": 1, "maxLength": max, "pattern": "^[A-Za-z0-9_.-]+$" });
     let url = json!({ "type": ["string", "null"], "minLength": 1, "maxLength": 512, "pattern": "^[^\\s\\u0000-\\u001F\\u007F-\\u009F]+$" });
-    let categories = crate::notify::NotifyConfig::default().categories;
+    let categories = egn_core::notify::NotifyConfig::default().categories;
     json!({
         "securitySchemes": {
             "userToken": {
@@ -1381,7 +1381,7 @@ mod tests {
         assert!(found.len() > 20, "{found:?}");
         for c in &found {
             assert!(
-                crate::api::ErrorCode::ALL.iter().any(|k| k.as_str() == c),
+                crate::ErrorCode::ALL.iter().any(|k| k.as_str() == c),
                 "{c} is documented but is not an ErrorCode"
             );
         }

@@ -6,14 +6,14 @@
 //! `--wrangler-env` is the JSON that `python3 scripts/wrangler-env.py ENV check` prints for one
 //! environment of wrangler.toml: `{"env": "staging", "vars": {...}, "ids": {"kv_namespaces
 //! IPDB_CONFIG": "..."}}`. `--secrets` is the `wrangler secret bulk` file (format:
-//! secrets.example.json). The rules are `edge_geo_notify::config::secrets`, the code the worker
+//! secrets.example.json). The rules are `egn_tools::config::secrets`, the code the worker
 //! itself runs, so a deploy this check passes does not answer 503 config_invalid for them.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use edge_geo_notify::config::secrets::{self, Refused, Weakness};
-use edge_geo_notify::config::{missing_secrets, Config, Vars};
+use egn_tools::config::secrets::{self, Refused, Weakness};
+use egn_tools::config::{missing_secrets, Config, Vars};
 
 #[derive(Debug, thiserror::Error)]
 enum CliError {

@@ -1,8 +1,8 @@
 //! The one error type of the HTTP surface and its JSON body `{"error":{"code","message"}}`.
 
-use crate::auth::AuthError;
-use crate::backend::BackendError;
-use crate::notify::NotifyError;
+use egn_core::auth::AuthError;
+use egn_core::backend::BackendError;
+use egn_core::notify::NotifyError;
 use serde_json::json;
 use std::fmt;
 
@@ -107,6 +107,9 @@ impl From<&BackendError> for ErrorCode {
             BackendError::Rejected { .. } => ErrorCode::BackendRejected,
             BackendError::DuplicateKey { .. } => ErrorCode::DuplicateKey,
             BackendError::Decode(_) => ErrorCode::BackendDecode,
+            // The core's enums are `#[non_exhaustive]`: a variant added there answers 500 until
+            // it is mapped here.
+            _ => ErrorCode::Internal,
         }
     }
 }
@@ -128,6 +131,7 @@ impl From<&NotifyError> for ErrorCode {
             }
             NotifyError::Queue(_) | NotifyError::PartlyWritten(_) => ErrorCode::BackendUnavailable,
             NotifyError::NotYetInEffect(b) | NotifyError::Backend(b) => b.into(),
+            _ => ErrorCode::Internal,
         }
     }
 }
@@ -147,6 +151,7 @@ impl From<&AuthError> for ErrorCode {
             AuthError::BadServiceKey => ErrorCode::InvalidServiceKey,
             AuthError::MissingScope(_) => ErrorCode::InsufficientScope,
             AuthError::KeysUnavailable(_) => ErrorCode::AuthUnavailable,
+            _ => ErrorCode::Internal,
         }
     }
 }

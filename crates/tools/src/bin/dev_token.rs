@@ -7,7 +7,7 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
-use edge_geo_notify::auth::crypto::hs256_sign;
+use egn_tools::auth::crypto::hs256_sign;
 use std::collections::HashMap;
 use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};

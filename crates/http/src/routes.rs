@@ -3,7 +3,7 @@
 //! the OpenAPI document all come from this one table, so they cannot disagree.
 
 use super::error::ApiError;
-use crate::api::ErrorCode;
+use crate::ErrorCode;
 use std::borrow::Cow;
 
 /// HTTP methods the API uses.
@@ -42,7 +42,7 @@ impl Method {
     }
 }
 
-pub use crate::auth::Scope;
+pub use egn_core::auth::Scope;
 
 /// Who may call a route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -577,7 +577,7 @@ mod tests {
     #[test]
     fn example_bulk_file_lists_exactly_the_secrets() {
         let example: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(include_str!("../secrets.example.json"))
+            serde_json::from_str(include_str!("../../../secrets.example.json"))
                 .expect("secrets.example.json is a flat JSON object (wrangler secret bulk)");
         let listed: BTreeSet<&str> = example.keys().map(String::as_str).collect();
         let wanted: BTreeSet<&str> = SECRETS.iter().map(|s| s.name).collect();
@@ -592,7 +592,7 @@ mod tests {
 
     #[test]
     fn dev_vars_example_sets_every_secret() {
-        let text = include_str!("../.dev.vars.example");
+        let text = include_str!("../../../.dev.vars.example");
         let set: BTreeSet<&str> = text
             .lines()
             .filter(|l| !l.trim_start().starts_with('#'))
@@ -620,7 +620,7 @@ mod tests {
     #[test]
     fn a_deployed_worker_refuses_the_example_secrets_by_name() {
         let example: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(include_str!("../secrets.example.json")).unwrap();
+            serde_json::from_str(include_str!("../../../secrets.example.json")).unwrap();
         let pairs: Vec<(&str, &str)> = example
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str().unwrap()))
@@ -637,7 +637,7 @@ mod tests {
 
     #[test]
     fn dev_vars_example_marks_development() {
-        let text = include_str!("../.dev.vars.example");
+        let text = include_str!("../../../.dev.vars.example");
         assert!(
             text.lines()
                 .any(|l| l.trim() == "ENVIRONMENT=\"development\""),

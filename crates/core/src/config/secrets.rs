@@ -68,32 +68,41 @@ pub const PLACEHOLDERS: &[&str] = &[
 pub const PUBLISHED_SOURCES: &[(&str, &str)] = &[
     (
         "secrets.example.json",
-        include_str!("../../secrets.example.json"),
+        include_str!("../../../../secrets.example.json"),
     ),
-    (".dev.vars.example", include_str!("../../.dev.vars.example")),
-    ("stack/__main__.py", include_str!("../../stack/__main__.py")),
-    ("stack/gateway.py", include_str!("../../stack/gateway.py")),
-    ("README.md", include_str!("../../README.md")),
-    ("docs/deploy.md", include_str!("../../docs/deploy.md")),
+    (
+        ".dev.vars.example",
+        include_str!("../../../../.dev.vars.example"),
+    ),
+    (
+        "stack/__main__.py",
+        include_str!("../../../../stack/__main__.py"),
+    ),
+    (
+        "stack/gateway.py",
+        include_str!("../../../../stack/gateway.py"),
+    ),
+    ("README.md", include_str!("../../../../README.md")),
+    ("docs/deploy.md", include_str!("../../../../docs/deploy.md")),
     (
         "docs/mongodb-gateway.md",
-        include_str!("../../docs/mongodb-gateway.md"),
+        include_str!("../../../../docs/mongodb-gateway.md"),
     ),
     (
         "tests/js/harness.mjs",
-        include_str!("../../tests/js/harness.mjs"),
+        include_str!("../../../../tests/js/harness.mjs"),
     ),
     (
         "tests/js/gateway.mjs",
-        include_str!("../../tests/js/gateway.mjs"),
+        include_str!("../../../../tests/js/gateway.mjs"),
     ),
     (
         "tests/js/smoke.test.mjs",
-        include_str!("../../tests/js/smoke.test.mjs"),
+        include_str!("../../../../tests/js/smoke.test.mjs"),
     ),
     (
         "stack/tests/conftest.py",
-        include_str!("../../stack/tests/conftest.py"),
+        include_str!("../../../../stack/tests/conftest.py"),
     ),
 ];
 
@@ -475,7 +484,7 @@ mod tests {
     #[test]
     fn every_example_value_is_refused() {
         let example: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(include_str!("../../secrets.example.json")).unwrap();
+            serde_json::from_str(include_str!("../../../../secrets.example.json")).unwrap();
         for (k, v) in &example {
             let v = v.as_str().unwrap();
             assert!(check_secret(v).is_err(), "{k} passes");
@@ -608,8 +617,10 @@ mod tests {
     /// The gateway's Python port (stack/keyrules.py) is held to the same samples by a pytest.
     #[test]
     fn shared_samples_have_the_same_estimate_in_both_implementations() {
-        let samples: Vec<serde_json::Value> =
-            serde_json::from_str(include_str!("../../tests/fixtures/secret_samples.json")).unwrap();
+        let samples: Vec<serde_json::Value> = serde_json::from_str(include_str!(
+            "../../../../tests/fixtures/secret_samples.json"
+        ))
+        .unwrap();
         assert!(samples.len() >= 10);
         for s in samples {
             let v = s["value"].as_str().unwrap();

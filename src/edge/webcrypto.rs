@@ -1,10 +1,10 @@
 //! [`Crypto`] over the runtime's WebCrypto (`crypto.subtle`): RSA and ECDSA verification run as
 //! native code in workerd instead of big-number arithmetic in wasm.
 
-use super::crypto::{hs256_verify, Crypto};
-use super::jwks::KeyMaterial;
-use super::jwt::Alg;
-use super::AuthError;
+use crate::auth::crypto::{hs256_verify, Crypto};
+use crate::auth::jwks::KeyMaterial;
+use crate::auth::jwt::Alg;
+use crate::auth::AuthError;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use wasm_bindgen::prelude::*;

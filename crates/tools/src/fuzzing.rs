@@ -104,7 +104,7 @@ pub fn body_parsing(data: &[u8]) {
     let doc = inserted_document(&ev, &update);
     let v = view(&doc);
     // A summary is a short template around the sender's name: nothing in an event may grow it
-    // (sizes are bounded by the event limits in src/notify/event.rs).
+    // (sizes are bounded by the event limits in crates/core/src/notify/event.rs).
     let summary = v["summary"]
         .as_str()
         .expect("a one-sender item has a summary");

@@ -7,9 +7,9 @@
 //! never win and are dropped. Cells split until few edges remain, so a lookup is a short descent
 //! and a handful of exact integer crossing tests.
 
-use super::coord::{grid_x, grid_y, WORLD_H, WORLD_W};
 use super::format::*;
 use super::source::{area_order, SourceFeature};
+use super::{grid_x, grid_y, WORLD_H, WORLD_W};
 
 /// Split a cell while its candidates have more edges than this. Measured (near-border median,
 /// criterion, this machine): 16 → 428 ns / 43.8 MB, 24 → 252 ns / 28.8 MB, 32 → 266 ns /

@@ -1,13 +1,12 @@
 //! Who is calling: user tokens (JWT: RS256/ES256 from a JWKS, or HS256 with a shared secret) and
-//! service keys with scopes. Platform-free except the WebCrypto verifier on wasm32.
+//! service keys with scopes. Platform-free: the worker implements [`crypto::Crypto`] over
+//! WebCrypto (`src/edge/webcrypto.rs`); natively it is pure Rust.
 
 pub mod crypto;
 pub mod jwks;
 pub mod jwt;
 pub mod service_keys;
 pub mod verifier;
-#[cfg(target_arch = "wasm32")]
-pub mod webcrypto;
 
 pub use jwt::Alg;
 pub use service_keys::{ServiceKey, ServiceKeys};

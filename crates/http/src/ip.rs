@@ -1,8 +1,8 @@
 //! Request parsing and response shapes for `/v1/geo/ip` and `/v1/geo/me`.
 
 use super::error::ApiError;
-use crate::api::ErrorCode;
-use crate::ip::{parse_ip, IpAnswer, IpParseError};
+use crate::ErrorCode;
+use egn_core::ip::{parse_ip, IpAnswer, IpParseError};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::net::IpAddr;
