@@ -122,20 +122,33 @@ pub struct InboxHub {
     badges: BadgeSequencer,
 }
 
+/// Why a badge could not be read (the Durable Object's caller logs it; sockets keep the last
+/// badge they got).
+#[derive(Debug, thiserror::Error)]
+enum BadgeError {
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    Api(#[from] crate::api::ApiError),
+    #[error(transparent)]
+    Counts(#[from] crate::notify::NotifyError),
+}
+
+// The one place a badge failure becomes a `worker::Error` (the Durable Object's error type).
+impl From<BadgeError> for worker::Error {
+    fn from(e: BadgeError) -> Self {
+        worker::Error::RustError(e.to_string())
+    }
+}
+
 impl InboxHub {
     /// The badge message for `owner` (one Data API call).
-    async fn badge(&self, owner: &str) -> Result<String> {
+    async fn badge(&self, owner: &str) -> std::result::Result<String, BadgeError> {
         let st = state::get(&self.env);
-        let cfg = st
-            .config
-            .as_ref()
-            .map_err(|e| worker::Error::RustError(e.to_string()))?;
-        let store = super::factory::store(cfg).map_err(|e| worker::Error::RustError(e.message))?;
+        let cfg = st.config.as_ref().map_err(Clone::clone)?;
+        let store = super::factory::store(cfg)?;
         let t = now() as i64;
-        let counts = store
-            .counts(owner, None, t)
-            .await
-            .map_err(|e| worker::Error::RustError(e.to_string()))?;
+        let counts = store.counts(owner, None, t).await?;
         let (pos, _) = next_sync(None, None, t, cfg.notify.sync_settle_ms);
         Ok(badge::message(counts, &encode_cursor(&pos)).to_string())
     }

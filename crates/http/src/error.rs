@@ -197,7 +197,8 @@ impl PartialEq<&str> for ErrorCode {
 }
 
 /// An error answer: HTTP status, a stable machine-readable code and a human message.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{status} {code}: {message}")]
 pub struct ApiError {
     /// HTTP status code.
     pub status: u16,
@@ -256,14 +257,6 @@ impl ApiError {
         b
     }
 }
-
-impl fmt::Display for ApiError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}: {}", self.status, self.code, self.message)
-    }
-}
-
-impl std::error::Error for ApiError {}
 
 #[cfg(test)]
 mod tests {

@@ -3,8 +3,6 @@
 //! On wasm the worker adapter implements [`HttpClient`] over `worker::Fetch`; natively
 //! [`super::native::UreqClient`] does, so the same clients run in integration tests.
 
-use std::fmt;
-
 /// An HTTP request as plain data (no platform types).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpRequest {
@@ -79,26 +77,14 @@ impl HttpResponse {
 pub const KEPT_HEADERS: &[&str] = &["cache-control", "content-type", "content-length"];
 
 /// The request never produced a response (connect/read failure or deadline).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {message}", if *.timed_out { "timed out" } else { "transport error" })]
 pub struct TransportError {
     /// True when the deadline fired (the server may still have applied the request).
     pub timed_out: bool,
     /// Human-readable cause.
     pub message: String,
 }
-
-impl fmt::Display for TransportError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let what = if self.timed_out {
-            "timed out"
-        } else {
-            "transport error"
-        };
-        write!(f, "{what}: {}", self.message)
-    }
-}
-
-impl std::error::Error for TransportError {}
 
 /// Sends one request. No `Send` bound: the worker runtime is single-threaded.
 #[allow(async_fn_in_trait)]

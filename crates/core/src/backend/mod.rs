@@ -9,16 +9,15 @@ pub mod http;
 pub mod native;
 pub mod redis_rest;
 
-use std::fmt;
-
 pub use data_api::{DataApiAuth, DataApiClient, DataApiConfig, FindOptions, UpdateResult};
 pub use http::{HttpClient, HttpRequest, HttpResponse, TransportError};
 pub use redis_rest::{RedisRestClient, RedisRestConfig, Script};
 
 /// Every backend failure, classified so callers can decide retry vs. give up.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BackendError {
+    #[error("{}", unavailable_text(*.status, *.timed_out, .message))]
     /// Transport failure, timeout or 5xx: retryable (the write may or may not have applied).
     Unavailable {
         /// HTTP status when there was a response (5xx, 429).
@@ -28,6 +27,7 @@ pub enum BackendError {
         /// Cause, for logs.
         message: String,
     },
+    #[error("backend rejected (HTTP {status} {code}): {message}")]
     /// The backend refused the request (4xx other than duplicate key): retrying won't help.
     Rejected {
         /// HTTP status.
@@ -37,13 +37,23 @@ pub enum BackendError {
         /// Backend message.
         message: String,
     },
+    #[error("duplicate key: {message}")]
     /// A unique index rejected the write; nothing was applied.
     DuplicateKey {
         /// Backend message.
         message: String,
     },
+    #[error("undecodable backend response: {0}")]
     /// The response was not what the protocol promises.
     Decode(String),
+}
+
+fn unavailable_text(status: Option<u16>, timed_out: bool, message: &str) -> String {
+    match (status, timed_out) {
+        (Some(s), _) => format!("backend unavailable (HTTP {s}): {message}"),
+        (None, true) => format!("backend timed out: {message}"),
+        (None, false) => format!("backend unavailable: {message}"),
+    }
 }
 
 impl BackendError {
@@ -66,33 +76,6 @@ impl BackendError {
         Self::Decode(format!("{what}: {shown}"))
     }
 }
-
-impl fmt::Display for BackendError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Unavailable {
-                status: Some(s),
-                message,
-                ..
-            } => write!(f, "backend unavailable (HTTP {s}): {message}"),
-            Self::Unavailable {
-                timed_out: true,
-                message,
-                ..
-            } => write!(f, "backend timed out: {message}"),
-            Self::Unavailable { message, .. } => write!(f, "backend unavailable: {message}"),
-            Self::Rejected {
-                status,
-                code,
-                message,
-            } => write!(f, "backend rejected (HTTP {status} {code}): {message}"),
-            Self::DuplicateKey { message } => write!(f, "duplicate key: {message}"),
-            Self::Decode(m) => write!(f, "undecodable backend response: {m}"),
-        }
-    }
-}
-
-impl std::error::Error for BackendError {}
 
 /// Status classes shared by both clients: 5xx and 429 are retryable, other 4xx are final.
 pub(crate) fn status_error(status: u16, code: String, message: String) -> BackendError {

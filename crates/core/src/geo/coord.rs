@@ -1,7 +1,5 @@
 //! Validated coordinates and the fixed-point grid every asset is quantised to.
 
-use std::fmt;
-
 /// Bits of the x axis: 360° map onto 2^34 units, one unit ≈ 2.1e-8° (≈2.3 mm), finer than the
 /// 1e-7° the source data carries, so quantisation never moves a vertex across another edge.
 pub const X_BITS: u32 = 34;
@@ -19,28 +17,19 @@ pub struct LatLon {
 }
 
 /// Why a coordinate pair was rejected.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CoordError {
+    #[error("lat and lon must be finite numbers")]
     /// NaN or infinite.
     NotFinite,
+    #[error("lat {0} is outside [-90, 90]")]
     /// Latitude outside [−90, 90].
     LatOutOfRange(f64),
+    #[error("lon {0} is outside [-180, 180]")]
     /// Longitude outside [−180, 180].
     LonOutOfRange(f64),
 }
-
-impl fmt::Display for CoordError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CoordError::NotFinite => write!(f, "lat and lon must be finite numbers"),
-            CoordError::LatOutOfRange(v) => write!(f, "lat {v} is outside [-90, 90]"),
-            CoordError::LonOutOfRange(v) => write!(f, "lon {v} is outside [-180, 180]"),
-        }
-    }
-}
-
-impl std::error::Error for CoordError {}
 
 impl LatLon {
     /// Checks and wraps a coordinate pair.

@@ -2,14 +2,15 @@
 
 use super::coord::GridPoint;
 use super::format::*;
-use std::fmt;
 
 /// Why an asset could not be opened.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LoadError {
+    #[error("not a country index asset (bad magic)")]
     /// The file does not start with the expected magic bytes.
     BadMagic,
+    #[error("asset format version {actual}, expected {expected}")]
     /// The file was written by another format version.
     WrongVersion {
         /// Version this reader understands.
@@ -17,40 +18,22 @@ pub enum LoadError {
         /// Version found in the file.
         actual: u32,
     },
+    #[error("asset length does not match its header")]
     /// The file is shorter or longer than its header says.
     Truncated,
+    #[error("asset checksum mismatch")]
     /// The stored checksum does not match the bytes.
     ChecksumMismatch,
+    #[error("tile {tile} does not match the index (length or checksum)")]
     /// A tile does not match the length/checksum pinned by the index.
     TileMismatch {
         /// Tile id.
         tile: usize,
     },
+    #[error("asset is corrupt: {0}")]
     /// A structural invariant does not hold (offset out of bounds, bad tag…).
     Corrupt(&'static str),
 }
-
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LoadError::BadMagic => write!(f, "not a country index asset (bad magic)"),
-            LoadError::WrongVersion { expected, actual } => {
-                write!(f, "asset format version {actual}, expected {expected}")
-            }
-            LoadError::Truncated => write!(f, "asset length does not match its header"),
-            LoadError::ChecksumMismatch => write!(f, "asset checksum mismatch"),
-            LoadError::TileMismatch { tile } => {
-                write!(
-                    f,
-                    "tile {tile} does not match the index (length or checksum)"
-                )
-            }
-            LoadError::Corrupt(what) => write!(f, "asset is corrupt: {what}"),
-        }
-    }
-}
-
-impl std::error::Error for LoadError {}
 
 /// A country as stored in the index: ISO 3166-1 alpha-2 and alpha-3 codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,27 +17,16 @@ pub enum Layout {
 }
 
 /// Why a database was rejected.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum IpDbError {
+    #[error("not a valid MaxMind DB: {0}")]
     /// Not a readable MaxMind DB.
     Invalid(String),
+    #[error("database type {0:?} has no country code field")]
     /// Readable, but its records carry no country code we understand.
     UnknownLayout(String),
 }
-
-impl fmt::Display for IpDbError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            IpDbError::Invalid(m) => write!(f, "not a valid MaxMind DB: {m}"),
-            IpDbError::UnknownLayout(t) => {
-                write!(f, "database type {t:?} has no country code field")
-            }
-        }
-    }
-}
-
-impl std::error::Error for IpDbError {}
 
 const FLAT_PATH: &[PathElement<'static>] = &[PathElement::Key("country_code")];
 const GEOIP2_PATH: &[PathElement<'static>] =

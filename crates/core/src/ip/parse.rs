@@ -1,31 +1,21 @@
 //! Strict parsing of client-supplied addresses.
 
-use std::fmt;
 use std::net::IpAddr;
 
 /// Why an address string was rejected.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum IpParseError {
+    #[error("ip is empty")]
     /// Empty string.
     Empty,
+    #[error("IPv6 zone ids (%…) are not supported")]
     /// IPv6 zone ids (`fe80::1%eth0`) name a local interface and have no country.
     ZoneId,
+    #[error("not an IPv4 or IPv6 address")]
     /// Not an IPv4 or IPv6 address.
     Malformed,
 }
-
-impl fmt::Display for IpParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            IpParseError::Empty => write!(f, "ip is empty"),
-            IpParseError::ZoneId => write!(f, "IPv6 zone ids (%…) are not supported"),
-            IpParseError::Malformed => write!(f, "not an IPv4 or IPv6 address"),
-        }
-    }
-}
-
-impl std::error::Error for IpParseError {}
 
 /// Parses an IPv4 or IPv6 address (brackets around IPv6 allowed, no port, no zone id).
 ///

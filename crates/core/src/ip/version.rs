@@ -2,7 +2,6 @@
 
 use super::attribution::Attribution;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 /// `{version, sha256, object_key, updated_at[, attribution]}` as stored under the KV key.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,27 +32,16 @@ pub struct IpdbRecord {
 }
 
 /// Why a record was rejected.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RecordError {
+    #[error("IPDB record is not valid JSON: {0}")]
     /// Not the JSON shape above.
     Json(String),
+    #[error("IPDB record field {0} is missing or malformed")]
     /// A field is empty or malformed.
     Field(&'static str),
 }
-
-impl fmt::Display for RecordError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RecordError::Json(e) => write!(f, "IPDB record is not valid JSON: {e}"),
-            RecordError::Field(name) => {
-                write!(f, "IPDB record field {name} is missing or malformed")
-            }
-        }
-    }
-}
-
-impl std::error::Error for RecordError {}
 
 impl IpdbRecord {
     /// The record a publisher writes for a database (the cron job and `scripts/publish-ipdb.sh`

@@ -30,14 +30,9 @@ pub(crate) enum Piece {
 }
 
 /// Why a template is invalid.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct TemplateError(String);
-
-impl std::fmt::Display for TemplateError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 fn parse(kind: &str, text: &'static str, args: &[&str]) -> Result<Vec<Piece>, TemplateError> {
     let err = |m: String| Err(TemplateError(format!("template {kind:?}: {m}")));

@@ -3,7 +3,6 @@
 
 use serde::Deserialize;
 use std::collections::HashMap;
-use std::fmt;
 use std::path::Path;
 
 /// Where Web-Mercator-clipped polar data stops; Antarctica is closed to the pole from here.
@@ -38,28 +37,19 @@ pub struct RepairReport {
 }
 
 /// Why loading the source failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SourceError {
+    #[error("reading source: {0}")]
     /// File could not be read.
     Io(std::io::Error),
+    #[error("parsing source: {0}")]
     /// File is not the GeoJSON we expect.
     Json(serde_json::Error),
+    #[error("no ISO alpha-2 code for A3 {0}")]
     /// A feature's A3 code has no ISO alpha-2 mapping.
     UnknownCode(String),
 }
-
-impl fmt::Display for SourceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SourceError::Io(e) => write!(f, "reading source: {e}"),
-            SourceError::Json(e) => write!(f, "parsing source: {e}"),
-            SourceError::UnknownCode(c) => write!(f, "no ISO alpha-2 code for A3 {c}"),
-        }
-    }
-}
-
-impl std::error::Error for SourceError {}
 
 #[derive(Deserialize)]
 struct Collection {
