@@ -11,6 +11,7 @@ pub mod convert;
 mod db;
 mod parse;
 pub mod refresh;
+pub mod serving;
 mod special;
 pub mod table;
 pub mod update;
