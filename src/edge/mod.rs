@@ -123,7 +123,10 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
             return;
         }
     };
-    let ipdb = ip::publish_from_source(&env, cfg).await;
+    // Logged as before: `{"Ok": outcome}` or `{"Err": reason}`.
+    let ipdb = ip::publish_from_source(&env, cfg)
+        .await
+        .map_err(|e| e.to_string());
     let hk = notify::housekeeping(cfg, &env).await;
     log(&json!({"cron": "done", "ipdb": ipdb, "housekeeping": hk}));
 }

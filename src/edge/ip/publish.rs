@@ -1,7 +1,9 @@
 //! The IPDB cron job: download the configured database, vet it against the serving one (the
-//! decisions are in `crate::ip::update`), store it in R2 and point the KV record at it.
+//! decisions are in `crate::ip::update`), store it in R2 and point the KV record at it. This is
+//! the source side of hot swap; isolates only follow the record (`crate::ip::serving`).
 
-use super::{now_iso, ready_all, serving, IPDB_BUCKET, IPDB_CONFIG, WATCH};
+use super::{cold_start, ipdb, now_iso, ready_all, store, IPDB_BUCKET, IPDB_CONFIG};
+use crate::api::ApiError;
 use crate::config::Config;
 use crate::ip::update::{self, CappedBuf, Plan, UpdateError, UpdatePolicy, UpdateStatus};
 use crate::ip::IpdbRecord;
@@ -11,22 +13,60 @@ use std::time::Duration;
 use wasm_bindgen::JsCast;
 use worker::{AbortController, Delay, Env, Fetch, Request};
 
+/// Why the cron's run did not end in `published` or `unchanged`. The texts are the cron's log.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublishError {
+    /// The KV or R2 binding is missing (`KV`, `R2`).
+    #[error("{0} binding: {1}")]
+    Binding(&'static str, worker::Error),
+    /// The serving database (the candidate is vetted against it) could not be loaded.
+    #[error(transparent)]
+    Serving(ApiError),
+    /// The candidate was refused or could not be fetched or stored.
+    #[error(transparent)]
+    Update(#[from] UpdateError),
+    /// The record or the status did not serialise.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
+/// Why storing a vetted candidate failed (it is then reported as a failed update).
+#[derive(Debug, thiserror::Error)]
+enum StoreError {
+    #[error("R2 binding: {0}")]
+    Binding(worker::Error),
+    /// An object or the record could not be written (`R2 write …`, `KV write`).
+    #[error("{0}: {1}")]
+    Write(String, worker::Error),
+    #[error("KV write: {0}")]
+    Kv(worker::KvError),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
 /// Cron job: download the configured IPDB (`.mmdb`, or `.mmdb.gz` decompressed here), vet it
 /// against the serving database, store it in R2 and point the KV record at it. Readers pick it
 /// up on their next check; nothing is redeployed. The outcome (refusals included) is kept in
 /// KV for every isolate's `/healthz`.
-pub async fn publish_from_source(env: &Env, cfg: &Config) -> Result<String, String> {
+///
+/// # Errors
+/// [`PublishError`] when a binding is missing, the serving database cannot be loaded, or the
+/// candidate was refused or not stored.
+pub async fn publish_from_source(env: &Env, cfg: &Config) -> Result<String, PublishError> {
     let settings = &cfg.ipdb;
     let Some(url) = &settings.source_url else {
         return Ok("IPDB_SOURCE_URL not set; nothing to publish".into());
     };
     let kv = env
         .kv(IPDB_CONFIG)
-        .map_err(|e| format!("KV binding: {e}"))?;
-    let serving = serving(env, settings, &[])
+        .map_err(|e| PublishError::Binding("KV", e))?;
+    let serving = cold_start(&ipdb(), &store(env, settings), &[])
         .await
-        .map_err(|e| e.to_string())?;
-    let serving = ready_all(env, serving).await.map_err(|e| e.to_string())?;
+        .map_err(PublishError::Serving)?;
+    let serving = ready_all(env, settings, serving)
+        .await
+        .map_err(PublishError::Serving)?;
     let current = match kv.get(&settings.kv_key).text().await {
         Ok(Some(text)) => IpdbRecord::parse(&text).ok(),
         _ => None,
@@ -36,11 +76,11 @@ pub async fn publish_from_source(env: &Env, cfg: &Config) -> Result<String, Stri
         // The npm builds name no source in their metadata; then the bundled credit carries over.
         Ok(bytes) => update::vet(
             bytes,
-            &serving.db,
+            serving.db(),
             current.as_ref(),
             &policy,
             now_iso(),
-            serving.attribution.clone(),
+            serving.attribution().cloned(),
         ),
         Err(e) => Err(e),
     };
@@ -53,17 +93,16 @@ pub async fn publish_from_source(env: &Env, cfg: &Config) -> Result<String, Stri
         Err(e) => Err(UpdateError::Download(format!("storing the candidate: {e}"))),
     };
     let status = UpdateStatus::of(&result, now_iso());
-    WATCH.with(|w| w.borrow_mut().last_update = Some(status.clone()));
-    let text = serde_json::to_string(&status).map_err(|e| e.to_string())?;
+    ipdb().set_last_update(status.clone());
+    let text = serde_json::to_string(&status)?;
     if let Ok(put) = kv.put(&update::status_key(&settings.kv_key), text) {
         if let Err(e) = put.execute().await {
             worker::console_error!("ipdb update status not stored: {e}");
         }
     }
-    match result {
-        Ok(Plan::Publish(v)) => Ok(format!("published {}", v.record.version)),
-        Ok(Plan::Unchanged(v)) => Ok(format!("unchanged ({v})")),
-        Err(e) => Err(e.to_string()),
+    match result? {
+        Plan::Publish(v) => Ok(format!("published {}", v.record.version)),
+        Plan::Unchanged(v) => Ok(format!("unchanged ({v})")),
     }
 }
 
@@ -72,15 +111,13 @@ async fn publish(
     kv: &worker::kv::KvStore,
     key: &str,
     v: &update::Vetted,
-) -> Result<(), String> {
-    let bucket = env
-        .bucket(IPDB_BUCKET)
-        .map_err(|e| format!("R2 binding: {e}"))?;
+) -> Result<(), StoreError> {
+    let bucket = env.bucket(IPDB_BUCKET).map_err(StoreError::Binding)?;
     bucket
         .put(&v.record.object_key, v.bytes.clone())
         .execute()
         .await
-        .map_err(|e| format!("R2 write: {e}"))?;
+        .map_err(|e| StoreError::Write("R2 write".into(), e))?;
     let r = &v.record;
     let table = (0..v.table.pages.len()).map(|i| (r.table_page_key(i), &v.table.pages[i]));
     for (key, bytes) in std::iter::once((r.table_dir_key(), &v.table.dir)).chain(table) {
@@ -89,15 +126,15 @@ async fn publish(
             .put(&key, bytes.clone())
             .execute()
             .await
-            .map_err(|e| format!("R2 write {key}: {e}"))?;
+            .map_err(|e| StoreError::Write(format!("R2 write {key}"), e))?;
     }
-    let text = serde_json::to_string(&v.record).map_err(|e| e.to_string())?;
+    let text = serde_json::to_string(&v.record)?;
     // The objects are written before the record, so a reader never sees a record without them.
     kv.put(key, text)
-        .map_err(|e| format!("KV write: {e}"))?
+        .map_err(StoreError::Kv)?
         .execute()
         .await
-        .map_err(|e| format!("KV write: {e}"))
+        .map_err(StoreError::Kv)
 }
 
 /// Downloads `url` within `timeout_ms`, refusing more than the policy's compressed and
