@@ -335,7 +335,7 @@ impl Serving {
     /// The claimed check ([`Serving::claim_check`]): reads the record, swaps in its version when
     /// it changed, reads the last update's status, and releases the claim.
     pub async fn check<S: IpdbStore>(&self, store: &S, clock: &impl Clock) -> Checked<S::Error> {
-        let checked = self.refresh(store, clock).await;
+        let checked = self.refresh(store, clock, None).await;
         self.watch.borrow_mut().checking = false;
         checked
     }
@@ -358,7 +358,7 @@ impl Serving {
         let need = bundled.missing_pages(ips);
         // A page that fails here is fetched again by `ready` (and its error answered there).
         let (checked, _) = join(
-            self.refresh(store, clock),
+            self.refresh(store, clock, Some(&bundled)),
             self.load_pages(store, clock, &bundled, &need),
         )
         .await;
@@ -389,10 +389,20 @@ impl Serving {
                 };
             };
             let Some(old) = s.fallback.borrow_mut().take() else {
-                return Ready {
-                    result: Err(error),
-                    fell_back,
-                };
+                // Another request loading the same page fell back first (it took the fallback,
+                // memoised and logged): answer from what serves now, not with the error.
+                match self.current() {
+                    Some(now) if !Rc::ptr_eq(&now, &s) => {
+                        s = now;
+                        continue;
+                    }
+                    _ => {
+                        return Ready {
+                            result: Err(error),
+                            fell_back,
+                        }
+                    }
+                }
             };
             {
                 let mut w = self.watch.borrow_mut();
@@ -458,8 +468,16 @@ impl Serving {
     }
 
     /// One check: the record and the status read together; the outcome kept for `/healthz`.
-    async fn refresh<S: IpdbStore>(&self, store: &S, clock: &impl Clock) -> Checked<S::Error> {
-        let (checked, status) = join(self.try_refresh(store, clock), read_status(store)).await;
+    /// `cold` is the bundled table a cold start opens: what a swap falls back to when nothing
+    /// served before.
+    async fn refresh<S: IpdbStore>(
+        &self,
+        store: &S,
+        clock: &impl Clock,
+        cold: Option<&Rc<Served>>,
+    ) -> Checked<S::Error> {
+        let check = self.try_refresh(store, clock, cold);
+        let (checked, status) = join(check, read_status(store)).await;
         let checked = checked.unwrap_or_else(Checked::Rejected);
         let mut w = self.watch.borrow_mut();
         w.last_check_ms = clock.now_ms();
@@ -478,6 +496,7 @@ impl Serving {
         &self,
         store: &S,
         clock: &impl Clock,
+        cold: Option<&Rc<Served>>,
     ) -> Result<Checked<S::Error>, CheckError<S::Error>> {
         let text = store.record().await.map_err(CheckError::Store)?;
         let serving = self.current().map(|s| s.version.clone());
@@ -514,8 +533,9 @@ impl Serving {
                 .or_else(|| Attribution::for_database_type(&m.database_type))
         });
         let load_ms = elapsed(clock, started);
-        // One step back at most: what serves now, without what it replaced.
-        let fallback = self.current();
+        // One step back at most: what serves now (on a cold start, the bundled table), without
+        // what it replaced.
+        let fallback = self.current().or_else(|| cold.cloned());
         if let Some(f) = &fallback {
             f.fallback.borrow_mut().take();
         }

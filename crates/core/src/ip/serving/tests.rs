@@ -486,3 +486,54 @@ fn two_cold_starts_at_once_serve_the_same_published_version() {
     assert_eq!((a.version(), b.version()), ("v2", "v2"));
     assert_eq!(w.request(), answered("v2", "US"));
 }
+
+/// Two requests load the same failing page of a swapped-in version at once: the first takes
+/// the fallback, and the second must answer from it too, not with the error.
+#[test]
+fn concurrent_requests_on_a_broken_version_both_answer_from_the_fallback() {
+    let w = world();
+    let r = swapped_to_a_version_with_a_corrupt_page(&w);
+    let page = r.table_page_key(0).unwrap();
+    w.store.hold(&page);
+    let (ips, s) = ([ip()], w.serving.current().unwrap());
+    let mut a = pin!(w.serving.ready(&w.store, &w.clock, s.clone(), &ips));
+    let mut b = pin!(w.serving.ready(&w.store, &w.clock, s, &ips));
+    assert!(poll(a.as_mut()).is_pending() && poll(b.as_mut()).is_pending());
+    w.store.release(&page);
+    let (Poll::Ready(a), Poll::Ready(b)) = (poll(a.as_mut()), poll(b.as_mut())) else {
+        panic!("released")
+    };
+    for (name, r) in [("first", a), ("second", b)] {
+        let v = r
+            .result
+            .map(|s| s.version().to_string())
+            .map_err(|e| e.to_string());
+        assert_eq!(v, Ok("bundled:test:7".to_string()), "{name}");
+    }
+    assert_eq!(
+        w.store.reads_of(&page),
+        2,
+        "one failed read each, none after"
+    );
+}
+
+/// A cold isolate whose check swaps in a version with a broken page has the bundled table it
+/// opened alongside to fall back to.
+#[test]
+fn a_cold_isolate_whose_published_version_has_a_broken_page_answers_from_the_bundled_table() {
+    let w = world();
+    let r = w.store.publish("v2", &table(b"US"));
+    w.store.corrupt(&r.table_page_key(0).unwrap());
+    assert_eq!(w.request(), answered("bundled:test:7", "DE"));
+    let page = r.table_page_key(0).unwrap();
+    assert_eq!(
+        w.outcome(),
+        format!("rejected: v2: checksum mismatch for {page}")
+    );
+    w.clock.advance(MIN);
+    assert_eq!(w.request(), answered("bundled:test:7", "DE"));
+    assert_eq!(
+        w.outcome(),
+        "rejected: v2: a page failed to load; not retried"
+    );
+}
