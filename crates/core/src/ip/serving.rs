@@ -11,17 +11,22 @@
 //! record and the objects it names ([`IpdbRecord`]).
 
 use super::refresh::{self, Check, RefreshError};
-use super::table::{page_name, IpTable, TableError};
+use super::table::{IpTable, TableError};
 use super::update::{self, UpdateStatus};
-use super::{Attribution, IpdbRecord};
+use super::Attribution;
 use futures_util::future::{join, join_all};
-use serde::Serialize;
 use std::cell::{Cell, RefCell};
 use std::net::IpAddr;
 use std::rc::Rc;
 
+mod health;
+mod served;
 #[cfg(test)]
 mod tests;
+
+pub use health::{Health, TableHealth};
+use served::{meta_of, Pages};
+pub use served::{Served, Source};
 
 /// How long a version whose page failed is not swapped in again, unless a newer one is
 /// published. A page fails for a corrupt object but also for a transient R2 error, so the memo
@@ -50,134 +55,6 @@ pub trait IpdbStore {
 pub trait Clock {
     /// Now.
     fn now_ms(&self) -> u64;
-}
-
-/// Where the served table came from (`source` in every answer's `ipdb` object).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    /// Built into the worker.
-    Bundled,
-    /// Hot-swapped from a published record.
-    R2,
-}
-
-/// Where a table's pages come from.
-enum Pages {
-    /// The bundled pages ([`IpdbStore::bundled_page`]).
-    Bundled,
-    /// A published version's pages, named and checksummed by its record.
-    Published(Box<IpdbRecord>),
-    /// Converted in this isolate: every page is in memory already.
-    Loaded,
-}
-
-/// One version as an isolate serves it: the table's directory, its pages fetched on first need
-/// and kept for the isolate's life.
-pub struct Served {
-    db: IpTable<Vec<u8>>,
-    pages: Pages,
-    version: String,
-    source: Source,
-    attribution: Option<Attribution>,
-    /// Fetch (published only) + open time of the directory (ms).
-    load_ms: f64,
-    /// Fetch + validation time of the pages loaded so far (ms).
-    page_ms: Cell<f64>,
-    /// What served before this one was swapped in: serves again if a page of this one fails.
-    fallback: RefCell<Option<Rc<Served>>>,
-}
-
-/// What a table says about its source (written by `update::table_meta`).
-#[derive(serde::Deserialize, Default)]
-struct TableMeta {
-    #[serde(default)]
-    database_type: String,
-    #[serde(default)]
-    build_epoch: u64,
-    #[serde(default)]
-    attribution: Option<Attribution>,
-}
-
-fn meta_of<S: AsRef<[u8]>>(t: &IpTable<S>) -> TableMeta {
-    // The meta only labels the version; a table whose meta does not parse still answers.
-    serde_json::from_slice(t.meta()).unwrap_or_default()
-}
-
-impl Served {
-    /// The bundled table from its directory's bytes (its pages come through the store).
-    ///
-    /// # Errors
-    /// When the directory does not open.
-    pub fn bundled(dir: Vec<u8>, clock: &impl Clock) -> Result<Self, TableError> {
-        let started = clock.now_ms();
-        let db = IpTable::from_bytes(dir)?;
-        let meta = meta_of(&db);
-        Ok(Served {
-            db,
-            pages: Pages::Bundled,
-            version: format!("bundled:{}:{}", meta.database_type, meta.build_epoch),
-            source: Source::Bundled,
-            attribution: meta.attribution,
-            load_ms: elapsed(clock, started),
-            page_ms: Cell::new(0.0),
-            fallback: RefCell::new(None),
-        })
-    }
-
-    /// The table (lookups need the pages [`Serving::ready`] loaded).
-    pub fn db(&self) -> &IpTable<Vec<u8>> {
-        &self.db
-    }
-
-    /// The version label answers carry.
-    pub fn version(&self) -> &str {
-        &self.version
-    }
-
-    /// Bundled or published.
-    pub fn source(&self) -> Source {
-        self.source
-    }
-
-    /// The credit the data's licence asks for.
-    pub fn attribution(&self) -> Option<&Attribution> {
-        self.attribution.as_ref()
-    }
-
-    /// The pages `ips` need that are not loaded yet, each once.
-    fn missing_pages(&self, ips: &[IpAddr]) -> Vec<usize> {
-        let mut need: Vec<usize> = ips
-            .iter()
-            .filter_map(|&ip| self.db.missing_page(ip))
-            .collect();
-        need.sort_unstable();
-        need.dedup();
-        need
-    }
-
-    async fn load_page<S: IpdbStore>(
-        &self,
-        store: &S,
-        p: usize,
-    ) -> Result<(), PageError<S::Error>> {
-        let read = |source| PageError::Read { page: p, source };
-        match &self.pages {
-            Pages::Bundled => {
-                let bytes = store.bundled_page(&page_name(p)).await.map_err(read)?;
-                let corrupt = |source| PageError::Corrupt { page: p, source };
-                self.db.insert_page(p, bytes).map_err(corrupt)
-            }
-            Pages::Published(record) => {
-                let bytes = match record.table_page_key(p) {
-                    Some(key) => store.object(&key).await.map_err(read)?,
-                    None => None,
-                };
-                refresh::accept_page(record, &self.db, p, bytes).map_err(PageError::Refused)
-            }
-            Pages::Loaded => Err(PageError::NotLoaded(p)),
-        }
-    }
 }
 
 fn elapsed(clock: &impl Clock, started: u64) -> f64 {
@@ -585,48 +462,4 @@ impl Serving {
 async fn read_status<S: IpdbStore>(store: &S) -> Option<UpdateStatus> {
     let text = store.update_status().await.ok()??;
     serde_json::from_str(&text).ok()
-}
-
-/// The `ipdb` fragment of `/healthz`.
-#[derive(Clone, Debug, Serialize)]
-pub struct Health {
-    /// Whether a version serves (false before the isolate's first IP request).
-    pub loaded: bool,
-    /// The version serving.
-    pub version: Option<String>,
-    /// Bundled or published.
-    pub source: Option<Source>,
-    /// Its credit.
-    pub attribution: Option<Attribution>,
-    /// Its table's sizes and page loads.
-    pub table: Option<TableHealth>,
-    /// Fetch + open time of its directory (ms).
-    pub load_ms: Option<f64>,
-    /// Checks of the record so far.
-    pub checks: u64,
-    /// The last check's outcome, or the last page failure's.
-    pub last_check_outcome: Option<String>,
-    /// Time the last swap took (ms).
-    pub last_swap_ms: Option<f64>,
-    /// The last scheduled update's status.
-    pub last_update: Option<UpdateStatus>,
-}
-
-/// A served table's sizes and page loads.
-#[derive(Clone, Debug, Serialize)]
-pub struct TableHealth {
-    /// Directory bytes.
-    pub dir_bytes: usize,
-    /// Pages in the table.
-    pub pages: usize,
-    /// Bytes of all pages.
-    pub page_bytes: usize,
-    /// Pages loaded so far.
-    pub loaded_pages: usize,
-    /// Bytes of the pages loaded so far.
-    pub loaded_page_bytes: usize,
-    /// Fetch + validation time of those pages (ms).
-    pub page_load_ms: f64,
-    /// The reader's derived indexes (bytes).
-    pub derived_bytes: usize,
 }

@@ -3,7 +3,8 @@
 //! is exact and no test sleeps.
 
 use super::*;
-use crate::ip::table::{build, Ranges, TableFiles};
+use crate::ip::table::{build, page_name, Ranges, TableFiles};
+use crate::ip::IpdbRecord;
 use crate::ip::{sha256_hex, IpAnswer};
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
