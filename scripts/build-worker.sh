@@ -7,12 +7,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-out=build features=""
+out=build features="" wasm_target_dir=""
 if [ "${1:-}" = "--bench" ]; then
   out=build-bench features="--features bench"
-  # Its own target dir: cargo writes a cdylib to one unhashed path per target dir, so the two
-  # builds there would overwrite each other's .wasm and rebuild the crate on every switch.
-  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}/bench-wasm"
+  # Its own target dir for the wasm: cargo writes a cdylib to one unhashed path per target dir,
+  # so the two builds there would overwrite each other's .wasm and rebuild the crate on every
+  # switch. (The asset build below stays in the usual one.)
+  wasm_target_dir="${CARGO_TARGET_DIR:-$PWD/target}/bench-wasm"
 elif [ $# -gt 0 ]; then
   echo "usage: bash scripts/build-worker.sh [--bench]" >&2; exit 2
 fi
@@ -37,5 +38,5 @@ if [ -f "$out/index_bg.wasm" ] && [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp
 fi
 # worker-build passes what follows its own options to `cargo build`.
 # shellcheck disable=SC2086 # empty, or two words
-worker-build --release --out-dir "$out" $features
+env ${wasm_target_dir:+"CARGO_TARGET_DIR=$wasm_target_dir"} worker-build --release --out-dir "$out" $features
 echo "$stamp" > "$out/.stamp"
