@@ -1,9 +1,22 @@
 #!/usr/bin/env bash
 # Builds assets and the worker bundle with tools from the registries only: wasm-bindgen from
 # `cargo install`, esbuild and wasm-opt from npm. Skips worker-build when nothing changed.
+#   bash scripts/build-worker.sh           # build/: what wrangler deploys (no /__bench code)
+#   bash scripts/build-worker.sh --bench   # build-bench/: with the cargo feature `bench`, for
+#                                          # the probes in bench/ only; never deploy it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
+out=build features="" wasm_target_dir=""
+if [ "${1:-}" = "--bench" ]; then
+  out=build-bench features="--features bench"
+  # Its own target dir for the wasm: cargo writes a cdylib to one unhashed path per target dir,
+  # so the two builds there would overwrite each other's .wasm and rebuild the crate on every
+  # switch. (The asset build below stays in the usual one.)
+  wasm_target_dir="${CARGO_TARGET_DIR:-$PWD/target}/bench-wasm"
+elif [ $# -gt 0 ]; then
+  echo "usage: bash scripts/build-worker.sh [--bench]" >&2; exit 2
+fi
 export WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$HOME/.cargo/bin/wasm-bindgen}"
 # esbuild's binary for this platform (scripts/env.sh picks the package: linux/darwin, x64/arm64).
 export ESBUILD_BIN="${ESBUILD_BIN:-$PWD/node_modules/$EGN_ESBUILD_PKG/bin/esbuild}"
@@ -11,17 +24,19 @@ export WASM_OPT_BIN="${WASM_OPT_BIN:-$PWD/node_modules/binaryen/bin/wasm-opt}"
 bash scripts/build-assets.sh
 # sha256sum (GNU coreutils) or shasum (macOS).
 sha256() { if command -v sha256sum >/dev/null 2>&1; then sha256sum; else shasum -a 256; fi; }
-# The stamp covers every input of build/ (the wasm + JS shim): the workspace's sources and lockfile,
-# this script, the npm lockfile (esbuild, binaryen), the tool versions, assets/geo/index.bin and
-# assets/ip/country/dir.bin, which the wasm embeds (src/edge/geo.rs, src/edge/ip/mod.rs). The rest
-# of assets/ and www/ are not inputs of build/: build-assets.sh above rebuilds and checks them
-# on every run.
+# The stamp covers every input of build/ (or build-bench/): the workspace's sources and lockfile,
+# this script, the npm lockfile (esbuild, binaryen), the tool versions, the cargo features,
+# assets/geo/index.bin and assets/ip/country/dir.bin, which the wasm embeds (src/edge/geo.rs,
+# src/edge/ip/mod.rs). The rest of assets/ and www/ are not inputs of the bundle:
+# build-assets.sh above rebuilds and checks them on every run.
 stamp="$( (cat Cargo.toml Cargo.lock package-lock.json "$0" assets/geo/index.bin assets/ip/country/dir.bin;
   find src crates -type f -not -path "crates/*/target/*" | sort | xargs cat;
-  "$WASM_BINDGEN_BIN" --version; worker-build --version) | sha256 | cut -d' ' -f1)"
-if [ -f build/index_bg.wasm ] && [ "$(cat build/.stamp 2>/dev/null)" = "$stamp" ]; then
-  echo "[build-worker] up to date"
+  "$WASM_BINDGEN_BIN" --version; worker-build --version; echo "$features") | sha256 | cut -d' ' -f1)"
+if [ -f "$out/index_bg.wasm" ] && [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp" ]; then
+  echo "[build-worker] $out/ up to date"
   exit 0
 fi
-worker-build --release
-echo "$stamp" > build/.stamp
+# worker-build passes what follows its own options to `cargo build`.
+# shellcheck disable=SC2086 # empty, or two words
+env ${wasm_target_dir:+"CARGO_TARGET_DIR=$wasm_target_dir"} worker-build --release --out-dir "$out" $features
+echo "$stamp" > "$out/.stamp"

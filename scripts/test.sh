@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: native core (cargo test), local stack (pytest), and the compiled worker in
 # workerd via Miniflare (node --test). Exits non-zero on any failure. Each stage's wall time is
-# printed at the end and kept in target/suite-times.tsv (scripts/bench/95-suite-times.sh reports
+# printed at the end and kept in target/suite-times.tsv (bench/report/95_suite_times.sh reports
 # a clean clone's times in BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,8 +33,11 @@ cargo fmt --check
 # The wasm lint runs in the background, in its own target dir (one cargo holds a target dir's
 # lock), beside the native clippy and then beside cargo test's compile: alone, each of these
 # leaves a core idle for much of its run (long serial chains through syn, web-sys, worker).
-CARGO_TARGET_DIR=target/clippy-wasm cargo clippy --lib --target wasm32-unknown-unknown -- -D warnings \
-  > target/clippy-wasm.log 2>&1 &
+# Then the bench build's code (feature `bench`, compiled out of the default build) in the same
+# target dir, where only the crate itself is checked again.
+( CARGO_TARGET_DIR=target/clippy-wasm cargo clippy --lib --target wasm32-unknown-unknown -- -D warnings &&
+  CARGO_TARGET_DIR=target/clippy-wasm cargo clippy --lib --target wasm32-unknown-unknown --features bench -- -D warnings
+) > target/clippy-wasm.log 2>&1 &
 wasm_lint=$!
 cargo clippy --workspace --all-targets -- -D warnings || { kill "$wasm_lint" 2>/dev/null; exit 1; }
 stage "cargo test (native core, exactness vs oracle; the wasm clippy finishing beside it)"

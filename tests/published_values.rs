@@ -18,7 +18,6 @@ const SKIP_DIRS: &[&str] = &[
     ".wrangler",
     "fuzz",
     "src",
-    "benches",
 ];
 const EXTENSIONS: &[&str] = &[
     "md",

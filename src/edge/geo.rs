@@ -1,9 +1,8 @@
 //! Coordinates → country in the worker: the index per isolate, tiles fetched on first use.
 
 use super::assets::{corrupt, fetch_asset};
-use super::{internal, ok_json, ApiResult};
-use crate::api::ErrorCode;
-use crate::api::{geo as geo_api, ApiError};
+use super::{ok_json, ApiResult};
+use crate::api::geo as geo_api;
 use crate::geo::{format, CountryIndex, GridPoint, LatLon, Tile};
 use serde_json::{json, Value};
 use std::cell::{Cell, RefCell};
@@ -154,10 +153,13 @@ pub async fn health(env: &Env) -> (Value, bool) {
     }
 }
 
+#[cfg(feature = "bench")]
 /// Bench: body is little-endian f64 (lat, lon) pairs; runs `repeat` passes of lookups (one at a
 /// time, or with `batched` through the interleaved batch) so an external timer can subtract the
 /// `repeat=0` request (parse + transfer) from the total.
 pub async fn bench(body: &[u8], env: &Env, repeat: usize, batched: bool) -> ApiResult<Response> {
+    use super::internal;
+    use crate::api::{ApiError, ErrorCode};
     let mut latlons = Vec::with_capacity(body.len() / 16);
     for c in body.chunks_exact(16) {
         let (lat, lon) = c.split_at(8);

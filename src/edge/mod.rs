@@ -2,6 +2,8 @@
 //! limits and 404/405 come from the route table in `crate::api::routes`; flows live in the core.
 
 mod assets;
+#[cfg(feature = "bench")]
+mod bench;
 mod console;
 mod factory;
 mod geo;
@@ -31,8 +33,6 @@ pub type ApiResult<T> = std::result::Result<T, ApiError>;
 /// Rate-limit bindings (`[[ratelimits]]` in wrangler.toml). Absent binding = not limited.
 const GEO_LIMITER: &str = "GEO_RATE_LIMITER";
 const USER_LIMITER: &str = "USER_RATE_LIMITER";
-/// Largest `n` a `/__bench/*` call may ask for (keeps one call far below the CPU limit).
-const MAX_BENCH_N: usize = 1_000_000;
 
 /// Who is calling, once authenticated.
 #[derive(Clone, Debug)]
@@ -223,34 +223,11 @@ async fn handle(
         Op::AdminIndexes => notify::ensure_indexes(cfg).await,
         Op::DeadLetters => notify::dead_letters(cfg, &query).await,
         Op::ReplayDeadLetters => notify::replay_dead_letters(cfg, env, &body).await,
-        Op::BenchNoop => ok_json(&json!({ "ok": true })),
-        Op::BenchGeo => {
-            let batched = bench_n(&query, "batch", 0)? != 0;
-            geo::bench(&body, env, bench_n(&query, "repeat", 1)?, batched).await
+        #[cfg(feature = "bench")]
+        Op::BenchNoop | Op::BenchGeo | Op::BenchIp | Op::BenchAuth => {
+            bench::serve(route.op, &req, env, ctx, (cfg, st), &query, &body).await
         }
-        Op::BenchIp => ip::bench(env, ctx, cfg, &query).await,
-        Op::BenchAuth => bench_auth(&req, st, bench_n(&query, "n", 0)?).await,
     }
-}
-
-fn bench_n(query: &str, name: &str, default: usize) -> ApiResult<usize> {
-    let n: usize = crate::api::query::param(query, name)
-        .map(|v| v.parse())
-        .transpose()
-        .map_err(|_| {
-            ApiError::new(
-                ErrorCode::InvalidParameter,
-                format!("{name} must be a number"),
-            )
-        })?
-        .unwrap_or(default);
-    if n > MAX_BENCH_N {
-        return Err(ApiError::new(
-            ErrorCode::InvalidParameter,
-            format!("{name} is at most {MAX_BENCH_N}"),
-        ));
-    }
-    Ok(n)
 }
 
 fn bearer(req: &Request) -> Option<String> {
@@ -543,22 +520,4 @@ async fn data_api_probe(cfg: &Config) -> Value {
         }
         Some((code, message)) => json!({ "probe": "failed", "error": code, "message": message }),
     }
-}
-
-/// Bench: verifies the request's own bearer token `n` times with warm caches (timed from outside
-/// against `n=0`).
-async fn bench_auth(req: &Request, st: &State, n: usize) -> ApiResult<Response> {
-    let v = st
-        .verifier
-        .as_ref()
-        .ok_or_else(|| not_configured("user authentication"))?;
-    let token = bearer(req).ok_or(AuthError::Missing)?;
-    let now = Date::now().as_millis() as f64;
-    let mut ok = 0;
-    for _ in 0..n {
-        if v.verify(&token, now).await.is_ok() {
-            ok += 1;
-        }
-    }
-    ok_json(&json!({ "n": n, "ok": ok }))
 }

@@ -12,10 +12,11 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 // Every answer a test receives from a started worker is validated against the worker's own
 // OpenAPI document (tests/js/openapi.mjs): `fetch` is wrapped once, and a request whose URL is
 // under a running worker's base has its response checked before the test sees it; a violation
-// rejects that fetch, so the test that caused it fails. `/__bench/*` and `/openapi.json` itself
-// are not checked. OPENAPI_VALIDATE=0 turns this off.
+// rejects that fetch, so the test that caused it fails. `/openapi.json` itself is not checked,
+// nor, on a worker started from another build than build/ (`buildDir`), its own routes under
+// `/__`, which are outside the contract. OPENAPI_VALIDATE=0 turns this off.
 const realFetch = globalThis.fetch;
-const validators = new Map(); // base URL → compiled document
+const validators = new Map(); // base URL → { v: compiled document, internal: answers under /__ unchecked }
 
 function validatorFor(url) {
   for (const [base, v] of validators) {
@@ -34,10 +35,11 @@ async function validatingFetch(input, init) {
     throw e;
   }
   const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-  const v = validatorFor(url);
-  if (!v) return res;
+  const entry = validatorFor(url);
+  if (!entry) return res;
+  const { v, internal } = entry;
   const { pathname } = new URL(url);
-  if (pathname.startsWith("/__bench/") || pathname === "/openapi.json") return res;
+  if ((internal && pathname.startsWith("/__")) || pathname === "/openapi.json") return res;
   const method = init?.method ?? (input instanceof Request ? input.method : "GET");
   // CORS preflights are protocol, not API: the document does not list OPTIONS.
   if (method.toUpperCase() === "OPTIONS") return res;
@@ -46,7 +48,7 @@ async function validatingFetch(input, init) {
   return res;
 }
 
-async function validateAnswers(base) {
+async function validateAnswers(base, internal) {
   if (process.env.OPENAPI_VALIDATE === "0") return;
   let v;
   const r = await realFetch(`${base}/openapi.json`);
@@ -60,7 +62,7 @@ async function validateAnswers(base) {
     // The worker serves its contract: not being able to read it is a failure, not a skip.
     throw new Error(`${base}/openapi.json answered ${r.status}; set OPENAPI_VALIDATE=0 to run without validation`);
   }
-  validators.set(base, v);
+  validators.set(base, { v, internal });
   globalThis.fetch = validatingFetch;
 }
 
@@ -99,13 +101,17 @@ export function queueOptions({ maxRetries = 3, maxBatchTimeout = 1, dlqMaxRetrie
   };
 }
 
+/// The bench build (`bash scripts/build-worker.sh --bench`), for the probes in bench/ and the
+/// test that checks it. The other tests run `build/`, the deployed artifact.
+export const BENCH_BUILD = path.join(ROOT, "build-bench");
+
 /// One worker's Miniflare options: the compiled worker, its assets, bindings and local
 /// backends (shared by `startWorker` and benchmarks that run several isolates in one runtime).
-export function workerOptions({ assetsDir = path.join(ROOT, "assets"), bindings = {}, queue } = {}) {
+export function workerOptions({ assetsDir = path.join(ROOT, "assets"), buildDir = path.join(ROOT, "build"), bindings = {}, queue } = {}) {
   return {
     name: "edge-geo-notify",
     modules: true,
-    scriptPath: path.join(ROOT, "build/index.js"),
+    scriptPath: path.join(buildDir, "index.js"),
     modulesRules: [{ type: "CompiledWasm", include: ["**/*.wasm"] }],
     compatibilityDate: "2026-07-01",
     assets: {
@@ -115,7 +121,7 @@ export function workerOptions({ assetsDir = path.join(ROOT, "assets"), bindings 
     },
     // Local development: the public test secrets are accepted (pass ENVIRONMENT: "" to run as
     // a deployed worker, which refuses them).
-    bindings: { ENVIRONMENT: "development", ENABLE_BENCH: "true", IPDB_KV_KEY: "ipdb/current", ...bindings },
+    bindings: { ENVIRONMENT: "development", IPDB_KV_KEY: "ipdb/current", ...bindings },
     kvNamespaces: ["IPDB_CONFIG"],
     durableObjects: { INBOX_HUB: "InboxHub" },
     r2Buckets: ["IPDB_BUCKET"],
@@ -127,12 +133,12 @@ export function workerOptions({ assetsDir = path.join(ROOT, "assets"), bindings 
 /// and a free loopback port.
 export const RUNTIME = { cf: { country: "GB", colo: "LHR", asn: 64512 }, host: "127.0.0.1", port: 0 };
 
-export async function startWorker({ assetsDir, bindings = {}, options = {}, queue } = {}) {
+export async function startWorker({ assetsDir, buildDir, bindings = {}, options = {}, queue } = {}) {
   // Node 22's fetch pools connections; workerd closes idle ones, so tests use fresh ones.
-  const mf = new Miniflare({ ...workerOptions({ assetsDir, bindings, queue }), ...RUNTIME, ...options });
+  const mf = new Miniflare({ ...workerOptions({ assetsDir, buildDir, bindings, queue }), ...RUNTIME, ...options });
   const url = await mf.ready;
   const base = url.href.replace(/\/$/, "");
-  await validateAnswers(base);
+  await validateAnswers(base, buildDir !== undefined);
   return {
     mf,
     base,

@@ -19,7 +19,7 @@ export async function initGeo() {
     map.draw();
     say(status, "Click anywhere on the map.");
     canvas.dataset.ready = "true";
-    // What scripts/bench-console.mjs reads as "interactive": outline drawn, clicks handled.
+    // What bench/probes/console.mjs reads as "interactive": outline drawn, clicks handled.
     performance.mark("console-map-ready");
   } catch (e) {
     say(status, `Map unavailable: ${e.message}`, true);

@@ -160,7 +160,7 @@ pub const VARIABLES: &[Setting] = &[
     var("AUTH_LEEWAY_SECONDS", "integer, s", Some("60"), "clock skew allowed on `exp` and `nbf`"),
     var("AUTH_JWKS_COOLDOWN_SECONDS", "integer, s", Some("30"), "least time between two JWKS refetches for an unknown `kid`"),
     var("CORS_ALLOWED_ORIGINS", "list, comma-separated", None, "origins that get CORS headers and preflights (`*` = any); unset = none"),
-    var("ENABLE_BENCH", "`true` \\| `false`", Some("false"), "serves `/__bench/*` for the benchmark scripts; keep it off in deployments"),
+    var("ENABLE_BENCH", "`true` \\| `false`", Some("false"), "serves `/__bench/*` in the bench build only (`scripts/build-worker.sh --bench`); a deployed build has no such routes"),
     // IP database.
     var("IPDB_KV_KEY", "text", Some("ipdb/current"), "KV key of the IPDB version record in `IPDB_CONFIG`"),
     var("IPDB_CHECK_INTERVAL_SECONDS", "integer, s", Some("60"), "how often an isolate re-reads the record (after responding)"),
@@ -349,7 +349,8 @@ pub struct Config {
     pub service_keys: crate::auth::ServiceKeys,
     /// Origins allowed by CORS (`*` = any).
     pub cors_origins: Vec<String>,
-    /// `/__bench/*` served.
+    /// `/__bench/*` served, in a build with the cargo feature `bench` (a second lock: other
+    /// builds have no bench routes, whatever this says).
     pub bench: bool,
     /// Subrequests one cron invocation may spend on housekeeping (the free plan allows 50 in all).
     pub housekeeping_subrequests: u32,

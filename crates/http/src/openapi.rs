@@ -693,6 +693,8 @@ more needs the queue (`503 not_configured`).",
             ],
             ..none()
         },
+        // Never documented (`document` skips bench routes); the arm only exists in the bench build.
+        #[cfg(feature = "bench")]
         Op::BenchNoop | Op::BenchGeo | Op::BenchIp | Op::BenchAuth => none(),
     }
 }

@@ -116,12 +116,16 @@ pub enum Op {
     /// Send dead letters back to the queue.
     ReplayDeadLetters,
     /// Benchmark: a trivial endpoint.
+    #[cfg(feature = "bench")]
     BenchNoop,
     /// Benchmark: geo lookups inside the isolate.
+    #[cfg(feature = "bench")]
     BenchGeo,
     /// Benchmark: IP lookups inside the isolate.
+    #[cfg(feature = "bench")]
     BenchIp,
     /// Benchmark: token verification inside the isolate.
+    #[cfg(feature = "bench")]
     BenchAuth,
 }
 
@@ -140,7 +144,8 @@ pub struct Route {
     pub body_limit: usize,
     /// Rate limiter.
     pub rate_limit: RateLimit,
-    /// Only served when `ENABLE_BENCH` is on; never in the OpenAPI document.
+    /// A `/__bench/*` route. These exist only in a build with the cargo feature `bench`, and
+    /// even there are served only when `ENABLE_BENCH` is on; never in the OpenAPI document.
     pub bench: bool,
     /// OpenAPI `operationId`.
     pub operation_id: &'static str,
@@ -190,6 +195,7 @@ const fn per_ip(mut r: Route) -> Route {
     r
 }
 
+#[cfg(feature = "bench")]
 const fn bench(mut r: Route) -> Route {
     r.bench = true;
     r
@@ -432,6 +438,9 @@ pub const ROUTES: &[Route] = &[
         ),
         16 * KIB,
     ),
+    // The bench routes: compiled out of the default build, so a deployed worker answers them
+    // 404 like any unknown path whatever its variables say.
+    #[cfg(feature = "bench")]
     bench(route(
         Get,
         "/__bench/noop",
@@ -441,6 +450,7 @@ pub const ROUTES: &[Route] = &[
         "Trivial endpoint",
         "bench",
     )),
+    #[cfg(feature = "bench")]
     bench(body(
         route(
             Post,
@@ -453,6 +463,7 @@ pub const ROUTES: &[Route] = &[
         ),
         MAX_BATCH_BODY,
     )),
+    #[cfg(feature = "bench")]
     bench(route(
         Get,
         "/__bench/ip",
@@ -462,6 +473,7 @@ pub const ROUTES: &[Route] = &[
         "IP lookups in the isolate",
         "bench",
     )),
+    #[cfg(feature = "bench")]
     bench(route(
         Get,
         "/__bench/auth",
@@ -597,6 +609,7 @@ mod tests {
         );
     }
 
+    #[cfg(feature = "bench")]
     #[test]
     fn bench_routes_exist_only_when_enabled() {
         assert_eq!(
@@ -607,6 +620,19 @@ mod tests {
             resolve("GET", "/__bench/noop", true).unwrap().route.op,
             Op::BenchNoop
         );
+    }
+
+    #[cfg(not(feature = "bench"))]
+    #[test]
+    fn without_the_bench_feature_no_bench_route_exists_even_when_enabled() {
+        assert!(ROUTES
+            .iter()
+            .all(|r| !r.bench && !r.path.starts_with("/__bench")));
+        for (method, path) in [("GET", "/__bench/noop"), ("POST", "/__bench/geo")] {
+            let e = resolve(method, path, true).unwrap_err();
+            assert_eq!((e.status, e.code), (404, ErrorCode::NotFound), "{path}");
+            assert!(allowed(path, true).is_empty(), "{path}");
+        }
     }
 
     #[test]

@@ -233,6 +233,7 @@ pub fn health() -> Value {
     json!(ipdb().health())
 }
 
+#[cfg(feature = "bench")]
 /// Bench: `reps` passes of lookups over the `n` addresses of the shared benchmark mix (the
 /// native bench times the same list and work), timed from outside against `reps=0` in the
 /// same isolate; pages are loaded before either. `all=1` loads every page first (in a fresh

@@ -17,7 +17,7 @@
 //! loads are ~Poisson(400): σ ≈ 20, and the fullest of `b` buckets sits near
 //! 400 + 20·√(2 ln b) ≈ 485 for b = 9,000 — under 512 with room (measured fullest: 475).
 //!
-//! Measured (`examples/dedup_memory.rs`, redis 7.0.15, 3.6 M UUID ids in one 10-min window):
+//! Measured (`bench/rust/examples/dedup_memory.rs`, redis 7.0.15, 3.6 M UUID ids in one 10-min window):
 //! String per id 130.6 B/id, one Hash per window 97.3 B/id, this layout **13.4 B/id**, no bucket
 //! converted. Throughput of one reserve vs one `SET NX PX`: 0.89× one request at a time (what a
 //! worker does: round-trip-bound), 0.24× when pipelined (server CPU-bound: Lua + the listpack's

@@ -16,6 +16,8 @@ mod special;
 pub mod table;
 pub mod update;
 mod version;
+// Only the bench build's `/__bench/ip` and the native benches (`bench/rust`) use it.
+#[cfg(feature = "bench")]
 pub mod workload;
 
 pub use agreement::{

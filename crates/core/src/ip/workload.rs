@@ -1,5 +1,5 @@
-//! The benchmark address mix, shared by the native bench (`examples/ip_bench.rs`) and the
-//! worker's `/__bench/ip`, so both time the same addresses and the same work per lookup.
+//! The benchmark address mix, shared by the native bench (`bench/rust/examples/ip_bench.rs`) and
+//! the worker's `/__bench/ip`, so both time the same addresses and the same work per lookup.
 
 use super::answer::{CountryLookup, IpAnswer};
 use std::net::{IpAddr, Ipv6Addr};

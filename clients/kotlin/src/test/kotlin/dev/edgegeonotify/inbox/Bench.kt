@@ -13,7 +13,7 @@ import kotlin.system.exitProcess
 
 /**
  * Benchmarks of the Kotlin SDK (not tests), printed as markdown for BENCHMARKS.md by
- * scripts/bench/85-sdk-kotlin.sh:
+ * bench/report/85_sdk_kotlin.sh:
  * - `store`: a 100-entry change page applied to a 10 000-item store (JVM, in process).
  * - `coldstart`: against the worker in workerd + the local stack (via tests/js/kotlin_stack.mjs):
  *   requests and bytes of a cold start from persisted state vs a full reload.

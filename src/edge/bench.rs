@@ -1,0 +1,77 @@
+//! `/__bench/*`: lookups and token checks timed inside the isolate, for the bench scripts
+//! (`bench/`). Compiled only with the cargo feature `bench` (`bash scripts/build-worker.sh
+//! --bench`, which writes `build-bench/`), so the deployed wasm has neither these routes nor
+//! their code; inside that build they are still served only with `ENABLE_BENCH=true`.
+
+use super::state::State;
+use super::{bearer, geo, ip, not_configured, ok_json, ApiResult};
+use crate::api::routes::Op;
+use crate::api::{ApiError, ErrorCode};
+use crate::auth::AuthError;
+use crate::config::Config;
+use serde_json::json;
+use worker::{Context, Date, Env, Request, Response};
+
+/// Largest `n` a `/__bench/*` call may ask for (keeps one call far below the CPU limit).
+const MAX_BENCH_N: usize = 1_000_000;
+
+/// Serves one bench operation (the route table matched it and `ENABLE_BENCH` is on).
+pub async fn serve(
+    op: Op,
+    req: &Request,
+    env: &Env,
+    ctx: &Context,
+    (cfg, st): (&Config, &State),
+    query: &str,
+    body: &[u8],
+) -> ApiResult<Response> {
+    match op {
+        Op::BenchNoop => ok_json(&json!({ "ok": true })),
+        Op::BenchGeo => {
+            let batched = bench_n(query, "batch", 0)? != 0;
+            geo::bench(body, env, bench_n(query, "repeat", 1)?, batched).await
+        }
+        Op::BenchIp => ip::bench(env, ctx, cfg, query).await,
+        Op::BenchAuth => auth(req, st, bench_n(query, "n", 0)?).await,
+        // The route table hands only its bench routes here.
+        _ => Err(ApiError::not_found(&req.path())),
+    }
+}
+
+fn bench_n(query: &str, name: &str, default: usize) -> ApiResult<usize> {
+    let n: usize = crate::api::query::param(query, name)
+        .map(|v| v.parse())
+        .transpose()
+        .map_err(|_| {
+            ApiError::new(
+                ErrorCode::InvalidParameter,
+                format!("{name} must be a number"),
+            )
+        })?
+        .unwrap_or(default);
+    if n > MAX_BENCH_N {
+        return Err(ApiError::new(
+            ErrorCode::InvalidParameter,
+            format!("{name} is at most {MAX_BENCH_N}"),
+        ));
+    }
+    Ok(n)
+}
+
+/// Verifies the request's own bearer token `n` times with warm caches (timed from outside
+/// against `n=0`).
+async fn auth(req: &Request, st: &State, n: usize) -> ApiResult<Response> {
+    let v = st
+        .verifier
+        .as_ref()
+        .ok_or_else(|| not_configured("user authentication"))?;
+    let token = bearer(req).ok_or(AuthError::Missing)?;
+    let now = Date::now().as_millis() as f64;
+    let mut ok = 0;
+    for _ in 0..n {
+        if v.verify(&token, now).await.is_ok() {
+            ok += 1;
+        }
+    }
+    ok_json(&json!({ "n": n, "ok": ok }))
+}
