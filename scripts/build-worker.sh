@@ -31,6 +31,8 @@ sha256() { if command -v sha256sum >/dev/null 2>&1; then sha256sum; else shasum 
 # build-assets.sh above rebuilds and checks them on every run.
 stamp="$( (cat Cargo.toml Cargo.lock package-lock.json "$0" assets/geo/index.bin assets/ip/country/dir.bin;
   find src crates -type f -not -path "crates/*/target/*" | sort | xargs cat;
+  # The files whose published values crates/core/build.rs compiles in.
+  sed -n '/PUBLISHED_FILES: /,/^];/p' crates/core/src/config/secrets/extract.rs | grep -o '"[^"]*"' | tr -d '"' | xargs cat;
   "$WASM_BINDGEN_BIN" --version; worker-build --version; echo "$features") | sha256 | cut -d' ' -f1)"
 if [ -f "$out/index_bg.wasm" ] && [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp" ]; then
   echo "[build-worker] $out/ up to date"

@@ -2,7 +2,7 @@
 //! tests must be refused by the deployed worker's check (`config::secrets::check_secret`): copied
 //! into a deployment, it answers 503 config_invalid instead of serving with a public secret.
 //! A new strong-looking literal fails this test until its file is added to
-//! `config::secrets::PUBLISHED_SOURCES` (or the value is drawn at run time instead).
+//! `config::secrets::PUBLISHED_FILES` (or the value is drawn at run time instead).
 
 use std::path::{Path, PathBuf};
 
@@ -98,14 +98,14 @@ fn every_secret_looking_value_in_the_repository_is_refused() {
     assert!(
         passing.is_empty(),
         "values a deployed worker would accept, published in the repository (add the file to \
-         PUBLISHED_SOURCES or draw the value at run time):\n  {}",
+         PUBLISHED_FILES or draw the value at run time):\n  {}",
         passing.join("\n  ")
     );
 }
 
 #[test]
 fn the_published_list_is_extracted_from_the_files() {
-    let list: Vec<&str> = published().iter().map(|(v, _)| v.as_str()).collect();
+    let list: Vec<&str> = published().iter().map(|(v, _)| *v).collect();
     for v in [
         "local-dev-service-token",
         "local-dev-redis-readonly-token",

@@ -5,9 +5,9 @@
 //! anything) run this same code. Only variable names and reasons leave it, never a value.
 //!
 //! A value is refused when it
-//! - equals or contains a value published in this repository ([`PUBLISHED_SOURCES`]: the example
-//!   files, the local stack's defaults, the README, the test harnesses; extracted from the files
-//!   at compile time, not kept by hand),
+//! - equals or contains a value published in this repository ([`PUBLISHED_FILES`]: the example
+//!   files, the local stack's defaults, the README, the test harnesses; the values are extracted
+//!   from the files at build time by `build.rs`, not kept by hand),
 //! - reads like a placeholder ([`PLACEHOLDERS`]),
 //! - is shorter than [`MIN_SECRET_BYTES`] bytes, or
 //! - has fewer than [`MIN_SECRET_BITS`] bits of estimated entropy ([`estimate_bits`]: a repeated
@@ -15,8 +15,6 @@
 //!
 //! Local development is exempt: it is marked by `ENVIRONMENT=development` (`.dev.vars`, the test
 //! harness, `scripts/dev.sh`); a missing `ENVIRONMENT` counts as deployed.
-
-use std::sync::OnceLock;
 
 /// Variable that marks local development.
 pub const ENVIRONMENT_VAR: &str = "ENVIRONMENT";
@@ -26,10 +24,6 @@ pub const DEVELOPMENT: &str = "development";
 pub const MIN_SECRET_BYTES: usize = 32;
 /// Fewest bits of estimated entropy a secret must have.
 pub const MIN_SECRET_BITS: u32 = 128;
-/// Published values shorter than this are only refused when equal, not when contained (a short
-/// string can occur by chance inside a random one).
-const MIN_CONTAINED_LEN: usize = 8;
-
 /// Secrets checked for strength, besides every `SERVICE_KEY_<NAME>` declared in `SERVICE_KEYS`.
 pub const STRENGTH_CHECKED: &[&str] = &[
     "AUTH_HS256_SECRET",
@@ -62,48 +56,6 @@ pub const PLACEHOLDERS: &[&str] = &[
     "<",
     "todo",
     "xxxx",
-];
-
-/// Files whose secret-looking values are published with this repository, compiled in.
-pub const PUBLISHED_SOURCES: &[(&str, &str)] = &[
-    (
-        "secrets.example.json",
-        include_str!("../../../../secrets.example.json"),
-    ),
-    (
-        ".dev.vars.example",
-        include_str!("../../../../.dev.vars.example"),
-    ),
-    (
-        "stack/__main__.py",
-        include_str!("../../../../stack/__main__.py"),
-    ),
-    (
-        "stack/gateway.py",
-        include_str!("../../../../stack/gateway.py"),
-    ),
-    ("README.md", include_str!("../../../../README.md")),
-    ("docs/deploy.md", include_str!("../../../../docs/deploy.md")),
-    (
-        "docs/mongodb-gateway.md",
-        include_str!("../../../../docs/mongodb-gateway.md"),
-    ),
-    (
-        "tests/js/harness.mjs",
-        include_str!("../../../../tests/js/harness.mjs"),
-    ),
-    (
-        "tests/js/gateway.mjs",
-        include_str!("../../../../tests/js/gateway.mjs"),
-    ),
-    (
-        "tests/js/smoke.test.mjs",
-        include_str!("../../../../tests/js/smoke.test.mjs"),
-    ),
-    (
-        "stack/tests/conftest.py",
-        include_str!("../../../../stack/tests/conftest.py"),
-    ),
 ];
 
 /// Why a value is refused. Never carries the value.
@@ -150,90 +102,18 @@ pub fn is_development(get: &dyn Fn(&str) -> Option<String>) -> bool {
     get(ENVIRONMENT_VAR).is_some_and(|v| v.trim() == DEVELOPMENT)
 }
 
-/// Secret-looking values in `text`: a quoted literal (or the value of `NAME=value`) of at least
-/// 8 characters, without spaces, that follows a name containing `secret`, `token`, `key` or
-/// `password` (`"SERVICE_TOKEN": "…"`, `SERVICE_TOKEN="…"`, `redis_token = "…"`, `KEY = '…'`).
-pub fn secret_looking_values(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let b = line.as_bytes();
-        let mut i = 0;
-        while i < b.len() {
-            let q = b[i];
-            let (start, end) = if q == b'"' || q == b'\'' || q == b'`' {
-                match line[i + 1..].find(q as char) {
-                    Some(n) => (i + 1, i + 1 + n),
-                    None => break,
-                }
-            } else if q == b'=' && i + 1 < b.len() && !matches!(b[i + 1], b' ' | b'"' | b'\'') {
-                // NAME=value (shell, env files), up to the next space.
-                let n = line[i + 1..]
-                    .find([' ', ';', '&'])
-                    .unwrap_or(line.len() - i - 1);
-                (i + 1, i + 1 + n)
-            } else {
-                i += 1;
-                continue;
-            };
-            let value = &line[start..end];
-            let before = if q == b'=' { &line[..=i] } else { &line[..i] };
-            if value.len() >= MIN_CONTAINED_LEN
-                && !value.contains(['$', '{', '}', '<', '>', ' ', '\\', '(', ')', '*'])
-                && follows_secret_name(before)
-            {
-                out.push(value.to_owned());
-            }
-            // A literal's closing quote is not the next one's opening quote.
-            i = end + 1;
-        }
-    }
-    out
-}
+mod extract;
+pub use extract::{secret_looking_values, MIN_CONTAINED_LEN, PUBLISHED_FILES};
 
-/// Whether `before` (the text in front of a literal) ends with a secret-like name and separators.
-fn follows_secret_name(before: &str) -> bool {
-    let trimmed = before.trim_end_matches([' ', '\t', '"', '\'', ':', '=', ',']);
-    if trimmed.len() == before.len() || before.len() - trimmed.len() > 6 {
-        return false;
-    }
-    let name: String = trimmed
-        .chars()
-        .rev()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect::<String>()
-        .to_ascii_lowercase();
-    ["secret", "token", "key", "password", "passwd"]
-        .iter()
-        .any(|w| name.contains(w))
-}
+// `PUBLISHED`: every published value with the file that publishes it, extracted from
+// `PUBLISHED_FILES` by build.rs with the same `secret_looking_values`. Only the values are
+// compiled in, not the files (they were ~90 KB of the wasm).
+include!(concat!(env!("OUT_DIR"), "/published.rs"));
 
-/// Every published value with the file that publishes it, extracted once.
-pub fn published() -> &'static [(String, &'static str)] {
-    static LIST: OnceLock<Vec<(String, &'static str)>> = OnceLock::new();
-    LIST.get_or_init(|| {
-        let mut out: Vec<(String, &'static str)> = Vec::new();
-        for (file, text) in PUBLISHED_SOURCES {
-            for v in secret_looking_values(text) {
-                if !out.iter().any(|(x, _)| *x == v) {
-                    out.push((v, file));
-                }
-            }
-        }
-        // Every value of the bulk-secrets example, whatever its name.
-        if let Ok(serde_json::Value::Object(m)) =
-            serde_json::from_str::<serde_json::Value>(PUBLISHED_SOURCES[0].1)
-        {
-            for v in m.values().filter_map(|v| v.as_str()) {
-                if !out.iter().any(|(x, _)| x == v) {
-                    out.push((v.to_owned(), PUBLISHED_SOURCES[0].0));
-                }
-            }
-        }
-        out
-    })
+/// Every published value with the file that publishes it.
+#[must_use]
+pub fn published() -> &'static [(&'static str, &'static str)] {
+    PUBLISHED
 }
 
 /// The published value `value` equals or contains, if any.
