@@ -8,6 +8,9 @@ mod batch;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod build;
 mod coord;
+#[cfg(not(target_arch = "wasm32"))]
+#[doc(hidden)]
+pub mod fixture;
 pub mod format;
 mod index;
 #[cfg(not(target_arch = "wasm32"))]
