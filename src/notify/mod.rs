@@ -32,6 +32,7 @@ pub mod store;
 mod template;
 
 pub use error::NotifyError;
+pub(crate) use event::integer;
 pub use event::{NewEvent, NewSender, NotificationEvent, Sender};
 pub use preferences::Preferences;
 pub use query::{
