@@ -35,7 +35,7 @@ pub fn parse_event(body: &[u8]) -> Result<NewEvent, ApiError> {
             "an event is at most 64 KiB",
         ));
     }
-    serde_json::from_slice(body)
+    super::from_object(body)
         .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("event: {e}")))
 }
 
@@ -154,7 +154,7 @@ pub fn parse_replay(body: &[u8]) -> Result<ReplayBody, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(ReplayBody::default());
     }
-    let r: ReplayBody = serde_json::from_slice(body)
+    let r: ReplayBody = super::from_object(body)
         .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("replay: {e}")))?;
     if r.limit.is_some_and(|l| !(1..=MAX_PAGE).contains(&l))
         || r.ids
@@ -194,7 +194,7 @@ pub struct Retraction {
 /// # Errors
 /// `invalid_json` (400).
 pub fn parse_retraction(body: &[u8]) -> Result<Retraction, ApiError> {
-    serde_json::from_slice(body)
+    super::from_object(body)
         .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("retraction: {e}")))
 }
 
@@ -224,7 +224,7 @@ fn yes() -> bool {
 /// # Errors
 /// `invalid_json`, `invalid_flag`, `invalid_target` (400).
 pub fn parse_mark(body: &[u8]) -> Result<(MarkBody, Flag), ApiError> {
-    let m: MarkBody = serde_json::from_slice(body)
+    let m: MarkBody = super::from_object(body)
         .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("mark: {e}")))?;
     let flag = match known::<Flag>(&m.flag) {
         Ok(f) => f,
@@ -324,7 +324,7 @@ struct BulkBody {
 /// # Errors
 /// `invalid_json`, `invalid_action` (400).
 pub fn parse_bulk(body: &[u8]) -> Result<(Bulk, Option<String>), ApiError> {
-    let b: BulkBody = serde_json::from_slice(body)
+    let b: BulkBody = super::from_object(body)
         .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("bulk: {e}")))?;
     let action = match known::<Bulk>(&b.action) {
         Ok(a) => a,

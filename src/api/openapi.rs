@@ -953,7 +953,8 @@ fn with_health_version(mut components: Value) -> Value {
 fn with_event_template(mut components: Value) -> Value {
     let mut template = components["schemas"]["NewEvent"].clone();
     if let Some(required) = template["required"].as_array_mut() {
-        required.retain(|f| f != "owner");
+        // An absent eventId is empty: the fan-out id `:{owner}` is still non-empty.
+        required.retain(|f| f != "owner" && f != "eventId");
     }
     template["description"] = json!("An event without `owner`; each owner's `eventId` is `{eventId}:{owner}`, which must fit the `eventId` limit.");
     template["properties"]["owner"] = json!({ "type": "string", "maxLength": 0 });
