@@ -604,7 +604,7 @@ export interface components {
             categoryType: "home" | "social" | "creator" | "system";
             notificationType: string;
             templateType: string;
-            eventId: string;
+            eventId?: string;
             sender: {
                 id: string;
                 name: string;
