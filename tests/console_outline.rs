@@ -8,7 +8,6 @@ mod common;
 use common::world;
 use egn_tools::geo::outline::{self, OutlineFeature, EPSILON_DEG, UNITS_PER_DEGREE};
 use rand::{rngs::StdRng, Rng, SeedableRng};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 
 fn seg_dist(p: [f64; 2], a: [f64; 2], b: [f64; 2]) -> f64 {
@@ -60,10 +59,7 @@ fn outline_is_reproducible_complete_and_within_its_reported_error() {
         &std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/manifest.json")).unwrap(),
     )
     .unwrap();
-    let hex: String = Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex = edge_geo_notify::ip::sha256_hex(&bytes);
     assert_eq!(manifest["outline"]["file"]["sha256"], hex.as_str());
     assert_eq!(manifest["outline"]["stats"]["bytes"], bytes.len());
 

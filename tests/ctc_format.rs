@@ -4,13 +4,9 @@ mod common;
 
 use common::world;
 use egn_tools::geo::{build, format, CountryIndex, LoadError};
-use sha2::{Digest, Sha256};
 
 fn hex(b: &[u8]) -> String {
-    Sha256::digest(b)
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
+    edge_geo_notify::ip::sha256_hex(b)
 }
 
 #[test]

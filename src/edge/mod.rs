@@ -143,7 +143,7 @@ fn request_id(req: &Request) -> String {
     for x in &mut b {
         *x = (js_sys::Math::random() * 256.0) as u8;
     }
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    crate::ip::hex(&b)
 }
 
 async fn handle(

@@ -396,7 +396,7 @@ export interface paths {
         put?: never;
         /**
          * Send dead letters back to the queue
-         * @description Sends the letters back to the events queue, then removes them. An event that was in fact applied is answered by dedup and the upsert's filter, so replaying is safe.
+         * @description Sends the letters back to the events queue, then removes them. An event that was in fact applied is answered by dedup and the upsert's filter, so replaying is safe. No body replays the oldest 100.
          */
         post: operations["replayDeadLetters"];
         delete?: never;
@@ -594,6 +594,28 @@ export interface components {
             mutedCategories: ("home" | "social" | "creator" | "system")[];
             mutedTypes: string[];
             enforced: boolean;
+        };
+        /** @description An event without `owner`; each owner's `eventId` is `{eventId}:{owner}`, which must fit the `eventId` limit. */
+        EventTemplate: {
+            owner?: string;
+            itemKey: string;
+            serviceType: string;
+            /** @enum {unknown} */
+            categoryType: "home" | "social" | "creator" | "system";
+            notificationType: string;
+            templateType: string;
+            eventId?: string;
+            sender: {
+                id: string;
+                name: string;
+                avatar?: string | null;
+            };
+            landing?: string | null;
+            messageArguments?: {
+                [key: string]: string;
+            };
+            /** @description Event time, ms since the epoch (at most 5 minutes ahead) */
+            createdTimeMsec: number;
         };
     };
     responses: {
@@ -1171,10 +1193,11 @@ export interface operations {
     whereAmI: {
         parameters: {
             query?: {
-                /** @description Latitude in degrees (WGS 84). */
-                lat?: number;
-                /** @description Longitude in degrees (WGS 84); `lng` is accepted as an alias. */
-                lon?: number;
+                /** @description `lat` and `lon` (degrees, WGS 84) together, or neither. */
+                coordinates?: {
+                    lat?: number;
+                    lon?: number;
+                };
             };
             header?: never;
             path?: never;
@@ -1462,8 +1485,8 @@ export interface operations {
     changes: {
         parameters: {
             query?: {
-                /** @description `sync` from a list page or an earlier answer. */
-                since?: string;
+                /** @description `sync` from a list page or an earlier answer; empty is the same as absent. */
+                since?: string | "";
                 /** @description Most entries returned. */
                 limit?: number;
             };
@@ -1578,7 +1601,10 @@ export interface operations {
     stream: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description Without it the route answers 426 `upgrade_required`. */
+                Upgrade: "websocket";
+            };
             path?: never;
             cookie?: never;
         };
@@ -1888,7 +1914,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    mutedCategories?: string[];
+                    mutedCategories?: ("home" | "social" | "creator" | "system")[];
                     mutedTypes?: string[];
                 };
             };
@@ -2290,8 +2316,7 @@ export interface operations {
                 "application/json": components["schemas"]["NewEvent"] | {
                     events: components["schemas"]["NewEvent"][];
                 } | {
-                    /** @description An event without `owner`. */
-                    template: Record<string, never>;
+                    template: components["schemas"]["EventTemplate"];
                     owners: string[];
                 };
             };
@@ -2826,7 +2851,7 @@ export interface operations {
             cookie?: never;
         };
         /** @description JSON, at most 16384 bytes (larger → 413 `payload_too_large`). */
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     ids?: string[];

@@ -50,7 +50,7 @@ struct Batch {
 /// `invalid_json`, `empty_batch`, `batch_too_large`,
 /// `invalid_point` (400) naming the first bad index.
 pub fn parse_batch(body: &[u8]) -> Result<Vec<LatLon>, ApiError> {
-    let batch: Batch = serde_json::from_slice(body).map_err(|e| {
+    let batch: Batch = super::from_object(body).map_err(|e| {
         ApiError::new(
             ErrorCode::InvalidJson,
             format!("expected {{\"points\": [...]}}: {e}"),

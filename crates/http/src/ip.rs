@@ -43,7 +43,7 @@ struct Batch {
 /// # Errors
 /// `invalid_json`, `empty_batch`, `batch_too_large`, `invalid_ip`.
 pub fn parse_ip_batch(body: &[u8]) -> Result<Vec<IpAddr>, ApiError> {
-    let b: Batch = serde_json::from_slice(body).map_err(|e| {
+    let b: Batch = super::from_object(body).map_err(|e| {
         ApiError::new(
             ErrorCode::InvalidJson,
             format!("expected {{\"ips\": [...]}}: {e}"),

@@ -3,7 +3,26 @@
 use super::error::ApiError;
 use crate::ErrorCode;
 use egn_core::notify::{Bulk, EventsInput, Flag, ListParams, NewEvent, Retraction, MAX_PAGE};
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
+
+/// [`present`] for an integer (`5` or `5.0`, as the document's `"type": "integer"` allows).
+fn present_integer<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    egn_core::notify::integer(d).map(Some)
+}
+
+/// An optional field that, when present, must be a `T`: absent is `None`, but `null` is refused
+/// (`invalid_json`) because the document does not allow it (a plain `Option` would take it).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// A wire name as the enum `T` spells it (its serde names), or the name back so the error can
+/// say it: an unknown name has its own code and message, a plain enum field would make it
+/// `invalid_json`. (Lighter in the wasm than an untagged enum, which buffers the value.)
+fn known<'a, T: Deserialize<'a>>(name: &'a str) -> Result<T, &'a str> {
+    use serde::de::value::{Error, StrDeserializer};
+    T::deserialize(StrDeserializer::<Error>::new(name)).map_err(|_| name)
+}
 
 /// Parses the JSON body of a notification event.
 ///
@@ -16,7 +35,7 @@ pub fn parse_event(body: &[u8]) -> Result<NewEvent, ApiError> {
             "an event is at most 64 KiB",
         ));
     }
-    serde_json::from_slice(body)
+    super::from_object(body)
         .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("event: {e}")))
 }
 
@@ -95,10 +114,10 @@ pub fn parse_events_body(body: &[u8]) -> Result<EventsInput, ApiError> {
 #[serde(deny_unknown_fields)]
 pub struct ReplayBody {
     /// Letters to replay; absent = the oldest.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present")]
     pub ids: Option<Vec<String>>,
     /// How many (1..=100).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "present_integer")]
     pub limit: Option<u32>,
 }
 
@@ -110,7 +129,7 @@ pub fn parse_replay(body: &[u8]) -> Result<ReplayBody, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(ReplayBody::default());
     }
-    let r: ReplayBody = serde_json::from_slice(body)
+    let r: ReplayBody = super::from_object(body)
         .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("replay: {e}")))?;
     if r.limit.is_some_and(|l| !(1..=MAX_PAGE).contains(&l))
         || r.ids
@@ -138,7 +157,7 @@ pub fn parse_dead_letter_limit(query: &str) -> Result<u32, ApiError> {
 /// # Errors
 /// `invalid_json` (400).
 pub fn parse_retraction(body: &[u8]) -> Result<Retraction, ApiError> {
-    serde_json::from_slice(body)
+    super::from_object(body)
         .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("retraction: {e}")))
 }
 
@@ -147,12 +166,13 @@ pub fn parse_retraction(body: &[u8]) -> Result<Retraction, ApiError> {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct MarkBody {
     /// One item…
+    #[serde(default, deserialize_with = "present")]
     pub item_key: Option<String>,
     /// …or all of the owner's items.
     #[serde(default)]
     pub all: bool,
-    /// `read`, `seen` or `archived`.
-    pub flag: String,
+    /// `read`, `seen` or `archived`; checked by [`parse_mark`].
+    flag: String,
     /// New value (default true).
     #[serde(default = "yes")]
     pub value: bool,
@@ -167,13 +187,11 @@ fn yes() -> bool {
 /// # Errors
 /// `invalid_json`, `invalid_flag`, `invalid_target` (400).
 pub fn parse_mark(body: &[u8]) -> Result<(MarkBody, Flag), ApiError> {
-    let m: MarkBody = serde_json::from_slice(body)
+    let m: MarkBody = super::from_object(body)
         .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("mark: {e}")))?;
-    let flag = match m.flag.as_str() {
-        "read" => Flag::Read,
-        "seen" => Flag::Seen,
-        "archived" => Flag::Archived,
-        other => {
+    let flag = match known::<Flag>(&m.flag) {
+        Ok(f) => f,
+        Err(other) => {
             return Err(ApiError::new(
                 ErrorCode::InvalidFlag,
                 format!("flag {other:?}: use read, seen or archived"),
@@ -260,6 +278,7 @@ pub fn parse_changes(query: &str) -> Result<(Option<String>, u32), ApiError> {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct BulkBody {
     action: String,
+    #[serde(default, deserialize_with = "present")]
     category: Option<String>,
 }
 
@@ -268,14 +287,11 @@ struct BulkBody {
 /// # Errors
 /// `invalid_json`, `invalid_action` (400).
 pub fn parse_bulk(body: &[u8]) -> Result<(Bulk, Option<String>), ApiError> {
-    let b: BulkBody = serde_json::from_slice(body)
+    let b: BulkBody = super::from_object(body)
         .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("bulk: {e}")))?;
-    let action = match b.action.as_str() {
-        "read" => Bulk::Read,
-        "seen" => Bulk::Seen,
-        "archiveRead" => Bulk::ArchiveRead,
-        "delete" => Bulk::Delete,
-        other => {
+    let action = match known::<Bulk>(&b.action) {
+        Ok(a) => a,
+        Err(other) => {
             return Err(ApiError::new(
                 ErrorCode::InvalidAction,
                 format!("action {other:?}: use read, seen, archiveRead or delete"),
@@ -324,6 +340,17 @@ mod tests {
             parse_bulk(br#"{"action":"nuke"}"#).unwrap_err().code,
             "invalid_action"
         );
+        // The document does not allow null (absent is the whole inbox).
+        assert_eq!(
+            parse_bulk(br#"{"action":"read","category":null}"#)
+                .unwrap_err()
+                .code,
+            "invalid_json"
+        );
+        assert_eq!(
+            parse_bulk(br#"{"action":"read"}"#).unwrap(),
+            (Bulk::Read, None)
+        );
     }
 
     #[test]
@@ -344,6 +371,29 @@ mod tests {
         assert_eq!(
             parse_mark(br#"{"flag":"read"}"#).unwrap_err().code,
             "invalid_target"
+        );
+        let nope = parse_mark(br#"{"all":true,"flag":"nope"}"#).unwrap_err();
+        assert_eq!(nope.message, "flag \"nope\": use read, seen or archived");
+        assert_eq!(
+            parse_mark(br#"{"all":true,"flag":"archived","value":false}"#)
+                .unwrap()
+                .1,
+            Flag::Archived
+        );
+        assert_eq!(
+            parse_mark(br#"{"itemKey":null,"all":true,"flag":"read"}"#)
+                .unwrap_err()
+                .code,
+            "invalid_json"
+        );
+        assert_eq!(
+            parse_replay(br#"{"limit":null}"#).unwrap_err().code,
+            "invalid_json"
+        );
+        assert_eq!(parse_replay(br#"{"limit":95.0}"#).unwrap().limit, Some(95));
+        assert_eq!(
+            parse_replay(br#"{"limit":9.5}"#).unwrap_err().code,
+            "invalid_json"
         );
     }
 }

@@ -26,6 +26,8 @@ struct Detail {
     params: Vec<Value>,
     /// Request body schema (only for routes with a body limit).
     request: Option<Value>,
+    /// The body may be left out (the parser reads an empty body as the defaults).
+    body_optional: bool,
     /// Success and non-error responses: status → response object.
     responses: Vec<(u16, Value)>,
     /// Error statuses and their codes, beyond the ones every route of its kind shares.
@@ -54,10 +56,44 @@ const ASSET_503: &[&str] = &["asset_unavailable", "asset_corrupt"];
 const BACKEND_503: &[&str] = &["backend_unavailable", "duplicate_key", "not_configured"];
 /// 422 of operations that check an owner (the token's `sub`) or an item key as stored text.
 const KEY_422: &[&str] = &["missing_field", "field_too_long", "invalid_characters"];
-/// Text fields: no control characters (C0, DEL, C1).
-const NO_CONTROLS: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]+$";
+/// Template argument values: no control characters (C0, DEL, C1); empty is allowed.
+const ARG_VALUE: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$";
+/// Ids and keys ([`egn_core::notify`]'s `text`): no control characters and not only whitespace
+/// (the parser trims before its emptiness check). The middle class is every non-control
+/// character that is not Unicode `White_Space` (what `str::trim` strips).
+const TEXT: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u0020\\u007F-\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000][^\\u0000-\\u001F\\u007F-\\u009F]*$";
+/// `serviceType`, `notificationType`… ([`egn_core::notify`]'s `ident`).
+const IDENT: &str = "^[A-Za-z0-9_.-]+$";
 /// 502: the backend refused a request the worker built (a bug or a misconfiguration).
 const BACKEND_502: &[&str] = &["backend_rejected", "backend_decode"];
+
+/// An id or key: 1..=`max` (the parser counts UTF-8 bytes), [`TEXT`].
+fn text(max: usize) -> Value {
+    json!({ "type": "string", "minLength": 1, "maxLength": max, "pattern": TEXT })
+}
+
+/// A type name: 1..=`max`, [`IDENT`].
+fn ident(max: usize) -> Value {
+    json!({ "type": "string", "minLength": 1, "maxLength": max, "pattern": IDENT })
+}
+
+/// A change-feed position or a page cursor as the worker writes them: base64url without
+/// padding of the JSON array `[revision, id]`. Anything else answers 400 `invalid_cursor`, so
+/// a client only ever passes back a value it was given.
+fn position_schema() -> Value {
+    json!({
+        "type": "string",
+        "pattern": "^[A-Za-z0-9_-]+$",
+        "contentEncoding": "base64url",
+        "contentMediaType": "application/json",
+        "contentSchema": {
+            "type": "array",
+            "prefixItems": [{ "type": "integer" }, { "type": "string" }],
+            "minItems": 2,
+            "maxItems": 2,
+        },
+    })
+}
 
 fn lat_lon_params(required: bool) -> Vec<Value> {
     vec![
@@ -113,6 +149,7 @@ fn detail(op: Op) -> Detail {
         description: "",
         params: vec![],
         request: None,
+        body_optional: false,
         responses: vec![],
         errors: vec![],
     };
@@ -279,7 +316,24 @@ fn detail(op: Op) -> Detail {
         },
         Op::Me => Detail {
             description: "`request.cf.country`, the IPDB answer for `CF-Connecting-IP`, optionally the coordinates' country, and whether the sources that answered agree (null with fewer than two).",
-            params: lat_lon_params(false),
+            // lat and lon come together or not at all: one form-exploded object parameter
+            // (`?lat=…&lon=…` on the wire) is how OpenAPI states that dependency.
+            params: vec![json!({
+                "name": "coordinates",
+                "in": "query",
+                "required": false,
+                "style": "form",
+                "explode": true,
+                "description": "`lat` and `lon` (degrees, WGS 84) together, or neither.",
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "lat": { "type": "number", "minimum": -90, "maximum": 90 },
+                        "lon": { "type": "number", "minimum": -180, "maximum": 180 },
+                    },
+                    "dependentRequired": { "lat": ["lon"], "lon": ["lat"] },
+                },
+            })],
             responses: vec![(200, json_response("What each source says", schema_ref("Me")))],
             errors: vec![
                 (400, codes(&["missing_parameter", "invalid_number", "invalid_coordinate"])),
@@ -291,7 +345,7 @@ fn detail(op: Op) -> Detail {
             description: "Newest first; pass `nextCursor` back as `cursor` for the next page (null on the last). `counts` (the badge over the whole unarchived inbox) comes in the same Data API call unless `counts=false`. `sync` is the change-feed position this page is a snapshot of: pass it to `changes` as `since`.",
             params: vec![
                 query("limit", false, "Page size.", list_limit(20)),
-                query("cursor", false, "`nextCursor` of the previous page.", json!({ "type": "string" })),
+                query("cursor", false, "`nextCursor` of the previous page.", position_schema()),
                 query("category", false, "Only this `categoryType`.", json!({ "type": "string" })),
                 query("unread", false, "Only unread items.", boolean_param()),
                 query("archived", false, "Archived items instead of the inbox.", boolean_param()),
@@ -319,7 +373,12 @@ fn detail(op: Op) -> Detail {
         Op::Changes => Detail {
             description: "Every change after `since` (a `sync` from a list page or an earlier answer; omit it for the whole feed), oldest first: created, merged, retracted, read/seen/archived items as full items, deleted, trimmed or expired ones as `{itemKey, deleted: true}`. Apply entries by `itemKey`; an entry can repeat (the position is held a moment behind now so a late write is never missed). Call again at once while `hasMore`.",
             params: vec![
-                query("since", false, "`sync` from a list page or an earlier answer.", json!({ "type": "string" })),
+                query(
+                    "since",
+                    false,
+                    "`sync` from a list page or an earlier answer; empty is the same as absent.",
+                    json!({ "anyOf": [position_schema(), { "const": "" }] }),
+                ),
                 query("limit", false, "Most entries returned.", list_limit(egn_core::notify::MAX_PAGE)),
             ],
             responses: vec![(
@@ -347,6 +406,13 @@ fn detail(op: Op) -> Detail {
         },
         Op::Stream => Detail {
             description: "A WebSocket (`Upgrade: websocket`). Browsers authenticate with the subprotocol list `[\"inbox.v1\", \"auth.<token>\"]` (they cannot set headers on a WebSocket); other clients may send `Authorization`. The server pushes `{type: \"badge\", unread, unseen, sync, reconnect}` on connect and after each change to the inbox (at most one push per 250 ms; bursts are coalesced). It is a hint channel: the list and `changes` stay the truth, and a missed push is repaired by reconnecting. Send `refresh` to get the badge now. Reconnect with exponential backoff from `reconnect.baseMs` to `reconnect.maxMs` with full jitter. A socket ends with its token: when the token's `exp` (plus the verifier's leeway, AUTH_LEEWAY_SECONDS) passes, the server closes it with code 4001 and reason `token_expired`; reconnect at once with a fresh token.",
+            params: vec![json!({
+                "name": "Upgrade",
+                "in": "header",
+                "required": true,
+                "description": "Without it the route answers 426 `upgrade_required`.",
+                "schema": { "type": "string", "const": "websocket" },
+            })],
             responses: vec![(101, json!({ "description": "Switching to the WebSocket protocol" }))],
             errors: vec![
                 (426, codes(&["upgrade_required"])),
@@ -396,8 +462,8 @@ fn detail(op: Op) -> Detail {
                 "type": "object",
                 "additionalProperties": false,
                 "properties": {
-                    "mutedCategories": { "type": "array", "maxItems": 32, "items": { "type": "string" } },
-                    "mutedTypes": { "type": "array", "maxItems": 32, "items": { "type": "string" } },
+                    "mutedCategories": { "type": "array", "maxItems": 32, "items": { "enum": egn_core::notify::NotifyConfig::default().categories } },
+                    "mutedTypes": { "type": "array", "maxItems": 32, "items": ident(64) },
                 },
             })),
             responses: vec![(200, json_response("Stored", schema_ref("Preferences")))],
@@ -420,7 +486,7 @@ fn detail(op: Op) -> Detail {
                     { "required": ["all"], "properties": { "all": { "const": true } }, "not": { "required": ["itemKey"] } },
                 ],
                 "properties": {
-                    "itemKey": { "type": "string" },
+                    "itemKey": text(256),
                     "all": { "type": "boolean" },
                     "flag": { "type": "string", "enum": ["read", "seen", "archived"] },
                     "value": { "type": "boolean", "default": true },
@@ -447,7 +513,7 @@ fn detail(op: Op) -> Detail {
                 "in": "path",
                 "required": true,
                 "description": "The item's key, percent-encoded as one path segment.",
-                "schema": { "type": "string", "minLength": 1, "maxLength": 256, "pattern": NO_CONTROLS },
+                "schema": text(256),
             })],
             responses: vec![(
                 200,
@@ -482,8 +548,8 @@ more needs the queue (`503 not_configured`).",
                 {
                     "type": "object", "required": ["template", "owners"], "additionalProperties": false,
                     "properties": {
-                        "template": { "description": "An event without `owner`.", "type": "object" },
-                        "owners": { "type": "array", "minItems": 1, "maxItems": 10000, "items": { "type": "string" } },
+                        "template": schema_ref("EventTemplate"),
+                        "owners": { "type": "array", "minItems": 1, "maxItems": 10000, "items": text(128) },
                     },
                 },
             ] })),
@@ -569,6 +635,7 @@ more needs the queue (`503 not_configured`).",
                 (502, codes(BACKEND_502)),
                 (503, codes(BACKEND_503)),
             ],
+            ..none()
         },
         Op::Retract => Detail {
             params: vec![idempotency_key_param()],
@@ -577,9 +644,9 @@ more needs the queue (`503 not_configured`).",
                 "required": ["owner", "itemKey", "senderId"],
                 "additionalProperties": false,
                 "properties": {
-                    "owner": { "type": "string" },
-                    "itemKey": { "type": "string" },
-                    "senderId": { "type": "string" },
+                    "owner": text(128),
+                    "itemKey": text(256),
+                    "senderId": text(128),
                 },
             })),
             responses: vec![(
@@ -663,7 +730,8 @@ more needs the queue (`503 not_configured`).",
             ..none()
         },
         Op::ReplayDeadLetters => Detail {
-            description: "Sends the letters back to the events queue, then removes them. An event that was in fact applied is answered by dedup and the upsert's filter, so replaying is safe.",
+            description: "Sends the letters back to the events queue, then removes them. An event that was in fact applied is answered by dedup and the upsert's filter, so replaying is safe. No body replays the oldest 100.",
+            body_optional: true,
             request: Some(json!({
                 "type": "object",
                 "additionalProperties": false,
@@ -834,7 +902,7 @@ fn operation(r: &Route) -> Value {
         op.insert(
             "requestBody".into(),
             json!({
-                "required": true,
+                "required": !d.body_optional,
                 "description": format!("JSON, at most {} bytes (larger → 413 `payload_too_large`).", r.body_limit),
                 "content": { "application/json": { "schema": schema } },
             }),
@@ -883,6 +951,22 @@ fn with_health_version(mut components: Value) -> Value {
     components
 }
 
+/// The fan-out template: a `NewEvent` whose owner is absent (or empty: `owners` names them).
+fn with_event_template(mut components: Value) -> Value {
+    let mut template = components["schemas"]["NewEvent"].clone();
+    if let Some(required) = template["required"].as_array_mut() {
+        // An absent eventId is empty: the fan-out id `:{owner}` is still non-empty.
+        required.retain(|f| f != "owner" && f != "eventId");
+    }
+    template["description"] = json!("An event without `owner`; each owner's `eventId` is `{eventId}:{owner}`, which must fit the `eventId` limit.");
+    template["properties"]["owner"] = json!({ "type": "string", "maxLength": 0 });
+    // `{eventId}:{owner}` is what is checked (non-empty even when eventId is empty).
+    template["properties"]["eventId"] =
+        json!({ "type": "string", "maxLength": 127, "pattern": ARG_VALUE });
+    components["schemas"]["EventTemplate"] = template;
+    components
+}
+
 fn components() -> Value {
     let nullable_string = json!({ "type": ["string", "null"] });
     let last_update = json!({
@@ -899,8 +983,6 @@ fn components() -> Value {
             },
         }, { "type": "null" }],
     });
-    let text = |max: usize| json!({ "type": "string", "minLength": 1, "maxLength": max, "pattern": NO_CONTROLS });
-    let ident = |max: usize| json!({ "type": "string", "minLength": 1, "maxLength": max, "pattern": "^[A-Za-z0-9_.-]+$" });
     let url = json!({ "type": ["string", "null"], "minLength": 1, "maxLength": 512, "pattern": "^[^\\s\\u0000-\\u001F\\u007F-\\u009F]+$" });
     let categories = egn_core::notify::NotifyConfig::default().categories;
     json!({
@@ -1119,7 +1201,7 @@ fn components() -> Value {
                         "type": "object",
                         "maxProperties": 16,
                         "propertyNames": { "pattern": "^[A-Za-z0-9_.-]{1,32}$" },
-                        "additionalProperties": { "type": "string", "maxLength": 256, "pattern": NO_CONTROLS },
+                        "additionalProperties": { "type": "string", "maxLength": 256, "pattern": ARG_VALUE },
                     },
                     "createdTimeMsec": { "type": "integer", "minimum": 1, "description": "Event time, ms since the epoch (at most 5 minutes ahead)" },
                 },
@@ -1226,7 +1308,7 @@ pub fn document() -> Value {
         },
         "tags": tags.iter().map(|t| json!({ "name": t })).collect::<Vec<_>>(),
         "paths": paths,
-        "components": with_health_version(components()),
+        "components": with_event_template(with_health_version(components())),
     })
 }
 

@@ -340,71 +340,19 @@ pub fn jwks_parsing(data: &[u8]) {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-pub use native::{geo_index, geo_tile, synthetic_world};
+pub use crate::geo::fixture::synthetic_world;
+#[cfg(not(target_arch = "wasm32"))]
+pub use native::{geo_index, geo_tile};
 
 #[cfg(not(target_arch = "wasm32"))]
 mod native {
-    use crate::geo::build::{build, Built};
+    use crate::geo::fixture::synthetic_world;
     use crate::geo::format::{
         tile_of, FORMAT_VERSION, GRID_COLS, GRID_ROWS, INDEX_HEADER, INDEX_MAGIC, N_TILES,
         TILE_COLS, TILE_HEADER, TILE_MAGIC, TOP_SHIFT,
     };
-    use crate::geo::source::SourceFeature;
     use crate::geo::{grid_x, grid_y, CountryIndex, GridPoint, Probe, Tile, WORLD_H, WORLD_W};
     use std::sync::OnceLock;
-
-    /// A tiny world built by the real builder: a square with a hole, a triangle on the hole's
-    /// rim, a large slanted triangle overlapping the square and a many-pointed star, so there are
-    /// uniform cells, mixed cells, nested quadtrees and leaves of several candidates.
-    pub fn synthetic_world() -> &'static Built {
-        static WORLD: OnceLock<Built> = OnceLock::new();
-        WORLD.get_or_init(|| {
-            let ring = |pts: &[(f64, f64)]| {
-                let mut r: Vec<[f64; 2]> = pts.iter().map(|&(lon, lat)| [lon, lat]).collect();
-                r.push(r[0]);
-                r
-            };
-            let feature = |a3: &str, a2: &str, parts, area| SourceFeature {
-                alpha3: a3.into(),
-                alpha2: a2.into(),
-                parts,
-                area,
-            };
-            // A 384-point star inside one top cell (lon 19.69–21.09, lat 9.84–11.25): more edges
-            // than a leaf holds, so that cell becomes a quadtree several levels deep.
-            let star: Vec<(f64, f64)> = (0..384)
-                .map(|i| {
-                    let a = f64::from(i) * std::f64::consts::TAU / 384.0;
-                    let r = if i % 2 == 0 { 0.6 } else { 0.35 };
-                    (20.39 + r * a.cos(), 10.55 + r * a.sin())
-                })
-                .collect();
-            build(&[
-                feature(
-                    "AAA",
-                    "AA",
-                    vec![vec![
-                        ring(&[(0.3, 0.3), (9.7, 0.3), (9.7, 9.7), (0.3, 9.7)]),
-                        ring(&[(3.1, 3.1), (3.1, 6.2), (6.2, 6.2), (6.2, 3.1)]),
-                    ]],
-                    78.7,
-                ),
-                feature(
-                    "BBB",
-                    "BB",
-                    vec![vec![ring(&[(5.5, 5.5), (6.7, 5.9), (5.9, 6.9)])]],
-                    0.6,
-                ),
-                feature(
-                    "CCC",
-                    "CC",
-                    vec![vec![ring(&[(8.0, -4.0), (30.0, 2.0), (12.0, 20.0)])]],
-                    220.0,
-                ),
-                feature("DDD", "DD", vec![vec![ring(&star)]], 0.9),
-            ])
-        })
-    }
 
     fn world_index() -> &'static CountryIndex<&'static [u8]> {
         static INDEX: OnceLock<CountryIndex<&'static [u8]>> = OnceLock::new();

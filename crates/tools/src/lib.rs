@@ -14,6 +14,8 @@ pub mod geo {
     pub use egn_core::geo::*;
 
     pub mod build;
+    #[doc(hidden)]
+    pub mod fixture;
     pub mod oracle;
     pub mod outline;
     pub mod source;

@@ -55,78 +55,13 @@ fn normalize_object(o: Map<String, Value>) -> Value {
     Value::Object(o.into_iter().map(|(k, v)| (k, normalize(v))).collect())
 }
 
-/// Parses `YYYY-MM-DDTHH:MM:SS[.fff…](Z|±HH:MM)` (what relaxed EJSON emits) to epoch ms.
+/// Parses an RFC 3339 date-time (`YYYY-MM-DDTHH:MM:SS[.fff…](Z|±HH:MM)`, what relaxed EJSON
+/// emits) to epoch ms, through chrono (already in the worker's tree through `worker`).
 #[must_use]
 pub fn parse_iso_ms(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let t = b.get(r)?;
-        t.iter()
-            .all(u8::is_ascii_digit)
-            .then(|| t.iter().fold(0i64, |a, d| a * 10 + i64::from(d - b'0')))
-    };
-    if b.len() < 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || !matches!(b[10], b'T' | b't' | b' ')
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return None;
-    }
-    let (y, mo, d, h, mi, sec) = (
-        num(0..4)?,
-        num(5..7)?,
-        num(8..10)?,
-        num(11..13)?,
-        num(14..16)?,
-        num(17..19)?,
-    );
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let mut i = 19;
-    let mut ms = 0i64;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        let start = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            if i - start < 3 {
-                ms = ms * 10 + i64::from(b[i] - b'0');
-            }
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-        for _ in (i - start)..3 {
-            ms *= 10;
-        }
-    }
-    let offset_min = match b.get(i)? {
-        b'Z' | b'z' if i + 1 == b.len() => 0,
-        sign @ (b'+' | b'-') if b.len() == i + 6 && b[i + 3] == b':' => {
-            let m = num(i + 1..i + 3)? * 60 + num(i + 4..i + 6)?;
-            if *sign == b'-' {
-                -m
-            } else {
-                m
-            }
-        }
-        _ => return None,
-    };
-    let days = days_from_civil(y, mo, d);
-    Some(((days * 24 + h) * 60 + mi - offset_min) * 60_000 + sec * 1000 + ms)
-}
-
-/// Days since 1970-01-01 for a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.timestamp_millis())
 }
 
 #[cfg(test)]
@@ -146,7 +81,13 @@ mod tests {
         );
         assert_eq!(parse_iso_ms("1969-12-31T23:59:59.999Z"), Some(-1));
         assert_eq!(parse_iso_ms("2024-13-01T00:00:00Z"), None);
+        assert_eq!(parse_iso_ms("2024-02-30T00:00:00Z"), None);
         assert_eq!(parse_iso_ms("2024-01-01T00:00:00"), None);
+        // Lower-case and space separators, as RFC 3339 allows; more than 3 fraction digits.
+        assert_eq!(parse_iso_ms("1970-01-01t00:00:01.0019z"), Some(1001));
+        assert_eq!(parse_iso_ms("1970-01-01 00:00:00-00:30"), Some(1_800_000));
+        // A leap second is the next minute's first millisecond's neighbour, never an error.
+        assert_eq!(parse_iso_ms("1970-01-01T00:00:60Z"), Some(60_000));
     }
 
     #[test]

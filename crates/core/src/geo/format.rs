@@ -88,3 +88,40 @@ pub(crate) fn u16_at(b: &[u8], off: usize) -> Option<u16> {
 pub(crate) fn u32_at(b: &[u8], off: usize) -> Option<u32> {
     Some(u32::from_le_bytes(b.get(off..off + 4)?.try_into().ok()?))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiles_group_cells_row_major_from_the_south_west() {
+        assert_eq!(N_TILES, 128);
+        assert_eq!(tile_of(0, 0), 0);
+        assert_eq!(tile_of(TILE_CELLS - 1, TILE_CELLS - 1), 0);
+        assert_eq!(tile_of(TILE_CELLS, 0), 1);
+        assert_eq!(tile_of(0, TILE_CELLS), TILE_COLS);
+        assert_eq!(tile_of(GRID_COLS - 1, GRID_ROWS - 1), N_TILES - 1);
+        assert_eq!(tile_file_name(7), "tile-007.bin");
+        assert_eq!(tile_file_name(N_TILES - 1), "tile-127.bin");
+    }
+
+    #[test]
+    fn reads_are_little_endian_and_none_past_the_end() {
+        let b = [0x34, 0x12, 0x78, 0x56];
+        assert_eq!(u16_at(&b, 0), Some(0x1234));
+        assert_eq!(u16_at(&b, 2), Some(0x5678));
+        assert_eq!(u16_at(&b, 3), None);
+        assert_eq!(u32_at(&b, 0), Some(0x5678_1234));
+        assert_eq!(u32_at(&b, 1), None);
+    }
+
+    #[test]
+    fn node_and_grid_tags_do_not_overlap() {
+        // A node is `tag << 30 | payload`: the wide flag and child index fit the payload.
+        assert_eq!(NODE_WIDE & NODE_CHILD, 0);
+        assert_eq!((NODE_WIDE | NODE_CHILD) & !NODE_PAYLOAD, 0);
+        assert_eq!(GRID_POINTER & 0xFFFF, 0);
+        assert!(usize::from(SEA) > 255, "SEA is no country id");
+        assert_eq!(LEAF_COUNT_MASK >> LEAF_WIDTH_SHIFT, 0);
+    }
+}

@@ -507,3 +507,288 @@ fn chain_parity<const B: usize>(pts: &[u8], x: i64, y: i64) -> bool {
     let cross = (bx - ax) * (y - ay) - (x - ax) * dy;
     cross != 0 && (cross > 0) == (dy > 0)
 }
+
+/// The reader on hand-made bytes (no builder): a world of four quadrants, one mixed cell
+/// holding a square, and every header field broken once.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geo::{GridPoint, LatLon, WORLD_H, WORLD_W};
+
+    const CELL: i64 = 1 << TOP_SHIFT;
+    /// The mixed cell: just east of lon 0, just north of the equator.
+    const MIXED: (usize, usize) = (GRID_COLS / 2, GRID_ROWS / 2);
+
+    /// ```text
+    ///   lat > 0:  AA (west) | BB (east)      country ids 0, 1
+    ///   lat < 0:  sea       | CC             id 2
+    /// ```
+    /// and cell `MIXED` points into its tile, whose one leaf holds a CC square in the middle
+    /// half of the cell (sea around it).
+    fn quadrant(col: usize, row: usize) -> u32 {
+        if (col, row) == MIXED {
+            return GRID_POINTER;
+        }
+        let east = col >= GRID_COLS / 2;
+        match (row >= GRID_ROWS / 2, east) {
+            (true, false) => 0,
+            (true, true) => 1,
+            (false, false) => u32::from(SEA),
+            (false, true) => 2,
+        }
+    }
+
+    fn mixed_tile_id() -> usize {
+        tile_of(MIXED.0, MIXED.1)
+    }
+
+    /// Tile bytes: header, one leaf node, one leaf (4-byte coordinates) with a square
+    /// `[CELL/4, 3·CELL/4)²` of country 2 as two vertical chains.
+    fn tile_bytes(id: usize) -> Vec<u8> {
+        let (lo, hi) = ((CELL / 4) as u32, (3 * CELL / 4) as u32);
+        let mut leaf = Vec::new();
+        leaf.extend(SEA.to_le_bytes()); // default
+        leaf.extend(1u16.to_le_bytes()); // one candidate, 4-byte coordinates
+        leaf.extend(2u16.to_le_bytes()); // country
+        leaf.extend([0u8, 0]); // base parity, pad
+        leaf.extend(2u16.to_le_bytes()); // chains
+        for x in [lo, hi] {
+            leaf.extend(2u16.to_le_bytes());
+            for v in [lo, hi, x, x] {
+                leaf.extend(v.to_le_bytes());
+            }
+        }
+        let nodes = (NODE_LEAF << 30).to_le_bytes();
+        let mut body = nodes.to_vec();
+        body.extend(&leaf);
+        let mut b = TILE_MAGIC.to_vec();
+        let fields = [
+            FORMAT_VERSION,
+            id as u32,
+            1,
+            leaf.len() as u32,
+            crc32fast::hash(&body),
+        ];
+        for v in fields {
+            b.extend(v.to_le_bytes());
+        }
+        b.resize(TILE_HEADER, 0);
+        b.extend(body);
+        b
+    }
+
+    /// `index.bin` from its parts, header and checksum computed.
+    fn index_bytes(codes: &[&str], cell: impl Fn(usize, usize) -> u32, tile: &[u8]) -> Vec<u8> {
+        let mut body = Vec::new();
+        for c in codes {
+            body.extend(c.as_bytes());
+            body.extend([0u8; 3]);
+        }
+        for t in 0..N_TILES {
+            let (len, crc) = if t == mixed_tile_id() {
+                (tile.len() as u32, crc32fast::hash(tile))
+            } else {
+                (0, 0)
+            };
+            body.extend(len.to_le_bytes());
+            body.extend(crc.to_le_bytes());
+        }
+        for row in 0..GRID_ROWS {
+            for col in 0..GRID_COLS {
+                body.extend(cell(col, row).to_le_bytes());
+            }
+        }
+        let mut b = INDEX_MAGIC.to_vec();
+        let geometry = [GRID_COLS, GRID_ROWS, TILE_CELLS, N_TILES].map(|v| v as u32);
+        b.extend(FORMAT_VERSION.to_le_bytes());
+        b.extend((codes.len() as u32).to_le_bytes());
+        for v in geometry {
+            b.extend(v.to_le_bytes());
+        }
+        b.extend(crc32fast::hash(&body).to_le_bytes());
+        b.extend((body.len() as u32).to_le_bytes());
+        b.resize(INDEX_HEADER, 0);
+        b.extend(body);
+        b
+    }
+
+    fn world() -> (Vec<u8>, Vec<u8>) {
+        let tile = tile_bytes(mixed_tile_id());
+        (
+            index_bytes(&["AAAAA", "BBBBB", "CCCCC"], quadrant, &tile),
+            tile,
+        )
+    }
+
+    fn at(lat: f64, lon: f64) -> GridPoint {
+        LatLon::new(lat, lon).unwrap().into()
+    }
+
+    fn code<S: AsRef<[u8]>>(index: &CountryIndex<S>, answer: Option<u16>) -> Option<&str> {
+        answer.map(|c| index.country(c).unwrap().alpha2)
+    }
+
+    #[test]
+    fn quadrants_answer_from_the_grid_alone() {
+        let (bytes, _) = world();
+        let index = CountryIndex::from_bytes(bytes.as_slice()).unwrap();
+        assert_eq!(index.len(), 3);
+        assert_eq!(
+            index.country(1),
+            Some(Country {
+                alpha2: "BB",
+                alpha3: "BBB"
+            })
+        );
+        assert_eq!(index.country(3), None);
+        let done = |lat, lon| match index.probe(at(lat, lon)) {
+            Probe::Done(c) => code(&index, c),
+            Probe::NeedTile(t) => panic!("({lat}, {lon}) needs tile {t}"),
+        };
+        assert_eq!(done(45.0, -90.0), Some("AA"));
+        assert_eq!(done(45.0, 90.0), Some("BB"));
+        assert_eq!(done(-45.0, -90.0), None);
+        assert_eq!(done(-45.0, 90.0), Some("CC"));
+        // Poles fall into the top and bottom rows.
+        assert_eq!(done(90.0, 10.0), Some("BB"));
+        assert_eq!(done(-90.0, 10.0), Some("CC"));
+        // The antimeridian: lon 180 is lon −180, the west edge of column 0.
+        assert_eq!(done(45.0, 180.0), Some("AA"));
+        assert_eq!(done(45.0, -180.0), Some("AA"));
+        assert_eq!(done(45.0, 179.999), Some("BB"));
+    }
+
+    #[test]
+    fn cell_edges_belong_to_the_cell_to_their_north_east() {
+        let (bytes, _) = world();
+        let index = CountryIndex::from_bytes(bytes.as_slice()).unwrap();
+        let probe = |x: i64, y: i64| index.probe(GridPoint { x, y });
+        let (mid_x, mid_y) = (WORLD_W / 2, WORLD_H / 2);
+        // One unit west of the meridian is AA, on it the mixed cell (its tile).
+        assert_eq!(probe(mid_x - 1, mid_y + CELL), Probe::Done(Some(0)));
+        assert_eq!(probe(mid_x, mid_y), Probe::NeedTile(mixed_tile_id()));
+        assert_eq!(probe(mid_x + CELL, mid_y), Probe::Done(Some(1)));
+        assert_eq!(probe(mid_x + CELL, mid_y - 1), Probe::Done(Some(2)));
+        assert_eq!(probe(0, 0), Probe::Done(None));
+        assert_eq!(probe(WORLD_W - 1, WORLD_H - 1), Probe::Done(Some(1)));
+    }
+
+    #[test]
+    fn a_mixed_cell_answers_from_its_tile() {
+        let (bytes, tile_bytes) = world();
+        let index = CountryIndex::from_bytes(bytes.as_slice()).unwrap();
+        let id = mixed_tile_id();
+        let p = |dx: i64, dy: i64| GridPoint {
+            x: (MIXED.0 as i64) * CELL + dx,
+            y: (MIXED.1 as i64) * CELL + dy,
+        };
+        assert_eq!(
+            index.lookup_with::<&[u8], _>(p(CELL / 2, CELL / 2), |_| None),
+            Err(id)
+        );
+        let tile = index.open_tile(id, tile_bytes.as_slice()).unwrap();
+        let look =
+            |dx, dy| index.lookup_with::<&[u8], _>(p(dx, dy), |t| (t == id).then_some(&tile));
+        assert_eq!(look(CELL / 2, CELL / 2), Ok(Some(2)));
+        // The square's west and south edges are in, its east and north edges out.
+        assert_eq!(look(CELL / 4, CELL / 2), Ok(Some(2)));
+        assert_eq!(look(3 * CELL / 4, CELL / 2), Ok(None));
+        assert_eq!(look(CELL / 2, CELL / 4), Ok(Some(2)));
+        assert_eq!(look(CELL / 2, 3 * CELL / 4), Ok(None));
+        assert_eq!(look(0, 0), Ok(None));
+        assert_eq!(look(CELL - 1, CELL - 1), Ok(None));
+        // A uniform cell needs no tile even when one is offered.
+        assert_eq!(
+            index.lookup_with::<&[u8], _>(
+                GridPoint {
+                    x: 0,
+                    y: WORLD_H - 1
+                },
+                |_| Some(&tile)
+            ),
+            Ok(Some(0))
+        );
+    }
+
+    #[test]
+    fn broken_headers_are_refused_with_their_reason() {
+        let (good, tile) = world();
+        let open = |b: &[u8]| CountryIndex::from_bytes(b).err();
+        let edit = |off: usize, v: u32| {
+            let mut b = good.clone();
+            b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+            b
+        };
+        assert_eq!(open(&good), None);
+        assert_eq!(open(&good[..INDEX_HEADER - 1]), Some(LoadError::Truncated));
+        assert_eq!(open(&good[..good.len() - 1]), Some(LoadError::Truncated));
+        assert_eq!(open(b""), Some(LoadError::Truncated));
+        let mut magic = good.clone();
+        magic[0] = b'X';
+        assert_eq!(open(&magic), Some(LoadError::BadMagic));
+        assert_eq!(
+            open(&edit(8, 4)),
+            Some(LoadError::WrongVersion {
+                expected: FORMAT_VERSION,
+                actual: 4
+            })
+        );
+        assert!(matches!(open(&edit(16, 128)), Some(LoadError::Corrupt(_))));
+        assert_eq!(open(&edit(36, u32::MAX)), Some(LoadError::Truncated));
+        // One more country than the table holds: the offsets no longer add up.
+        assert_eq!(open(&edit(12, 4)), Some(LoadError::Truncated));
+        let mut flipped = good.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        assert_eq!(open(&flipped), Some(LoadError::ChecksumMismatch));
+        // Valid checksums over invalid content.
+        let unknown = index_bytes(&["AAAAA"], quadrant, &tile);
+        assert_eq!(
+            open(&unknown),
+            Some(LoadError::Corrupt("grid entry names an unknown country"))
+        );
+        let lower = index_bytes(&["AAAAA", "BbBBB", "CCCCC"], quadrant, &tile);
+        assert_eq!(
+            open(&lower),
+            Some(LoadError::Corrupt("country code is not A-Z"))
+        );
+        let dangling = index_bytes(&["AAAAA", "BBBBB", "CCCCC"], quadrant, &[]);
+        assert_eq!(
+            open(&dangling),
+            Some(LoadError::Corrupt("grid points into an empty tile"))
+        );
+    }
+
+    #[test]
+    fn a_tile_must_be_the_one_the_index_pins() {
+        let (bytes, good) = world();
+        let index = CountryIndex::from_bytes(bytes.as_slice()).unwrap();
+        let id = mixed_tile_id();
+        let mismatch = Some(LoadError::TileMismatch { tile: id });
+        assert!(index.open_tile(id, good.as_slice()).is_ok());
+        assert_eq!(index.open_tile(id, &good[..good.len() - 1]).err(), mismatch);
+        let mut flipped = good.clone();
+        flipped[TILE_HEADER] ^= 1;
+        assert_eq!(index.open_tile(id, flipped.as_slice()).err(), mismatch);
+        assert_eq!(
+            index.open_tile(id + 1, good.as_slice()).err(),
+            Some(LoadError::TileMismatch { tile: id + 1 })
+        );
+        assert_eq!(
+            index.open_tile(N_TILES, good.as_slice()).err(),
+            Some(LoadError::TileMismatch { tile: N_TILES })
+        );
+        // Past the index's pin, the tile's own header: its id, and its leaf's country.
+        assert_eq!(
+            Tile::from_bytes(id + 1, good.as_slice(), 3).err(),
+            Some(LoadError::TileMismatch { tile: id + 1 })
+        );
+        assert_eq!(
+            Tile::from_bytes(id, good.as_slice(), 2).err(),
+            Some(LoadError::Corrupt("leaf names an unknown country"))
+        );
+        assert_eq!(
+            Tile::from_bytes(id, &good[..TILE_HEADER - 1], 3).err(),
+            Some(LoadError::Truncated)
+        );
+    }
+}

@@ -28,4 +28,4 @@ pub use attribution::Attribution;
 pub use db::{IpDb, IpDbError, Layout};
 pub use parse::{parse_ip, IpParseError};
 pub use special::special_range;
-pub use version::{sha256_hex, IpdbRecord, RecordError};
+pub use version::{hex, sha256_hex, IpdbRecord, RecordError};

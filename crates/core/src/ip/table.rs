@@ -907,3 +907,135 @@ impl<S: AsRef<[u8]>> std::fmt::Debug for IpTable<S> {
             .finish()
     }
 }
+
+/// The table on a tiny hand-made input: three IPv4 ranges, three IPv6 ranges (two of them
+/// inside one /64), every boundary, and every header field broken once.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    fn v4(s: &str) -> u32 {
+        u32::from(s.parse::<Ipv4Addr>().unwrap())
+    }
+    fn v6(s: &str) -> u128 {
+        u128::from(s.parse::<Ipv6Addr>().unwrap())
+    }
+
+    fn ranges() -> Ranges {
+        Ranges {
+            v4: vec![
+                (0, None),
+                (v4("8.8.8.0"), Some(*b"US")),
+                (v4("8.8.9.0"), Some(*b"DE")),
+                (v4("9.0.0.0"), None),
+            ],
+            v6: vec![
+                (0, None),
+                (v6("2001:4860::"), Some(*b"US")),
+                // A boundary inside a /64: kept exactly, as an exception of its chunk.
+                (v6("2001:4860:0:1:8000::"), Some(*b"CH")),
+                (v6("2001:4860:0:2::"), None),
+            ],
+        }
+    }
+
+    #[test]
+    fn three_ranges_answer_exactly_at_their_boundaries() {
+        let files = build(&ranges(), br#"{"source":"test"}"#);
+        let t = files.open().unwrap();
+        assert_eq!(t.meta(), br#"{"source":"test"}"#);
+        use IpAnswer::{Country, NotFound, Reserved};
+        for (ip, want) in [
+            ("8.8.7.255", NotFound),
+            ("8.8.8.0", Country("US")),
+            ("8.8.8.255", Country("US")),
+            ("8.8.9.0", Country("DE")),
+            ("8.255.255.255", Country("DE")),
+            ("9.0.0.0", NotFound),
+            ("1.0.0.0", NotFound),
+            // The first and last addresses are special-purpose, never looked up.
+            ("0.0.0.0", Reserved("unspecified")),
+            ("255.255.255.255", Reserved("broadcast")),
+            ("10.0.0.1", Reserved("private")),
+            // IPv4-mapped IPv6 is its IPv4 address.
+            ("::ffff:8.8.8.8", Country("US")),
+            ("2001:485f:ffff:ffff:ffff:ffff:ffff:ffff", NotFound),
+            ("2001:4860::", Country("US")),
+            ("2001:4860:0:1:7fff:ffff:ffff:ffff", Country("US")),
+            ("2001:4860:0:1:8000::", Country("CH")),
+            ("2001:4860:0:1:ffff:ffff:ffff:ffff", Country("CH")),
+            ("2001:4860:0:2::", NotFound),
+            ("::1", Reserved("loopback")),
+        ] {
+            assert_eq!(t.lookup(ip.parse().unwrap()), want, "{ip}");
+        }
+    }
+
+    #[test]
+    fn pages_load_on_demand_and_are_checked() {
+        let files = build(&ranges(), b"{}");
+        let t = IpTable::from_bytes(files.dir.as_slice()).unwrap();
+        assert_eq!(t.loaded_pages(), 0);
+        // 8.8.0.0/16 holds three ranges: it needs its page; 9.9.9.9 answers from the directory.
+        assert_eq!(t.missing_page("9.9.9.9".parse().unwrap()), None);
+        let p = t.missing_page("8.8.8.8".parse().unwrap()).unwrap();
+        assert_eq!(
+            t.try_lookup("8.8.8.8".parse().unwrap()),
+            Err(p),
+            "no answer without the page"
+        );
+        let page = files.pages[p].clone();
+        let mut flipped = page.clone();
+        flipped[0] ^= 1;
+        assert_eq!(t.insert_page(p, flipped), Err(TableError::Checksum("page")));
+        assert_eq!(
+            t.insert_page(p, page[..page.len() - 1].to_vec()),
+            Err(TableError::Truncated)
+        );
+        assert_eq!(
+            t.insert_page(files.pages.len(), page.clone()),
+            Err(TableError::Malformed("page number"))
+        );
+        t.insert_page(p, page).unwrap();
+        assert_eq!(
+            t.try_lookup("8.8.8.8".parse().unwrap()),
+            Ok(IpAnswer::Country("US"))
+        );
+    }
+
+    #[test]
+    fn broken_directories_are_refused_with_their_reason() {
+        let dir = build(&ranges(), b"{}").dir;
+        let open = |b: &[u8]| IpTable::from_bytes(b).err();
+        let edit = |off: usize, v: u32| {
+            let mut b = dir.clone();
+            b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+            b
+        };
+        assert_eq!(open(&dir), None);
+        assert_eq!(open(&dir[..HEADER - 1]), Some(TableError::Truncated));
+        assert_eq!(open(&dir[..dir.len() - 1]), Some(TableError::Truncated));
+        let mut magic = dir.clone();
+        magic[0] ^= 1;
+        assert_eq!(open(&magic), Some(TableError::Magic));
+        assert_eq!(
+            open(&edit(8, VERSION + 1)),
+            Some(TableError::WrongVersion {
+                expected: VERSION,
+                actual: VERSION + 1
+            })
+        );
+        assert_eq!(
+            open(&edit(12, 0)),
+            Some(TableError::Malformed("directory layout"))
+        );
+        assert_eq!(
+            open(&edit(24, MAX_PAGES as u32 + 1)),
+            Some(TableError::Malformed("directory layout"))
+        );
+        let mut flipped = dir.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        assert_eq!(open(&flipped), Some(TableError::Checksum("directory")));
+    }
+}

@@ -130,10 +130,13 @@ fn is_sha256_hex(s: &str) -> bool {
 /// Lower-case hex SHA-256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&sha2::Sha256::digest(bytes))
+}
+
+/// Lower-case hex of `bytes`: the one encoder (digests here, request ids in the adapter, asset
+/// manifests in the builder).
+pub fn hex(bytes: &[u8]) -> String {
+    base16ct::lower::encode_string(bytes)
 }
 
 #[cfg(test)]

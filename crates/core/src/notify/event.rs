@@ -80,8 +80,31 @@ pub struct NewEvent {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub message_arguments: BTreeMap<String, String>,
     /// Event time (ms since epoch), also the dedup bucket time.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "integer")]
     pub created_time_msec: i64,
+}
+
+/// An integer as JSON Schema counts them: `5` or `5.0` (the same number in JSON's data model,
+/// which the OpenAPI document's `"type": "integer"` allows), nothing with a fraction.
+///
+/// # Errors
+/// Not a number, a fraction, or out of `T`'s range.
+pub fn integer<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<i64>,
+{
+    use serde::de::Error as _;
+    let n = serde_json::Number::deserialize(d)?;
+    let whole = n.as_i64().or_else(|| {
+        n.as_f64()
+            // The range check first: `as` saturates, and 2^63 is exactly representable.
+            .filter(|f| f.fract() == 0.0 && *f >= -(2f64.powi(63)) && *f < 2f64.powi(63))
+            .map(|f| f as i64)
+    });
+    whole
+        .and_then(|i| T::try_from(i).ok())
+        .ok_or_else(|| D::Error::custom(format!("{n} is not an integer in range")))
 }
 
 /// A validated sender.
@@ -280,6 +303,20 @@ pub(crate) mod tests {
     use super::*;
 
     pub(crate) const NOW: i64 = 1_700_000_000_000;
+
+    #[test]
+    fn event_time_is_an_integer_with_or_without_a_point() {
+        let t = |json: &str| {
+            serde_json::from_str::<NewEvent>(&format!("{{\"createdTimeMsec\":{json}}}"))
+                .map(|e| e.created_time_msec)
+        };
+        assert_eq!(t("1352618932").unwrap(), 1_352_618_932);
+        assert_eq!(t("1352618932.0").unwrap(), 1_352_618_932);
+        assert_eq!(t("1e3").unwrap(), 1000);
+        assert!(t("1.5").is_err());
+        assert!(t("1e300").is_err());
+        assert!(t("\"5\"").is_err());
+    }
 
     pub(crate) fn raw(owner: &str, item: &str, sender: &str, event: &str) -> NewEvent {
         NewEvent {

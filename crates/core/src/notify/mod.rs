@@ -32,7 +32,7 @@ pub mod store;
 mod template;
 
 pub use error::NotifyError;
-pub use event::{NewEvent, NewSender, NotificationEvent, Retraction, Sender};
+pub use event::{integer, NewEvent, NewSender, NotificationEvent, Retraction, Sender};
 pub use preferences::Preferences;
 pub use query::{
     bulk, changes, counts_pipeline, decode_cursor, delete_one, encode_cursor, expired_batch,

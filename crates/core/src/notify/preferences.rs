@@ -23,7 +23,7 @@ return #ARGV";
 
 /// What a user muted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", try_from = "Object")]
 pub struct Preferences {
     /// Muted `categoryType`s.
     #[serde(default)]
@@ -31,6 +31,31 @@ pub struct Preferences {
     /// Muted `notificationType`s.
     #[serde(default)]
     pub muted_types: Vec<String>,
+}
+
+/// The body as a JSON object only: a derived struct also takes an array of its fields
+/// (`[[], []]`), which the OpenAPI document does not allow.
+#[derive(Deserialize)]
+struct Object(serde_json::Map<String, Value>);
+
+impl TryFrom<Object> for Preferences {
+    type Error = serde_json::Error;
+
+    fn try_from(o: Object) -> Result<Self, Self::Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        struct Wire {
+            #[serde(default)]
+            muted_categories: Vec<String>,
+            #[serde(default)]
+            muted_types: Vec<String>,
+        }
+        let w: Wire = serde_json::from_value(Value::Object(o.0))?;
+        Ok(Self {
+            muted_categories: w.muted_categories,
+            muted_types: w.muted_types,
+        })
+    }
 }
 
 impl Preferences {
@@ -152,6 +177,18 @@ pub async fn publish<H: HttpClient>(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_body_is_an_object_of_known_lists() {
+        let p = |b: &str| serde_json::from_str::<super::Preferences>(b);
+        assert!(p("[[], []]").is_err());
+        assert!(p(r#"{"mutedTypes": ["like"], "x": 1}"#).is_err());
+        assert_eq!(
+            p(r#"{"mutedTypes": ["like"]}"#).unwrap().muted_types,
+            ["like"]
+        );
+        assert_eq!(p("{}").unwrap(), super::Preferences::default());
+    }
+
     use super::*;
 
     #[test]

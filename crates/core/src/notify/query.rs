@@ -292,8 +292,9 @@ pub fn next_sync(
     }
 }
 
-/// A per-item flag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A per-item flag (`read`, `seen`, `archived` on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub enum Flag {
     /// Opened.
     Read,
@@ -362,7 +363,9 @@ pub fn mark(owner: &str, target: Target<'_>, flag: Flag, value: bool, now_ms: i6
 }
 
 /// A bulk action over the live inbox (optionally one category); each is one `updateMany`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// On the wire: `read`, `seen`, `archiveRead`, `delete`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub enum Bulk {
     /// Mark every item read.
     Read,

@@ -220,14 +220,12 @@ fn same_lock(old: &str, manifest: &Value, ip_package: &str) -> bool {
 
 fn write(out: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Value> {
     std::fs::write(out.join(name), bytes)?;
-    Ok(json!({ "path": name, "bytes": bytes.len(), "sha256": hex(&Sha256::digest(bytes)) }))
+    Ok(
+        json!({ "path": name, "bytes": bytes.len(), "sha256": egn_tools::ip::hex(&Sha256::digest(bytes)) }),
+    )
 }
 
 fn package(dir: &Path) -> Result<Value, Box<dyn std::error::Error>> {
     let p: Value = serde_json::from_slice(&std::fs::read(dir.join("package.json"))?)?;
     Ok(json!({ "package": p["name"], "version": p["version"], "package_license": p["license"] }))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
