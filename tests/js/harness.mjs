@@ -56,7 +56,7 @@ async function validateAnswers(base, internal) {
   if (r.status === 200) {
     v = compileText(text);
   } else if (process.env.OPENAPI_DOC) {
-    // Until the worker serves the document: OPENAPI_OUT=… cargo test --lib write_document.
+    // Until the worker serves the document: OPENAPI_OUT=$PWD/openapi.json cargo test -p egn-http --lib write_document.
     v = compileText(readFileSync(process.env.OPENAPI_DOC, "utf8"));
   } else {
     // The worker serves its contract: not being able to read it is a failure, not a skip.
