@@ -6,7 +6,7 @@ use super::idempotency as idem;
 use super::notify as parse;
 use super::{ApiError, ErrorCode};
 use egn_core::backend::{HttpClient, Script};
-use egn_core::notify::batch::EventQueue;
+use egn_core::notify::batch::{EventOutcome, EventQueue};
 use egn_core::notify::{
     CreateOutcome, Created, Deferred, EventsOutcome, NotifyError, NotifyService, Preferences,
     PreferencesView, RetractOutcome, Written,
@@ -37,10 +37,12 @@ fn created_reply(c: &Created) -> (u16, Value) {
             outcome,
             notification_id,
         } => {
-            let (status, word) = match outcome {
-                CreateOutcome::Created => (201, "created"),
-                CreateOutcome::Merged => (200, "merged"),
-                CreateOutcome::AlreadyApplied => (200, "already_applied"),
+            // The same status words as a batch's per-event results.
+            let word = EventOutcome::Applied(*outcome).name();
+            let status = if *outcome == CreateOutcome::Created {
+                201
+            } else {
+                200
             };
             (
                 status,
