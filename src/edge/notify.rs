@@ -10,7 +10,7 @@ use crate::api::ErrorCode;
 use crate::api::{notify as api, ApiError};
 use crate::api::{NotifyRoutes, Reply};
 use crate::config::Config;
-use crate::notify::{change_view, view, NotifyService, Target};
+use crate::notify::{ChangesView, NotifyService, PageView, Target};
 use serde_json::{json, Value};
 use worker::{Context, Date, Env, Request, Response};
 
@@ -151,12 +151,7 @@ pub async fn list(cfg: &Config, owner: &str, query: &str) -> ApiResult<Response>
     let page = store(cfg)?
         .list(owner, &params, with_counts, now_ms())
         .await?;
-    let items: Vec<Value> = page.items.iter().map(view).collect();
-    let mut body = json!({ "items": items, "nextCursor": page.next_cursor, "sync": page.sync });
-    if let Some(c) = page.counts {
-        body["counts"] = json!(c);
-    }
-    ok_json(&body)
+    ok_json(&PageView::of(&page))
 }
 
 /// `GET /v1/notifications/unread-count` (user): one aggregate call.
@@ -175,8 +170,7 @@ pub async fn changes(cfg: &Config, owner: &str, query: &str) -> ApiResult<Respon
     let page = store(cfg)?
         .changes(owner, since.as_deref(), limit, now)
         .await?;
-    let items: Vec<Value> = page.items.iter().map(|d| change_view(d, now)).collect();
-    ok_json(&json!({ "items": items, "sync": page.sync, "hasMore": page.has_more }))
+    ok_json(&ChangesView::of(&page, now))
 }
 
 /// `POST /v1/notifications/mark` (user): read/seen/archived for one item or all.

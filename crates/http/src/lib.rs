@@ -8,9 +8,12 @@ pub mod idempotency;
 pub mod ip;
 pub mod notify;
 pub mod notify_routes;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod openapi;
 pub mod query;
 pub mod routes;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod schemas;
 
 pub use error::{ApiError, ErrorCode};
 pub use notify_routes::{NotifyRoutes, Reply};

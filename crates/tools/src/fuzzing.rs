@@ -105,8 +105,9 @@ pub fn body_parsing(data: &[u8]) {
     let v = view(&doc);
     // A summary is a short template around the sender's name: nothing in an event may grow it
     // (sizes are bounded by the event limits in crates/core/src/notify/event.rs).
-    let summary = v["summary"]
-        .as_str()
+    let summary = v
+        .summary
+        .as_deref()
         .expect("a one-sender item has a summary");
     assert!(
         summary.len() <= 512,

@@ -12,6 +12,16 @@ pub fn date(ms: i64) -> Value {
     json!({ "$date": { "$numberLong": ms.to_string() } })
 }
 
+/// The schema of a stored date, as [`normalize`] hands it to readers (`{"$date": ms}`).
+#[cfg(not(target_arch = "wasm32"))]
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)] // a schema only
+pub struct Date {
+    /// Milliseconds since the Unix epoch.
+    #[serde(rename = "$date")]
+    ms: i64,
+}
+
 /// Milliseconds from any EJSON date form (`{"$date": ms | "ISO" | {"$numberLong": "ms"}}`).
 #[must_use]
 pub fn date_ms(v: &Value) -> Option<i64> {

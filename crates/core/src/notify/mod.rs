@@ -20,6 +20,7 @@
 pub mod badge;
 pub mod batch;
 pub mod dead_letters;
+pub mod document;
 mod error;
 mod event;
 pub mod expiry;
@@ -40,7 +41,10 @@ pub use query::{
     tombstone_update, trim_owner_cutoff, trim_owner_delete, Bulk, Cursor, FindQuery, Flag,
     ListParams, MarkQuery, Target, MAX_PAGE, MIN_SETTLE_MS,
 };
-pub use render::{change_view, summary, view};
+pub use render::{
+    change_view, summary, view, ChangeEntry, ChangesView, NotificationView, OriginView, PageView,
+    Tombstone,
+};
 pub use rules::{
     classify_create_result, create_upsert, notification_id, retract_delete, retract_update,
     revision, CreateOutcome, CreateStep, RetractOutcome,

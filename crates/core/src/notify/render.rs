@@ -1,20 +1,20 @@
 //! Rendering stored documents: the one-line summary and the API view.
 
-use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::document::StoredNotification;
+use super::store::{Changes, Counts, Page};
 
 use super::template::{self, Piece};
 use crate::backend::ejson;
 
 /// "Ana", "Ana and Ben", "Ana and 3 others": newest origin first, `originsCount` for the rest.
-fn actor(doc: &Value) -> Option<String> {
-    let count = doc.get("originsCount").and_then(Value::as_i64).unwrap_or(0);
-    let names: Vec<&str> = doc
-        .get("origins")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|o| o.get("n")?.as_str())
-        .collect();
+fn actor(doc: &StoredNotification) -> Option<String> {
+    let count = doc.origins_count;
+    let names: Vec<&str> = doc.origins.iter().map(|o| o.name.as_str()).collect();
     Some(match (names.as_slice(), count) {
         (_, c) if c <= 0 => return None,
         ([], c) => format!("{c} {}", if c == 1 { "person" } else { "people" }),
@@ -33,14 +33,13 @@ fn actor(doc: &Value) -> Option<String> {
 /// (stored before its template named it) gets the generic text rather than a hole.
 #[must_use]
 pub fn summary(doc: &Value) -> Option<String> {
-    let kind = doc
-        .get("notificationType")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    summary_of(&StoredNotification::read(doc))
+}
+
+fn summary_of(doc: &StoredNotification) -> Option<String> {
     let actor = actor(doc)?;
-    let args = doc.get("messageArguments").and_then(Value::as_object);
-    let arg = |n: &str| args.and_then(|a| a.get(n)?.as_str());
-    let (mut pieces, needs) = template::template(kind);
+    let arg = |n: &str| doc.message_arguments.get(n).map(String::as_str);
+    let (mut pieces, needs) = template::template(&doc.notification_type);
     if needs.iter().any(|n| arg(n).is_none()) {
         pieces = template::fallback();
     }
@@ -55,79 +54,219 @@ pub fn summary(doc: &Value) -> Option<String> {
     Some(text)
 }
 
+/// A sender on an item, as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(rename = "Origin"))]
+pub struct OriginView {
+    /// The sender's id.
+    pub sender_id: String,
+    /// The sender's display name.
+    pub name: String,
+    /// The sender's avatar URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "String"))]
+    pub avatar: Option<String>,
+    /// Where this sender's event leads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "String"))]
+    pub landing: Option<String>,
+    /// Event time, ms since the epoch.
+    pub created_time_msec: i64,
+}
+
+/// An inbox item, as the list and the change feed show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(rename = "Notification"))]
+pub struct NotificationView {
+    /// The notification id.
+    pub notification_id: String,
+    /// Merge key within the owner's inbox.
+    pub item_key: String,
+    /// Producing service.
+    pub service_type: String,
+    /// Inbox category.
+    pub category_type: String,
+    /// Kind of activity.
+    pub notification_type: String,
+    /// Client layout.
+    pub template_type: String,
+    /// The newest event's time, ms since the epoch.
+    pub created_time_msec: i64,
+    /// When the item leaves the inbox, ms since the epoch.
+    pub expire_at_msec: i64,
+    /// List order.
+    pub revision: i64,
+    /// Distinct senders on the item.
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(range(min = 0)))]
+    pub origins_count: i64,
+    /// Newest first; the first few
+    pub origins: Vec<OriginView>,
+    /// Read flag.
+    pub read: bool,
+    /// Seen flag (the badge).
+    pub seen: bool,
+    /// Archived flag.
+    pub archived: bool,
+    /// Where a tap leads.
+    pub landing: Option<String>,
+    /// Template arguments.
+    pub message_arguments: BTreeMap<String, String>,
+    /// "Ana and 3 others liked your post"
+    pub summary: Option<String>,
+}
+
 /// The API shape of a stored (normalized) document: long names, dates as epoch ms, a summary.
 #[must_use]
-pub fn view(doc: &Value) -> Value {
-    let origins: Vec<Value> = doc
-        .get("origins")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|o| {
-            let mut m = Map::new();
-            m.insert(
-                "senderId".into(),
-                o.get("s").cloned().unwrap_or(Value::Null),
-            );
-            m.insert("name".into(), o.get("n").cloned().unwrap_or(Value::Null));
-            for (short, long) in [("a", "avatar"), ("l", "landing")] {
-                if let Some(v) = o.get(short) {
-                    m.insert(long.into(), v.clone());
-                }
-            }
-            m.insert(
-                "createdTimeMsec".into(),
-                o.get("t").cloned().unwrap_or(Value::Null),
-            );
-            Value::Object(m)
-        })
-        .collect();
-    let field = |k: &str| doc.get(k).cloned().unwrap_or(Value::Null);
-    let ms = |k: &str| {
-        doc.get(k)
-            .and_then(ejson::date_ms)
-            .map_or(Value::Null, Value::from)
-    };
-    json!({
-        "notificationId": field("_id"),
-        "itemKey": field("itemKey"),
-        "serviceType": field("serviceType"),
-        "categoryType": field("categoryType"),
-        "notificationType": field("notificationType"),
-        "templateType": field("templateType"),
-        "createdTimeMsec": ms("createdTime"),
-        "expireAtMsec": ms("expireAt"),
-        "revision": field("revision"),
-        "originsCount": field("originsCount"),
-        "origins": origins,
-        "read": field("read"),
-        "seen": field("seen"),
-        "archived": field("archived"),
-        "landing": field("landing"),
-        "messageArguments": doc.get("messageArguments").cloned().unwrap_or_else(|| json!({})),
-        "summary": summary(doc),
-    })
+pub fn view(doc: &Value) -> NotificationView {
+    let d = StoredNotification::read(doc);
+    NotificationView {
+        summary: summary_of(&d),
+        origins: d
+            .origins
+            .into_iter()
+            .map(|o| OriginView {
+                sender_id: o.sender_id,
+                name: o.name,
+                avatar: o.avatar,
+                landing: o.landing,
+                created_time_msec: o.created_time_msec,
+            })
+            .collect(),
+        notification_id: d.id,
+        item_key: d.item_key,
+        service_type: d.service_type,
+        category_type: d.category_type,
+        notification_type: d.notification_type,
+        template_type: d.template_type,
+        created_time_msec: d.created_time.unwrap_or_default(),
+        expire_at_msec: d.expire_at.unwrap_or_default(),
+        revision: d.revision,
+        origins_count: d.origins_count,
+        read: d.read,
+        seen: d.seen,
+        archived: d.archived,
+        landing: d.landing,
+        message_arguments: d.message_arguments,
+    }
+}
+
+/// A deleted, trimmed or expired item in the change feed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(deny_unknown_fields))]
+pub struct Tombstone {
+    /// The item that is gone.
+    pub item_key: String,
+    /// Always `true`.
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(transform = always_true))]
+    pub deleted: bool,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn always_true(s: &mut schemars::Schema) {
+    *s = schemars::json_schema!({ "const": true });
+}
+
+/// A change-feed entry: an item, or the tombstone of one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum ChangeEntry {
+    /// A created, merged, retracted or flagged item.
+    Item(Box<NotificationView>),
+    /// A deleted, trimmed or expired item.
+    Gone(Tombstone),
 }
 
 /// A change-feed entry: the item's view, or `{itemKey, deleted: true}` for a tombstone or an
 /// item past its expiry (which the cron has not turned into a tombstone yet).
 #[must_use]
-pub fn change_view(doc: &Value, now_ms: i64) -> Value {
+pub fn change_view(doc: &Value, now_ms: i64) -> ChangeEntry {
     let gone = doc.get("deleted").and_then(Value::as_bool) == Some(true)
         || doc
             .get("expireAt")
             .and_then(ejson::date_ms)
             .is_some_and(|t| t <= now_ms);
     if gone {
-        json!({ "itemKey": doc.get("itemKey").cloned().unwrap_or(Value::Null), "deleted": true })
+        ChangeEntry::Gone(Tombstone {
+            item_key: doc
+                .get("itemKey")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            deleted: true,
+        })
     } else {
-        view(doc)
+        ChangeEntry::Item(Box::new(view(doc)))
+    }
+}
+
+/// `GET /v1/notifications`: one page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(rename = "Page"))]
+pub struct PageView {
+    /// Newest first.
+    pub items: Vec<NotificationView>,
+    /// Pass back as `cursor` for the next page; null on the last.
+    pub next_cursor: Option<String>,
+    /// The badge over the whole unarchived inbox (unless `counts=false`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "Counts"))]
+    pub counts: Option<Counts>,
+    /// Change-feed position of this snapshot.
+    pub sync: String,
+}
+
+impl PageView {
+    /// Renders a page the store read.
+    #[must_use]
+    pub fn of(page: &Page) -> Self {
+        Self {
+            items: page.items.iter().map(view).collect(),
+            next_cursor: page.next_cursor.clone(),
+            counts: page.counts,
+            sync: page.sync.clone(),
+        }
+    }
+}
+
+/// `GET /v1/notifications/changes`: one page of the change feed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(rename = "ChangesPage"))]
+pub struct ChangesView {
+    /// Oldest change first.
+    pub items: Vec<ChangeEntry>,
+    /// Where the next call resumes.
+    pub sync: String,
+    /// More changes are ready now: call again at once with `sync`.
+    pub has_more: bool,
+}
+
+impl ChangesView {
+    /// Renders a change-feed page the store read at `now_ms`.
+    #[must_use]
+    pub fn of(page: &Changes, now_ms: i64) -> Self {
+        Self {
+            items: page.items.iter().map(|d| change_view(d, now_ms)).collect(),
+            sync: page.sync.clone(),
+            has_more: page.has_more,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn doc(kind: &str, count: i64, names: &[&str]) -> Value {
         let origins: Vec<Value> = names
@@ -178,7 +317,7 @@ mod tests {
     fn view_expands_short_names_and_dates() {
         let d = json!({"_id": "n1", "origins": [{"s": "s1", "n": "Ana", "a": "https://x/a.png", "t": 5, "e": "e1"}],
             "originsCount": 1, "notificationType": "like", "createdTime": {"$date": 5}, "messageArguments": {"post": "Hi"}});
-        let v = view(&d);
+        let v = serde_json::to_value(view(&d)).unwrap();
         assert_eq!(v["notificationId"], "n1");
         assert_eq!(v["createdTimeMsec"], 5);
         assert_eq!(

@@ -1,9 +1,10 @@
 //! Merge and retract as single atomic Data API operations (no read-modify-write, no lock).
 
 use base64::Engine as _;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use super::document::{Retracted, StoredOrigin};
 use super::{NotificationEvent, NotifyConfig};
 use crate::backend::{ejson, BackendError, UpdateResult};
 
@@ -89,18 +90,14 @@ pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) ->
 
 /// The compact origin an event adds to its item.
 pub(super) fn origin(ev: &NotificationEvent) -> Value {
-    let mut origin = Map::new();
-    origin.insert("s".into(), ev.sender.id.clone().into());
-    origin.insert("n".into(), ev.sender.name.clone().into());
-    if let Some(a) = &ev.sender.avatar {
-        origin.insert("a".into(), a.clone().into());
-    }
-    origin.insert("t".into(), ev.created_time_msec.into());
-    if let Some(l) = &ev.landing {
-        origin.insert("l".into(), l.clone().into());
-    }
-    origin.insert("e".into(), ev.event_id.clone().into());
-    Value::Object(origin)
+    json!(StoredOrigin {
+        sender_id: ev.sender.id.clone(),
+        name: ev.sender.name.clone(),
+        avatar: ev.sender.avatar.clone(),
+        created_time_msec: ev.created_time_msec,
+        landing: ev.landing.clone(),
+        event_id: ev.event_id.clone(),
+    })
 }
 
 /// What a create did.
@@ -162,7 +159,7 @@ pub enum RetractOutcome {
 }
 
 fn push_retracted(sender_id: &str, now_ms: i64, cfg: &NotifyConfig) -> Value {
-    json!({ "x": { "$each": [{ "s": sender_id, "t": now_ms }], "$sort": { "t": -1 }, "$slice": cfg.retracted_cap.max(1) } })
+    json!({ "x": { "$each": [Retracted { sender_id: sender_id.to_owned(), at_msec: now_ms }], "$sort": { "t": -1 }, "$slice": cfg.retracted_cap.max(1) } })
 }
 
 /// Retract step 1: pull the sender when other senders remain *in the array* → `updateOne`.

@@ -24,10 +24,11 @@ pub struct Page {
 
 /// Badge counts over the live, unarchived inbox.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
 pub struct Counts {
     /// Items not read.
     pub unread: u64,
-    /// Items not seen (the badge; "mark all seen" clears it while items stay unread).
+    /// Items not seen: the badge ("mark all seen" clears it while items stay unread).
     pub unseen: u64,
 }
 
