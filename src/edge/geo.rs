@@ -2,9 +2,11 @@
 
 use super::assets::{corrupt, fetch_asset};
 use super::{ok_json, ApiResult};
-use crate::api::geo as geo_api;
+use crate::api::geo::{self as geo_api, CountryCodes, CountryResults, PointResult};
+use crate::api::health::{GeoHealth, GeoStatus};
 use crate::geo::{format, CountryIndex, GridPoint, LatLon, Tile};
-use serde_json::{json, Value};
+#[cfg(feature = "bench")]
+use serde_json::json;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use worker::{Date, Env, Response};
@@ -103,19 +105,17 @@ pub async fn lookup(state: &GeoState, env: &Env, points: &[LatLon]) -> ApiResult
 }
 
 /// The country JSON of one point (used by `/v1/geo/me` too).
-pub async fn country_of(env: &Env, p: LatLon) -> ApiResult<Value> {
+pub async fn country_of(env: &Env, p: LatLon) -> ApiResult<Option<CountryCodes>> {
     let state = geo_state(env).await?;
     let id = lookup(&state, env, &[p]).await?[0];
-    Ok(geo_api::country_json(
-        id.and_then(|i| state.index.country(i)),
-    ))
+    Ok(CountryCodes::of(id.and_then(|i| state.index.country(i))))
 }
 
 /// `GET /v1/geo/country`.
 pub async fn get_country(env: &Env, query: &str) -> ApiResult<Response> {
     let p = geo_api::parse_point_query(query)?;
     let c = country_of(env, p).await?;
-    ok_json(&json!({ "lat": p.lat(), "lon": p.lon(), "country": c }))
+    ok_json(&PointResult::new(p, c))
 }
 
 /// `POST /v1/geo/country`.
@@ -123,33 +123,38 @@ pub async fn post_country(env: &Env, body: &[u8]) -> ApiResult<Response> {
     let points = geo_api::parse_batch(body)?;
     let state = geo_state(env).await?;
     let ids = lookup(&state, env, &points).await?;
-    let results: Vec<Value> = ids
+    let results = ids
         .iter()
-        .map(|id| geo_api::country_json(id.and_then(|i| state.index.country(i))))
+        .map(|id| CountryCodes::of(id.and_then(|i| state.index.country(i))))
         .collect();
-    ok_json(&json!({ "results": results }))
+    ok_json(&CountryResults { results })
 }
 
 /// Health fragment.
-pub async fn health(env: &Env) -> (Value, bool) {
+pub async fn health(env: &Env) -> GeoHealth {
     match geo_state(env).await {
-        Ok(s) => (
-            json!({
-                "status": "ok",
-                "format_version": format::FORMAT_VERSION,
-                "countries": s.index.len(),
-                "index_bytes": s.index_bytes,
-                "index_source": "embedded",
-                "index_open_ms": s.open_ms,
-                "tiles_loaded": s.tiles.borrow().iter().filter(|t| t.is_some()).count(),
-                "tile_bytes_loaded": s.tile_bytes.get(),
-            }),
-            true,
-        ),
-        Err(e) => (
-            json!({ "status": "unavailable", "error": e.body()["error"] }),
-            false,
-        ),
+        Ok(s) => GeoHealth {
+            status: GeoStatus::Ok,
+            error: None,
+            format_version: Some(format::FORMAT_VERSION),
+            countries: Some(s.index.len()),
+            index_bytes: Some(s.index_bytes),
+            index_source: Some("embedded"),
+            index_open_ms: Some(s.open_ms),
+            tiles_loaded: Some(s.tiles.borrow().iter().filter(|t| t.is_some()).count()),
+            tile_bytes_loaded: Some(s.tile_bytes.get()),
+        },
+        Err(e) => GeoHealth {
+            status: GeoStatus::Unavailable,
+            error: Some(e.body()["error"].clone()),
+            format_version: None,
+            countries: None,
+            index_bytes: None,
+            index_source: None,
+            index_open_ms: None,
+            tiles_loaded: None,
+            tile_bytes_loaded: None,
+        },
     }
 }
 

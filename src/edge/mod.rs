@@ -15,6 +15,10 @@ mod queue;
 mod state;
 mod webcrypto;
 
+use crate::api::health::{
+    Assets, AuthHealth, ConfigProblem, DataApiProbe, GeoStatus, Health, HealthStatus, ProbeError,
+    ProbeState, RefusedSecret, Secrets,
+};
 use crate::api::routes::{self, Access, Op, RateLimit, Route};
 use crate::api::ApiError;
 use crate::api::ErrorCode;
@@ -357,7 +361,8 @@ fn openapi() -> ApiResult<Response> {
     Ok(resp)
 }
 
-pub fn ok_json(v: &Value) -> ApiResult<Response> {
+/// A 200 with `v` as its JSON body (a wire type of `egn_http`, or a `Value`).
+pub fn ok_json<T: serde::Serialize>(v: &T) -> ApiResult<Response> {
     Response::from_json(v).map_err(internal)
 }
 
@@ -451,10 +456,16 @@ async fn read_body(req: &mut Request, limit: usize) -> ApiResult<Vec<u8>> {
 
 async fn healthz(env: &Env, st: &State) -> ApiResult<Response> {
     let manifest = state::manifest(env).await;
-    let (geo_status, geo_ok) = geo::health(env).await;
+    let geo = geo::health(env).await;
     let (config, declared) = match &st.config {
-        Ok(c) => (Value::Null, c.declared_keys.clone()),
-        Err(e) => (json!({ "error": e.to_string(), "var": e.var }), Vec::new()),
+        Ok(c) => (None, c.declared_keys.clone()),
+        Err(e) => (
+            Some(ConfigProblem {
+                error: e.to_string(),
+                var: e.var.to_string(),
+            }),
+            Vec::new(),
+        ),
     };
     // Names only: a missing secret shows here instead of as a 503 on the first real request.
     let mut missing: Vec<String> =
@@ -470,30 +481,41 @@ async fn healthz(env: &Env, st: &State) -> ApiResult<Response> {
     );
     // Refused secrets and placeholders (deployed workers only), all of them, by name only.
     let get = |n: &str| state::lookup(env, n);
-    let refused: Vec<Value> = crate::config::secrets::refused(&get)
+    let refused = crate::config::secrets::refused(&get)
         .into_iter()
-        .map(|r| json!({ "var": r.var, "reason": r.weakness.to_string() }))
+        .map(|r| RefusedSecret {
+            var: r.var,
+            reason: r.weakness.to_string(),
+        })
         .collect();
     let data_api = match &st.config {
-        Ok(c) => data_api_probe(c).await,
-        Err(_) => Value::Null,
+        Ok(c) => Some(data_api_probe(c).await),
+        Err(_) => None,
     };
-    let ok = geo_ok && st.config.is_ok() && data_api.get("error").is_none();
-    let body = json!({
-        "status": if ok { "ok" } else { "degraded" },
-        "version": env!("CARGO_PKG_VERSION"),
-        "config": config,
-        "geo": geo_status,
-        "ipdb": ip::health(),
-        "data_api": data_api,
-        "secrets": { "missing": missing, "refused": refused },
-        "auth": st.verifier.as_ref().map(|v| json!({ "jwks_fetches": v.jwks_fetches() })),
-        "assets": {
-            "geo_source": manifest["geo"]["source"],
-            "ip_source": manifest["ip"]["source"],
-            "format_version": manifest["format_version"],
+    let ok = geo.status == GeoStatus::Ok
+        && st.config.is_ok()
+        && data_api.as_ref().is_none_or(|p| p.error.is_none());
+    let body = Health {
+        status: if ok {
+            HealthStatus::Ok
+        } else {
+            HealthStatus::Degraded
         },
-    });
+        version: env!("CARGO_PKG_VERSION"),
+        config,
+        geo,
+        ipdb: ip::health(),
+        data_api,
+        secrets: Secrets { missing, refused },
+        auth: st.verifier.as_ref().map(|v| AuthHealth {
+            jwks_fetches: v.jwks_fetches(),
+        }),
+        assets: Assets {
+            geo_source: manifest["geo"]["source"].clone(),
+            ip_source: manifest["ip"]["source"].clone(),
+            format_version: manifest["format_version"].clone(),
+        },
+    };
     Response::from_json(&body)
         .map(|r| r.with_status(if ok { 200 } else { 503 }))
         .map_err(internal)
@@ -506,15 +528,15 @@ thread_local! {
 
 /// One `find` against the Data API (until one succeeds in this isolate), so a base URL that
 /// leads nowhere shows in `/healthz` as `data_api_not_found` instead of as 404s on every call.
-async fn data_api_probe(cfg: &Config) -> Value {
+async fn data_api_probe(cfg: &Config) -> DataApiProbe {
     if cfg.data_api.is_none() {
-        return json!({ "probe": "not_configured" });
+        return DataApiProbe::state(ProbeState::NotConfigured);
     }
     if DATA_API_PROBED.with(std::cell::Cell::get) {
-        return json!({ "probe": "ok" });
+        return DataApiProbe::state(ProbeState::Ok);
     }
     let Ok(store) = factory::store(cfg) else {
-        return json!({ "probe": "not_configured" });
+        return DataApiProbe::state(ProbeState::NotConfigured);
     };
     let mut fields = serde_json::Map::new();
     fields.insert("filter".into(), json!({ "_id": "healthz-probe" }));
@@ -526,8 +548,12 @@ async fn data_api_probe(cfg: &Config) -> Value {
     match crate::backend::data_api::probe_problem(&result) {
         None => {
             DATA_API_PROBED.with(|p| p.set(true));
-            json!({ "probe": "ok" })
+            DataApiProbe::state(ProbeState::Ok)
         }
-        Some((code, message)) => json!({ "probe": "failed", "error": code, "message": message }),
+        Some((code, message)) => DataApiProbe {
+            probe: ProbeState::Failed,
+            error: Some(ProbeError::of(code)),
+            message: Some(message),
+        },
     }
 }

@@ -6,6 +6,7 @@ use super::factory::{service, store};
 use super::http_client::WorkerHttp;
 use super::hub;
 use super::{internal, not_configured, ok_json, ApiResult};
+use crate::api::notify_bodies::{Deleted, Indexes, Updated};
 use crate::api::ErrorCode;
 use crate::api::{notify as api, ApiError};
 use crate::api::{NotifyRoutes, Reply};
@@ -131,7 +132,7 @@ pub async fn stream(
 /// `POST /v1/admin/indexes` (service `admin`): idempotent, run once per deploy.
 pub async fn ensure_indexes(cfg: &Config) -> ApiResult<Response> {
     let names = store(cfg)?.ensure_indexes().await?;
-    ok_json(&json!({ "indexes": names }))
+    ok_json(&Indexes { indexes: names })
 }
 
 /// `GET /v1/admin/dead-letters` (service `admin`).
@@ -190,7 +191,7 @@ pub async fn mark(
         .mark(owner, target, flag, m.value, now_ms())
         .await?;
     changed(env, ctx, owner, n > 0);
-    ok_json(&json!({ "updated": n }))
+    ok_json(&Updated { updated: n })
 }
 
 /// `POST /v1/notifications/bulk` (user): one `updateMany`.
@@ -206,7 +207,7 @@ pub async fn bulk(
         .bulk(owner, action, category.as_deref(), now_ms())
         .await?;
     changed(env, ctx, owner, n > 0);
-    ok_json(&json!({ "updated": n }))
+    ok_json(&Updated { updated: n })
 }
 
 /// `GET /v1/notifications/preferences` (user).
@@ -234,7 +235,7 @@ pub async fn delete(
         return Err(ApiError::new(ErrorCode::NotFound, "no such notification"));
     }
     changed(env, ctx, owner, true);
-    ok_json(&json!({ "deleted": true }))
+    ok_json(&Deleted { deleted: true })
 }
 
 /// Cron housekeeping within the configured subrequest budget.

@@ -3,6 +3,7 @@
 use egn_core::auth::AuthError;
 use egn_core::backend::BackendError;
 use egn_core::notify::NotifyError;
+use serde::Serialize;
 use serde_json::json;
 use std::fmt;
 
@@ -170,9 +171,13 @@ impl From<NotifyError> for ApiError {
             let details = bad
                 .iter()
                 .take(100)
-                .map(|(i, e)| json!({ "index": i, "code": ErrorCode::from(e).as_str(), "message": e.to_string() }))
-                .collect();
-            api.details = Some(Box::new(serde_json::Value::Array(details)));
+                .map(|(i, e)| Issue {
+                    index: *i,
+                    code: ErrorCode::from(e).as_str(),
+                    message: e.to_string(),
+                })
+                .collect::<Vec<_>>();
+            api.details = Some(details.into_boxed_slice());
         }
         api
     }
@@ -211,7 +216,46 @@ pub struct ApiError {
     /// The `Allow` header of a 405.
     pub allow: Option<String>,
     /// Structured detail under `error.details` (e.g. each invalid event of a batch).
-    pub details: Option<Box<serde_json::Value>>,
+    pub details: Option<Box<[Issue]>>,
+}
+
+/// One invalid part of a request (`error.details`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct Issue {
+    /// Its position (an event's index in the batch).
+    pub index: usize,
+    /// Its stable code.
+    pub code: &'static str,
+    /// Human-readable; may change.
+    pub message: String,
+}
+
+/// Every 4xx/5xx body (except `/healthz`'s 503, which is the health body).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(rename = "Error"))]
+pub struct ErrorBody<'a> {
+    /// The error.
+    pub error: ErrorDetail<'a>,
+}
+
+/// The error of an [`ErrorBody`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct ErrorDetail<'a> {
+    /// Stable; clients switch on it.
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(regex(pattern = "^[a-z][a-z0-9_]*$"))
+    )]
+    pub code: &'static str,
+    /// Human-readable; may change.
+    pub message: &'a str,
+    /// `invalid_events`: each invalid event of a batch (the first 100).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "Vec<Issue>"))]
+    pub details: Option<&'a [Issue]>,
 }
 
 impl ApiError {
@@ -250,11 +294,13 @@ impl ApiError {
 
     /// The JSON body.
     pub fn body(&self) -> serde_json::Value {
-        let mut b = json!({ "error": { "code": self.code.as_str(), "message": self.message } });
-        if let Some(d) = &self.details {
-            b["error"]["details"] = (**d).clone();
-        }
-        b
+        json!(ErrorBody {
+            error: ErrorDetail {
+                code: self.code.as_str(),
+                message: &self.message,
+                details: self.details.as_deref(),
+            },
+        })
     }
 }
 

@@ -3,8 +3,8 @@
 use super::error::ApiError;
 use crate::ErrorCode;
 use egn_core::geo::{Country, LatLon};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// Most points one batch request may carry.
 pub const MAX_BATCH_POINTS: usize = 10_000;
@@ -80,17 +80,62 @@ pub fn parse_batch(body: &[u8]) -> Result<Vec<LatLon>, ApiError> {
         .collect()
 }
 
-/// JSON for one answer: `{"alpha2","alpha3"}` or `null` at sea.
-pub fn country_json(c: Option<Country<'_>>) -> Value {
-    c.map_or(
-        Value::Null,
-        |c| json!({ "alpha2": c.alpha2, "alpha3": c.alpha3 }),
-    )
+/// A country by its ISO 3166-1 codes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(rename = "Country"))]
+pub struct CountryCodes {
+    /// ISO 3166-1 alpha-2.
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(regex(pattern = "^[A-Z]{2}$")))]
+    pub alpha2: String,
+    /// ISO 3166-1 alpha-3.
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(regex(pattern = "^[A-Z]{3}$")))]
+    pub alpha3: String,
 }
 
-/// Body of `GET /v1/geo/country`.
-pub fn point_response(p: LatLon, c: Option<Country<'_>>) -> Value {
-    json!({ "lat": p.lat(), "lon": p.lon(), "country": country_json(c) })
+impl CountryCodes {
+    /// One answer: the country's codes, or `None` at sea.
+    #[must_use]
+    pub fn of(c: Option<Country<'_>>) -> Option<Self> {
+        c.map(|c| Self {
+            alpha2: c.alpha2.to_owned(),
+            alpha3: c.alpha3.to_owned(),
+        })
+    }
+}
+
+/// `GET /v1/geo/country`: the point and its country.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct PointResult {
+    /// Latitude, degrees (WGS 84).
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(range(min = -90, max = 90)))]
+    pub lat: f64,
+    /// Longitude, degrees (WGS 84).
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(range(min = -180, max = 180)))]
+    pub lon: f64,
+    /// null on the open sea
+    pub country: Option<CountryCodes>,
+}
+
+impl PointResult {
+    /// The answer for `p`.
+    #[must_use]
+    pub fn new(p: LatLon, country: Option<CountryCodes>) -> Self {
+        Self {
+            lat: p.lat(),
+            lon: p.lon(),
+            country,
+        }
+    }
+}
+
+/// `POST /v1/geo/country`: one country (or null) per point, in request order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct CountryResults {
+    /// In request order; null on the open sea.
+    pub results: Vec<Option<CountryCodes>>,
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
 //! Request parsing and response shapes for `/v1/geo/ip` and `/v1/geo/me`.
 
 use super::error::ApiError;
+use super::geo::PointResult;
 use crate::ErrorCode;
+use egn_core::ip::Attribution;
 use egn_core::ip::{parse_ip, IpAnswer, IpParseError};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 
 /// Most addresses one batch request may carry.
@@ -57,14 +58,120 @@ pub fn parse_ip_batch(body: &[u8]) -> Result<Vec<IpAddr>, ApiError> {
         .collect()
 }
 
-/// JSON for one answer: `{"ip","country","reason"}`; `reason` says why `country` is null.
-pub fn ip_json(ip: IpAddr, a: IpAnswer<'_>) -> Value {
-    match a {
-        IpAnswer::Country(c) => json!({ "ip": ip.to_string(), "country": c, "reason": null }),
-        IpAnswer::NotFound => {
-            json!({ "ip": ip.to_string(), "country": null, "reason": "not_found" })
+/// One address's answer; `reason` says why `country` is null.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct IpResult {
+    /// The address as parsed.
+    pub ip: String,
+    /// ISO 3166-1 alpha-2 (or a registry code such as `EU`).
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(regex(pattern = "^[A-Z0-9]{2}$"))
+    )]
+    pub country: Option<String>,
+    /// Why `country` is null: `not_found` or a reserved range (`private`, `loopback`, …); null when it is not
+    pub reason: Option<String>,
+}
+
+impl IpResult {
+    /// The answer `a` for `ip`.
+    #[must_use]
+    pub fn new(ip: IpAddr, a: IpAnswer<'_>) -> Self {
+        let (country, reason) = match a {
+            IpAnswer::Country(c) => (Some(c.to_owned()), None),
+            IpAnswer::NotFound => (None, Some("not_found".to_owned())),
+            IpAnswer::Reserved(r) => (None, Some(r.to_owned())),
+        };
+        Self {
+            ip: ip.to_string(),
+            country,
+            reason,
         }
-        IpAnswer::Reserved(r) => json!({ "ip": ip.to_string(), "country": null, "reason": r }),
+    }
+}
+
+/// Which database answered, and the credit its licence asks for (the console shows
+/// `attribution.text` linked to `attribution.url`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct Ipdb {
+    /// The database's version.
+    pub version: String,
+    /// `bundled`, or where a hot-swapped database came from
+    pub source: String,
+    /// The credit line, when the data's licence asks for one.
+    pub attribution: Option<Attribution>,
+}
+
+/// `GET /v1/geo/ip`: the address's answer and the database that gave it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct IpLookup {
+    /// The answer.
+    #[serde(flatten)]
+    pub result: IpResult,
+    /// The database.
+    pub ipdb: Ipdb,
+}
+
+/// `POST /v1/geo/ip`: one answer per address, in order, with the database once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct IpResults {
+    /// In request order.
+    pub results: Vec<IpResult>,
+    /// The database.
+    pub ipdb: Ipdb,
+}
+
+/// `GET /v1/geo/me`: what each source says about the caller.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct Me {
+    /// `request.cf.country` (`T1` = Tor)
+    pub cf_country: Option<String>,
+    /// The IPDB answer for `CF-Connecting-IP`
+    pub ip: Option<IpResult>,
+    /// The coordinates' country, when `lat` and `lon` were given.
+    pub coordinates: Option<PointResult>,
+    /// Whether the sources that answered agree (null with fewer than two).
+    pub agree: Option<bool>,
+    /// How many sources answered.
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(range(max = 3)))]
+    pub sources: u32,
+    /// The database.
+    pub ipdb: Ipdb,
+}
+
+impl Me {
+    /// The body from each source's answer; `agree` and `sources` follow from them.
+    #[must_use]
+    pub fn new(
+        cf_country: Option<String>,
+        ip: Option<IpResult>,
+        coordinates: Option<PointResult>,
+        ipdb: Ipdb,
+    ) -> Self {
+        let mut answers: Vec<&str> = Vec::new();
+        // "T1" is Tor: a real answer, but not a country to compare.
+        answers.extend(cf_country.as_deref().filter(|c| *c != "T1"));
+        answers.extend(ip.as_ref().and_then(|r| r.country.as_deref()));
+        answers.extend(
+            coordinates
+                .as_ref()
+                .and_then(|p| Some(p.country.as_ref()?.alpha2.as_str())),
+        );
+        let agree = (answers.len() >= 2).then(|| answers.windows(2).all(|w| w[0] == w[1]));
+        let sources = u32::try_from(answers.len()).unwrap_or(u32::MAX);
+        Self {
+            cf_country,
+            ip,
+            coordinates,
+            agree,
+            sources,
+            ipdb,
+        }
     }
 }
 

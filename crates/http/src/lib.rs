@@ -4,9 +4,11 @@
 pub mod console;
 mod error;
 pub mod geo;
+pub mod health;
 pub mod idempotency;
 pub mod ip;
 pub mod notify;
+pub mod notify_bodies;
 pub mod notify_routes;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod openapi;
@@ -15,7 +17,7 @@ pub mod routes;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod schemas;
 
-pub use error::{ApiError, ErrorCode};
+pub use error::{ApiError, ErrorBody, ErrorCode, ErrorDetail, Issue};
 pub use notify_routes::{NotifyRoutes, Reply};
 
 /// Rejects an empty batch (`empty_batch`) or one over `max` items (`batch_too_large`), both 400.

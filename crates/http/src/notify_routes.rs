@@ -4,9 +4,13 @@
 
 use super::idempotency as idem;
 use super::notify as parse;
+use super::notify_bodies::{
+    CreatedWord, DeadLetters, EventResult, NewItem, OneEvent, OneEventWord, PreferencesBody,
+    Processed, ProcessedWord, Queued, QueuedWord, ReplayResult, RetractResult, RetractWord,
+};
 use super::{ApiError, ErrorCode};
 use egn_core::backend::{HttpClient, Script};
-use egn_core::notify::batch::{EventOutcome, EventQueue};
+use egn_core::notify::batch::EventQueue;
 use egn_core::notify::{
     CreateOutcome, Created, Deferred, EventsOutcome, NotifyError, NotifyService, Preferences,
     PreferencesView, RetractOutcome, Written,
@@ -30,24 +34,34 @@ pub struct Reply {
 pub type Flow = (Result<Reply, ApiError>, Vec<Deferred>);
 
 fn created_reply(c: &Created) -> (u16, Value) {
+    let one = |status, notification_id| {
+        (
+            200,
+            json!(OneEvent {
+                status,
+                notification_id
+            }),
+        )
+    };
     match c {
-        Created::Muted => (200, json!({"status": "muted"})),
-        Created::Duplicate => (200, json!({"status": "duplicate"})),
+        Created::Muted => one(OneEventWord::Muted, None),
+        Created::Duplicate => one(OneEventWord::Duplicate, None),
         Created::Applied {
             outcome,
             notification_id,
         } => {
-            // The same status words as a batch's per-event results.
-            let word = EventOutcome::Applied(*outcome).name();
-            let status = if *outcome == CreateOutcome::Created {
-                201
-            } else {
-                200
-            };
-            (
-                status,
-                json!({"status": word, "notificationId": notification_id}),
-            )
+            let id = Some(notification_id.clone());
+            match outcome {
+                CreateOutcome::Created => (
+                    201,
+                    json!(NewItem {
+                        status: CreatedWord::Created,
+                        notification_id: notification_id.clone(),
+                    }),
+                ),
+                CreateOutcome::Merged => one(OneEventWord::Merged, id),
+                CreateOutcome::AlreadyApplied => one(OneEventWord::AlreadyApplied, id),
+            }
         }
     }
 }
@@ -55,39 +69,45 @@ fn created_reply(c: &Created) -> (u16, Value) {
 fn events_reply(o: &EventsOutcome) -> (u16, Value) {
     match o {
         EventsOutcome::One(c) => created_reply(c),
-        EventsOutcome::Queued { accepted } => {
-            (202, json!({ "status": "queued", "accepted": accepted }))
-        }
+        EventsOutcome::Queued { accepted } => (
+            202,
+            json!(Queued {
+                status: QueuedWord::Queued,
+                accepted: *accepted,
+            }),
+        ),
         EventsOutcome::Processed(results) => {
-            let results: Vec<Value> = results
+            let results = results
                 .iter()
-                .map(|(o, id)| match id {
-                    Some(id) => json!({ "status": o.name(), "notificationId": id }),
-                    None => json!({ "status": o.name() }),
+                .map(|(status, id)| EventResult {
+                    status: *status,
+                    notification_id: id.clone(),
                 })
                 .collect();
-            (200, json!({ "status": "processed", "results": results }))
+            (
+                200,
+                json!(Processed {
+                    status: ProcessedWord::Processed,
+                    results,
+                }),
+            )
         }
     }
 }
 
 fn retract_reply(o: RetractOutcome) -> (u16, Value) {
-    let word = match o {
-        RetractOutcome::Updated => "updated",
-        RetractOutcome::Deleted => "deleted",
-        RetractOutcome::NotFound => "not_found",
+    let status = match o {
+        RetractOutcome::Updated => RetractWord::Updated,
+        RetractOutcome::Deleted => RetractWord::Deleted,
+        RetractOutcome::NotFound => RetractWord::NotFound,
     };
-    (200, json!({ "status": word }))
+    (200, json!(RetractResult { status }))
 }
 
 /// The preferences body.
 #[must_use]
 pub fn preferences_body(v: &PreferencesView) -> Value {
-    json!({
-        "mutedCategories": v.preferences.muted_categories,
-        "mutedTypes": v.preferences.muted_types,
-        "enforced": v.enforced,
-    })
+    json!(PreferencesBody::from(v))
 }
 
 fn render<T>(r: Result<Written<T>, NotifyError>, to_reply: impl Fn(&T) -> (u16, Value)) -> Flow {
@@ -202,7 +222,10 @@ impl<H: HttpClient> NotifyRoutes for NotifyService<H> {
     async fn get_dead_letters(&self, query: &str) -> Result<Value, ApiError> {
         let limit = parse::parse_dead_letter_limit(query)?;
         let items = self.dead_letters(limit).await?;
-        Ok(json!({ "count": items.len(), "items": items }))
+        Ok(json!(DeadLetters {
+            count: items.len(),
+            items
+        }))
     }
 
     async fn post_replay<Q: EventQueue>(
@@ -215,7 +238,7 @@ impl<H: HttpClient> NotifyRoutes for NotifyService<H> {
         let done = self
             .replay_dead_letters(r.ids.as_deref(), limit, queue)
             .await?;
-        Ok(json!({ "replayed": done.replayed, "removed": done.removed }))
+        Ok(json!(ReplayResult::from(done)))
     }
 }
 

@@ -6,6 +6,13 @@
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value};
 
+use crate::geo::{CountryCodes, CountryResults, PointResult};
+use crate::ip::{IpLookup, IpResult, IpResults, Ipdb, Me};
+use crate::notify_bodies::{
+    DeadLetters, Deleted, Indexes, NewItem, OneEvent, PreferencesBody, Processed, Queued,
+    ReplayResult, RetractResult, Updated,
+};
+use egn_core::ip::Attribution;
 use egn_core::notify::{ChangesView, Counts, NotificationView, OriginView, PageView, Tombstone};
 
 fn generator(settings: SchemaSettings) -> SchemaGenerator {
@@ -24,5 +31,27 @@ pub fn components() -> Map<String, Value> {
     out.subschema_for::<OriginView>();
     out.subschema_for::<Counts>();
     out.subschema_for::<Tombstone>();
+    out.subschema_for::<CountryCodes>();
+    out.subschema_for::<PointResult>();
+    out.subschema_for::<CountryResults>();
+    out.subschema_for::<Attribution>();
+    out.subschema_for::<Ipdb>();
+    out.subschema_for::<IpResult>();
+    out.subschema_for::<IpLookup>();
+    out.subschema_for::<IpResults>();
+    out.subschema_for::<Me>();
+    out.subschema_for::<NewItem>();
+    out.subschema_for::<OneEvent>();
+    out.subschema_for::<Processed>();
+    out.subschema_for::<Queued>();
+    out.subschema_for::<RetractResult>();
+    out.subschema_for::<Updated>();
+    out.subschema_for::<Deleted>();
+    out.subschema_for::<Indexes>();
+    out.subschema_for::<DeadLetters>();
+    out.subschema_for::<ReplayResult>();
+    out.subschema_for::<PreferencesBody>();
+    out.subschema_for::<crate::ErrorBody<'static>>();
+    out.subschema_for::<crate::health::Health>();
     out.take_definitions(true)
 }

@@ -12,12 +12,14 @@ pub use publish::publish_from_source;
 
 use super::assets::corrupt;
 use super::{internal, ok_json, ApiResult};
-use crate::api::{geo as geo_api, ip as ip_api};
+use crate::api::geo::{self as geo_api, PointResult};
+use crate::api::ip::{self as ip_api, IpLookup, IpResult, IpResults, Ipdb, Me};
 use crate::api::{ApiError, ErrorCode};
 use crate::config::{Config, IpdbSettings};
 use crate::ip::serving::{Checked, Clock, PageError, Served, Serving};
 use crate::ip::table::page_name;
-use serde_json::{json, Value};
+#[cfg(feature = "bench")]
+use serde_json::json;
 use std::net::IpAddr;
 use std::rc::Rc;
 use store::{EdgeStore, StoreError, WorkerClock};
@@ -155,28 +157,40 @@ fn page_error(e: PageError<StoreError>) -> ApiError {
 
 /// The `ipdb` object of every IP answer: which database answered, and the credit its licence
 /// asks for (the console shows `attribution.text` linked to `attribution.url`).
-fn ipdb_json(s: &Served) -> Value {
-    json!({ "version": s.version(), "source": s.source(), "attribution": s.attribution() })
+fn ipdb_json(s: &Served) -> Ipdb {
+    Ipdb {
+        version: s.version().to_owned(),
+        // `Source` serializes as its lower-case name.
+        source: serde_json::to_value(s.source())
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        attribution: s.attribution().cloned(),
+    }
 }
 
 /// `GET /v1/geo/ip`.
 pub async fn get_ip(env: &Env, ctx: &Context, cfg: &Config, query: &str) -> ApiResult<Response> {
     let ip = ip_api::parse_ip_query(query)?;
     let s = ip_state(env, ctx, &cfg.ipdb, &[ip]).await?;
-    let mut body = ip_api::ip_json(ip, s.db().lookup(ip));
-    body["ipdb"] = ipdb_json(&s);
-    ok_json(&body)
+    ok_json(&IpLookup {
+        result: IpResult::new(ip, s.db().lookup(ip)),
+        ipdb: ipdb_json(&s),
+    })
 }
 
 /// `POST /v1/geo/ip`.
 pub async fn post_ip(env: &Env, ctx: &Context, cfg: &Config, body: &[u8]) -> ApiResult<Response> {
     let ips = ip_api::parse_ip_batch(body)?;
     let s = ip_state(env, ctx, &cfg.ipdb, &ips).await?;
-    let results: Vec<Value> = ips
+    let results = ips
         .iter()
-        .map(|&ip| ip_api::ip_json(ip, s.db().lookup(ip)))
+        .map(|&ip| IpResult::new(ip, s.db().lookup(ip)))
         .collect();
-    ok_json(&json!({ "results": results, "ipdb": ipdb_json(&s) }))
+    ok_json(&IpResults {
+        results,
+        ipdb: ipdb_json(&s),
+    })
 }
 
 /// `GET /v1/geo/me`: edge country, IPDB answer for the caller and (optionally) the coordinates'
@@ -196,41 +210,21 @@ pub async fn me(
         .flatten()
         .and_then(|v| crate::ip::parse_ip(&v).ok());
     let s = ip_state(env, ctx, &cfg.ipdb, caller.as_slice()).await?;
-    let ip = caller.map(|ip| ip_api::ip_json(ip, s.db().lookup(ip)));
+    let ip = caller.map(|ip| IpResult::new(ip, s.db().lookup(ip)));
     let has_coords = crate::api::query::pairs(query).any(|(k, _)| k == "lat" || k == "lon");
     let coords = if has_coords {
         let p = geo_api::parse_point_query(query)?;
         let c = super::geo::country_of(env, p).await?;
-        Some(json!({ "lat": p.lat(), "lon": p.lon(), "country": c }))
+        Some(PointResult::new(p, c))
     } else {
         None
     };
-    let mut answers: Vec<String> = Vec::new();
-    // "T1" is Tor: a real answer, but not a country to compare.
-    answers.extend(cf_country.clone().filter(|c| c != "T1"));
-    answers.extend(
-        ip.as_ref()
-            .and_then(|v| v["country"].as_str().map(String::from)),
-    );
-    answers.extend(
-        coords
-            .as_ref()
-            .and_then(|v| v["country"]["alpha2"].as_str().map(String::from)),
-    );
-    let agree = (answers.len() >= 2).then(|| answers.windows(2).all(|w| w[0] == w[1]));
-    ok_json(&json!({
-        "cf_country": cf_country,
-        "ip": ip,
-        "coordinates": coords,
-        "agree": agree,
-        "sources": answers.len(),
-        "ipdb": ipdb_json(&s),
-    }))
+    ok_json(&Me::new(cf_country, ip, coords, ipdb_json(&s)))
 }
 
 /// Health fragment.
-pub fn health() -> Value {
-    json!(ipdb().health())
+pub fn health() -> crate::ip::serving::Health {
+    ipdb().health()
 }
 
 #[cfg(feature = "bench")]

@@ -9,7 +9,11 @@ use serde::{Deserialize, Serialize};
 
 /// A credit line: what to show, where it links, under which licence.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+// Strict where the worker reads one (a published record), open in the API: a credit line may
+// gain a field without breaking a client that validates answers.
+#[cfg_attr(not(target_arch = "wasm32"), schemars(transform = open_object))]
 pub struct Attribution {
     /// The text to show, e.g. "IP Geolocation by DB-IP".
     pub text: String,
@@ -17,6 +21,11 @@ pub struct Attribution {
     pub url: String,
     /// SPDX-style licence of the data.
     pub license: String,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn open_object(s: &mut schemars::Schema) {
+    s.remove("additionalProperties");
 }
 
 impl Attribution {

@@ -211,19 +211,30 @@ pub fn table_meta(db_type: &str, build_epoch: u64, attribution: Option<&Attribut
 /// The outcome of the last scheduled update, kept in KV next to the record (so every isolate's
 /// `/healthz` shows it, not only the one that ran the cron).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
 pub struct UpdateStatus {
     /// RFC 3339 time of the run.
     pub at: String,
     /// `published`, `unchanged` or `refused`.
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(extend("enum" = ["published", "unchanged", "refused"]))
+    )]
     pub outcome: String,
     /// The version published or kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "String"))]
     pub version: Option<String>,
     /// Why the candidate was refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "String"))]
     pub reason: Option<String>,
     /// The candidate's comparison with the serving database, when it got that far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(with = "serde_json::Map<String, serde_json::Value>")
+    )]
     pub agreement: Option<Agreement>,
 }
 

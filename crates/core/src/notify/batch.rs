@@ -186,17 +186,57 @@ pub enum EventOutcome {
     Failed(String),
 }
 
+/// An event's outcome short of failure: what the API answers per event (`status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Settled {
+    // A new item.
+    Created,
+    // Merged into an existing item.
+    Merged,
+    // The sender was already on the item (also: retracted after this event).
+    AlreadyApplied,
+    // Its event id was already processed.
+    Duplicate,
+    // The recipient muted this kind of event.
+    Muted,
+}
+
+impl From<CreateOutcome> for Settled {
+    fn from(o: CreateOutcome) -> Self {
+        match o {
+            CreateOutcome::Created => Settled::Created,
+            CreateOutcome::Merged => Settled::Merged,
+            CreateOutcome::AlreadyApplied => Settled::AlreadyApplied,
+        }
+    }
+}
+
 impl EventOutcome {
+    /// The outcome, unless it failed (then why).
+    ///
+    /// # Errors
+    /// The failure's reason.
+    pub fn settled(&self) -> Result<Settled, &str> {
+        match self {
+            EventOutcome::Applied(o) => Ok((*o).into()),
+            EventOutcome::Duplicate => Ok(Settled::Duplicate),
+            EventOutcome::Muted => Ok(Settled::Muted),
+            EventOutcome::Failed(why) => Err(why),
+        }
+    }
+
     /// The status word of the API (`created`, `merged`, …, `failed`).
     #[must_use]
     pub fn name(&self) -> &'static str {
-        match self {
-            EventOutcome::Applied(CreateOutcome::Created) => "created",
-            EventOutcome::Applied(CreateOutcome::Merged) => "merged",
-            EventOutcome::Applied(CreateOutcome::AlreadyApplied) => "already_applied",
-            EventOutcome::Duplicate => "duplicate",
-            EventOutcome::Muted => "muted",
-            EventOutcome::Failed(_) => "failed",
+        match self.settled() {
+            Ok(Settled::Created) => "created",
+            Ok(Settled::Merged) => "merged",
+            Ok(Settled::AlreadyApplied) => "already_applied",
+            Ok(Settled::Duplicate) => "duplicate",
+            Ok(Settled::Muted) => "muted",
+            Err(_) => "failed",
         }
     }
 

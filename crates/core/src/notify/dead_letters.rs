@@ -91,16 +91,35 @@ pub async fn remove<H: HttpClient>(
         .await
 }
 
-/// The API view of a stored letter: `{id, queue, reason, failedAtMsec, event}` (`event` is the
-/// parsed body, or the raw text when it is not JSON).
+/// A stored letter as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct DeadLetterView {
+    /// The queue's message id.
+    pub id: String,
+    /// The queue it came from.
+    pub queue: Option<String>,
+    /// Why it is here.
+    pub reason: Option<String>,
+    /// When the consumer gave up on it, ms since the epoch.
+    pub failed_at_msec: Option<i64>,
+    /// The queued event (its JSON), or the raw body when it is not JSON
+    pub event: Value,
+}
+
+/// The API view of a stored letter (`event` is the parsed body, or the raw text when it is not
+/// JSON).
 #[must_use]
-pub fn view(doc: &Value) -> Value {
+pub fn view(doc: &Value) -> DeadLetterView {
+    let text = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_owned);
     let body = doc.get("body").and_then(Value::as_str).unwrap_or_default();
-    json!({
-        "id": doc.get("_id").cloned().unwrap_or(Value::Null),
-        "queue": doc.get("queue").cloned().unwrap_or(Value::Null),
-        "reason": doc.get("reason").cloned().unwrap_or(Value::Null),
-        "failedAtMsec": doc.get("failedAt").and_then(ejson::date_ms),
-        "event": serde_json::from_str::<Value>(body).unwrap_or_else(|_| Value::String(body.to_owned())),
-    })
+    DeadLetterView {
+        id: text("_id").unwrap_or_default(),
+        queue: text("queue"),
+        reason: text("reason"),
+        failed_at_msec: doc.get("failedAt").and_then(ejson::date_ms),
+        event: serde_json::from_str::<Value>(body)
+            .unwrap_or_else(|_| Value::String(body.to_owned())),
+    }
 }

@@ -10,7 +10,7 @@
 //! its own). The owner's muted set is checked inside the same reservation script (see
 //! [`preferences`]).
 
-use super::batch::{self, EventOutcome, EventQueue, QueuedMessage};
+use super::batch::{self, EventOutcome, EventQueue, QueuedMessage, Settled};
 use super::dead_letters::{self, DeadLetter};
 use super::preferences::{self, Preferences};
 use super::{CreateOutcome, NewEvent, NotificationEvent, NotificationStore, NotifyError};
@@ -106,7 +106,7 @@ pub enum EventsOutcome {
     },
     /// A batch written at once: per event, in input order, its outcome and (when applied) the
     /// item's id.
-    Processed(Vec<(EventOutcome, Option<String>)>),
+    Processed(Vec<(Settled, Option<String>)>),
 }
 
 /// The owner's preferences and whether muting is enforced (it needs Redis).
@@ -247,25 +247,17 @@ impl<H: HttpClient> NotifyService<H> {
             });
         }
         let report = self.apply_batch(&events, now_ms).await;
-        if let Some(EventOutcome::Failed(why)) = report
-            .outcomes
-            .iter()
-            .find(|o| matches!(o, EventOutcome::Failed(_)))
-        {
+        let mut results = Vec::with_capacity(events.len());
+        for (o, ev) in report.outcomes.iter().zip(&events) {
             // What was written is committed: the client's retry of the whole body finds those
             // as duplicates and writes the rest.
-            return Err(NotifyError::PartlyWritten(why.clone()));
+            let settled = o
+                .settled()
+                .map_err(|why| NotifyError::PartlyWritten(why.to_owned()))?;
+            let id = matches!(o, EventOutcome::Applied(_))
+                .then(|| super::notification_id(ev.owner(), ev.item_key()));
+            results.push((settled, id));
         }
-        let results = report
-            .outcomes
-            .into_iter()
-            .zip(&events)
-            .map(|(o, ev)| {
-                let id = matches!(o, EventOutcome::Applied(_))
-                    .then(|| super::notification_id(ev.owner(), ev.item_key()));
-                (o, id)
-            })
-            .collect();
         Ok(Written {
             value: EventsOutcome::Processed(results),
             changed: report.changed_owners,
@@ -336,7 +328,10 @@ impl<H: HttpClient> NotifyService<H> {
     ///
     /// # Errors
     /// Backend failures.
-    pub async fn dead_letters(&self, limit: u32) -> Result<Vec<Value>, NotifyError> {
+    pub async fn dead_letters(
+        &self,
+        limit: u32,
+    ) -> Result<Vec<dead_letters::DeadLetterView>, NotifyError> {
         let docs = dead_letters::list(&self.store, None, limit).await?;
         Ok(docs.iter().map(dead_letters::view).collect())
     }

@@ -1,0 +1,209 @@
+//! `GET /healthz` as a type: the adapter fills it from each part's own report, and the
+//! document's `Health` schema is generated from it. 200 when it is `ok`, 503 with the same body
+//! when `degraded`.
+
+use egn_core::ip::serving::Health as IpdbHealth;
+use serde::Serialize;
+use serde_json::Value;
+
+/// Overall state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum HealthStatus {
+    // Every part works.
+    Ok,
+    // A part does not: the answer is a 503.
+    Degraded,
+}
+
+/// The health body.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct Health {
+    /// `ok`, or `degraded` (then the status is 503).
+    pub status: HealthStatus,
+    /// The worker's release (CHANGELOG.md); equals `info.version` of this document
+    pub version: &'static str,
+    /// The configuration's first problem, when it does not parse.
+    pub config: Option<ConfigProblem>,
+    /// The geo index.
+    pub geo: GeoHealth,
+    /// The IP database serving in this isolate.
+    pub ipdb: IpdbHealth,
+    /// One probe `find` per isolate until it succeeds. `error` is `data_api_not_found` when DATA_API_URL answers 404 (the base URL must end just before `/action`), `data_api_unauthorized` when the key is refused, `data_api_unavailable` when it cannot be reached; the status is then `degraded`.
+    pub data_api: Option<DataApiProbe>,
+    /// Secrets, by name only.
+    pub secrets: Secrets,
+    /// The token verifier's key fetches (when one is configured).
+    pub auth: Option<AuthHealth>,
+    /// Where the bundled assets came from (their build manifest).
+    pub assets: Assets,
+}
+
+/// A configuration that does not parse: the variable and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct ConfigProblem {
+    /// What is wrong.
+    pub error: String,
+    /// The variable.
+    pub var: String,
+}
+
+/// The geo index's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum GeoStatus {
+    // It opened.
+    Ok,
+    // It did not: see `error`.
+    Unavailable,
+}
+
+/// The geo index: its sizes when it opened, the error when it did not.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct GeoHealth {
+    /// `ok` or `unavailable`.
+    pub status: GeoStatus,
+    /// Why it did not open (an Error's `error` object).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "Value"))]
+    pub error: Option<Value>,
+    /// The index format.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "u32"))]
+    pub format_version: Option<u32>,
+    /// Countries in the index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "usize"))]
+    pub countries: Option<usize>,
+    /// Bytes of the top-level index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "usize"))]
+    pub index_bytes: Option<usize>,
+    /// Where the index comes from (`embedded`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "String"))]
+    pub index_source: Option<&'static str>,
+    /// Time to open (validate) the index in this isolate, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "f64"))]
+    pub index_open_ms: Option<f64>,
+    /// Tiles loaded so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "usize"))]
+    pub tiles_loaded: Option<usize>,
+    /// Bytes of the tiles loaded so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "usize"))]
+    pub tile_bytes_loaded: Option<usize>,
+}
+
+/// The state of the Data API probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeState {
+    // It answered.
+    Ok,
+    // It did not: see `error`.
+    Failed,
+    // No DATA_API_URL.
+    NotConfigured,
+}
+
+/// Why the Data API probe failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeError {
+    // DATA_API_URL answers 404.
+    DataApiNotFound,
+    // The key is refused.
+    DataApiUnauthorized,
+    // It cannot be reached.
+    DataApiUnavailable,
+}
+
+impl ProbeError {
+    /// The error for a probe problem's code (`egn_core::backend::data_api::probe_problem`).
+    #[must_use]
+    pub fn of(code: &str) -> Self {
+        match code {
+            "data_api_not_found" => Self::DataApiNotFound,
+            "data_api_unauthorized" => Self::DataApiUnauthorized,
+            _ => Self::DataApiUnavailable,
+        }
+    }
+}
+
+/// One Data API probe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct DataApiProbe {
+    /// What it found.
+    pub probe: ProbeState,
+    /// Why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "ProbeError"))]
+    pub error: Option<ProbeError>,
+    /// The failure, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "String"))]
+    pub message: Option<String>,
+}
+
+impl DataApiProbe {
+    /// A probe that found `probe` and no problem.
+    #[must_use]
+    pub fn state(probe: ProbeState) -> Self {
+        Self {
+            probe,
+            error: None,
+            message: None,
+        }
+    }
+}
+
+/// A refused secret or setting, by name and reason, never by value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct RefusedSecret {
+    /// The variable.
+    pub var: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// Secrets, by name only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct Secrets {
+    /// Secrets that are not set.
+    pub missing: Vec<String>,
+    /// Deployed workers (ENVIRONMENT is not `development`): every secret or setting refused because it is published in the repository, a placeholder, shorter than 32 bytes or under ~128 bits of estimated entropy. By name and reason, never by value; the worker answers 503 `config_invalid` until they are fixed.
+    pub refused: Vec<RefusedSecret>,
+}
+
+/// The token verifier.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct AuthHealth {
+    /// JWKS fetches by this isolate.
+    pub jwks_fetches: u64,
+}
+
+/// The bundled assets' sources, from their build manifest.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct Assets {
+    /// The geo data's source.
+    pub geo_source: Value,
+    /// The IP data's source.
+    pub ip_source: Value,
+    /// The asset format.
+    pub format_version: Value,
+}
