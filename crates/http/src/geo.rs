@@ -38,9 +38,16 @@ pub fn parse_point_query(query: &str) -> Result<LatLon, ApiError> {
     LatLon::new(lat, lon).map_err(|e| ApiError::new(ErrorCode::InvalidCoordinate, e.to_string()))
 }
 
+/// `POST /v1/geo/country`: points as `{lat, lon}` objects or `[lat, lon]` pairs.
 #[derive(Deserialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(rename = "PointsBody"))]
 #[serde(deny_unknown_fields)]
-struct Batch {
+pub(crate) struct Batch {
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "crate::schemas::points")
+    )]
     points: Vec<Value>,
 }
 

@@ -33,9 +33,16 @@ pub fn parse_ip_query(query: &str) -> Result<IpAddr, ApiError> {
     parse_ip(&raw).map_err(|e| ip_error("ip", &e))
 }
 
+/// `POST /v1/geo/ip`.
 #[derive(Deserialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(rename = "IpsBody"))]
 #[serde(deny_unknown_fields)]
-struct Batch {
+pub(crate) struct Batch {
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "crate::schemas::ips")
+    )]
     ips: Vec<String>,
 }
 

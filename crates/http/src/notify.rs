@@ -39,17 +39,43 @@ pub fn parse_event(body: &[u8]) -> Result<NewEvent, ApiError> {
         .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("event: {e}")))
 }
 
+/// A batch: 1–100 events.
 #[derive(Deserialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
-struct ManyBody {
+pub(crate) struct ManyBody {
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(length(min = 1, max = 100)))]
     events: Vec<NewEvent>,
 }
 
+/// A fan-out: one event to 1–10 000 owners.
 #[derive(Deserialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
-struct FanOutBody {
+pub(crate) struct FanOutBody {
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "crate::schemas::event_template_ref")
+    )]
     template: NewEvent,
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "crate::schemas::owners")
+    )]
     owners: Vec<String>,
+}
+
+/// The events body as the document states it. [`parse_events_body`] picks the form by its
+/// keys (`events`, `template`/`owners`, else one event), so no value reads as two of them.
+#[cfg(not(target_arch = "wasm32"))]
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[schemars(transform = crate::schemas::one_of)]
+#[allow(dead_code)] // a schema only
+pub(crate) enum EventsBody {
+    One(NewEvent),
+    Many(ManyBody),
+    FanOut(FanOutBody),
 }
 
 fn count_ok(n: usize, max: usize, what: &str) -> Result<(), ApiError> {
@@ -111,13 +137,23 @@ pub fn parse_events_body(body: &[u8]) -> Result<EventsInput, ApiError> {
 
 /// Body of a dead-letter replay: which letters (by id), or the oldest `limit` (default 100).
 #[derive(Debug, Default, Deserialize, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(transform = egn_core::notify::schema::no_null_defaults))]
 pub struct ReplayBody {
     /// Letters to replay; absent = the oldest.
     #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(with = "Vec<String>", length(min = 1, max = 100))
+    )]
     pub ids: Option<Vec<String>>,
     /// How many (1..=100).
     #[serde(default, deserialize_with = "present_integer")]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(with = "u32", range(min = 1, max = 100))
+    )]
     pub limit: Option<u32>,
 }
 
@@ -163,15 +199,23 @@ pub fn parse_retraction(body: &[u8]) -> Result<Retraction, ApiError> {
 
 /// Body of a state change: `{"itemKey": "…"}` or `{"all": true}`, a flag and its value.
 #[derive(Debug, Deserialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(transform = crate::schemas::one_target))]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(transform = egn_core::notify::schema::no_null_defaults))]
 pub struct MarkBody {
     /// One item…
     #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "egn_core::notify::schema::item_key")
+    )]
     pub item_key: Option<String>,
     /// …or all of the owner's items.
     #[serde(default)]
     pub all: bool,
-    /// `read`, `seen` or `archived`; checked by [`parse_mark`].
+    /// `read`, `seen` or `archived`.
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(extend("enum" = ["read", "seen", "archived"])))]
     flag: String,
     /// New value (default true).
     #[serde(default = "yes")]
@@ -275,10 +319,16 @@ pub fn parse_changes(query: &str) -> Result<(Option<String>, u32), ApiError> {
 
 /// Body of a bulk action.
 #[derive(Debug, Deserialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct BulkBody {
+#[cfg_attr(not(target_arch = "wasm32"), schemars(transform = egn_core::notify::schema::no_null_defaults))]
+pub(crate) struct BulkBody {
+    /// `read`, `seen`, `archiveRead` or `delete`.
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(extend("enum" = ["read", "seen", "archiveRead", "delete"])))]
     action: String,
+    /// Only this `categoryType`.
     #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "String"))]
     category: Option<String>,
 }
 

@@ -212,39 +212,7 @@ fn detail(op: Op) -> Detail {
         },
         Op::CountryBatch => Detail {
             description: "Points as `{lat, lon}` objects or `[lat, lon]` pairs; answers in request order.",
-            request: Some(json!({
-                "type": "object",
-                "required": ["points"],
-                "additionalProperties": false,
-                "properties": {
-                    "points": {
-                        "type": "array",
-                        "minItems": 1,
-                        "maxItems": super::geo::MAX_BATCH_POINTS,
-                        "items": {
-                            "oneOf": [
-                                {
-                                    "type": "object",
-                                    "required": ["lat", "lon"],
-                                    "properties": {
-                                        "lat": { "type": "number", "minimum": -90, "maximum": 90 },
-                                        "lon": { "type": "number", "minimum": -180, "maximum": 180 },
-                                    },
-                                },
-                                {
-                                    "type": "array",
-                                    "prefixItems": [
-                                        { "type": "number", "minimum": -90, "maximum": 90 },
-                                        { "type": "number", "minimum": -180, "maximum": 180 },
-                                    ],
-                                    "minItems": 2,
-                                    "maxItems": 2,
-                                },
-                            ],
-                        },
-                    },
-                },
-            })),
+            request: Some(schema_ref("PointsBody")),
             responses: vec![(
                 200,
                 json_response(
@@ -275,19 +243,7 @@ fn detail(op: Op) -> Detail {
         },
         Op::IpBatch => Detail {
             description: "Answers in request order, with the database version once.",
-            request: Some(json!({
-                "type": "object",
-                "required": ["ips"],
-                "additionalProperties": false,
-                "properties": {
-                    "ips": {
-                        "type": "array",
-                        "minItems": 1,
-                        "maxItems": super::ip::MAX_BATCH_IPS,
-                        "items": ip_schema(),
-                    },
-                },
-            })),
+            request: Some(schema_ref("IpsBody")),
             responses: vec![(
                 200,
                 json_response("One answer per address, in order", schema_ref("IpResults")),
@@ -395,15 +351,7 @@ fn detail(op: Op) -> Detail {
         },
         Op::Bulk => Detail {
             description: "One Data API call over the live inbox, or one category: `read`, `seen` (clears the badge, items stay unread), `archiveRead`, `delete` (other devices see deletions in `changes`).",
-            request: Some(json!({
-                "type": "object",
-                "required": ["action"],
-                "additionalProperties": false,
-                "properties": {
-                    "action": { "type": "string", "enum": ["read", "seen", "archiveRead", "delete"] },
-                    "category": { "type": "string" },
-                },
-            })),
+            request: Some(schema_ref("BulkBody")),
             responses: vec![(
                 200,
                 json_response("Items changed", schema_ref("Updated")),
@@ -428,14 +376,7 @@ fn detail(op: Op) -> Detail {
         },
         Op::PutPreferences => Detail {
             description: "Replaces both lists. Events of a muted category or type are answered `muted` and not stored. A 503 after the document was saved means the change is not yet in effect: retry the same request.",
-            request: Some(json!({
-                "type": "object",
-                "additionalProperties": false,
-                "properties": {
-                    "mutedCategories": { "type": "array", "maxItems": 32, "items": { "enum": egn_core::notify::NotifyConfig::default().categories } },
-                    "mutedTypes": { "type": "array", "maxItems": 32, "items": ident(64) },
-                },
-            })),
+            request: Some(schema_ref("PreferencesInput")),
             responses: vec![(200, json_response("Stored", schema_ref("Preferences")))],
             errors: vec![
                 (400, codes(&["invalid_json"])),
@@ -447,21 +388,7 @@ fn detail(op: Op) -> Detail {
         },
         Op::Mark => Detail {
             description: "Exactly one of `itemKey` or `all: true`.",
-            request: Some(json!({
-                "type": "object",
-                "required": ["flag"],
-                "additionalProperties": false,
-                "oneOf": [
-                    { "required": ["itemKey"], "properties": { "all": { "const": false } } },
-                    { "required": ["all"], "properties": { "all": { "const": true } }, "not": { "required": ["itemKey"] } },
-                ],
-                "properties": {
-                    "itemKey": text(256),
-                    "all": { "type": "boolean" },
-                    "flag": { "type": "string", "enum": ["read", "seen", "archived"] },
-                    "value": { "type": "boolean", "default": true },
-                },
-            })),
+            request: Some(schema_ref("MarkBody")),
             responses: vec![(
                 200,
                 json_response("Items changed", schema_ref("Updated")),
@@ -503,20 +430,7 @@ With the queue (`NOTIFY_QUEUE`) configured, all forms are enqueued and answered 
 is written as before and a batch of at most 100 events is written at once (`processed`, one result per event); \
 more needs the queue (`503 not_configured`).",
             params: vec![idempotency_key_param()],
-            request: Some(json!({ "oneOf": [
-                schema_ref("NewEvent"),
-                {
-                    "type": "object", "required": ["events"], "additionalProperties": false,
-                    "properties": { "events": { "type": "array", "minItems": 1, "maxItems": 100, "items": schema_ref("NewEvent") } },
-                },
-                {
-                    "type": "object", "required": ["template", "owners"], "additionalProperties": false,
-                    "properties": {
-                        "template": schema_ref("EventTemplate"),
-                        "owners": { "type": "array", "minItems": 1, "maxItems": 10000, "items": text(128) },
-                    },
-                },
-            ] })),
+            request: Some(schema_ref("EventsBody")),
             responses: vec![
                 (
                     201,
@@ -567,16 +481,7 @@ more needs the queue (`503 not_configured`).",
         },
         Op::Retract => Detail {
             params: vec![idempotency_key_param()],
-            request: Some(json!({
-                "type": "object",
-                "required": ["owner", "itemKey", "senderId"],
-                "additionalProperties": false,
-                "properties": {
-                    "owner": text(128),
-                    "itemKey": text(256),
-                    "senderId": text(128),
-                },
-            })),
+            request: Some(schema_ref("Retraction")),
             responses: vec![(
                 200,
                 json!({
@@ -633,14 +538,7 @@ more needs the queue (`503 not_configured`).",
         Op::ReplayDeadLetters => Detail {
             description: "Sends the letters back to the events queue, then removes them. An event that was in fact applied is answered by dedup and the upsert's filter, so replaying is safe. No body replays the oldest 100.",
             body_optional: true,
-            request: Some(json!({
-                "type": "object",
-                "additionalProperties": false,
-                "properties": {
-                    "ids": { "type": "array", "minItems": 1, "maxItems": 100, "items": { "type": "string" } },
-                    "limit": { "type": "integer", "minimum": 1, "maximum": 100 },
-                },
-            })),
+            request: Some(schema_ref("ReplayBody")),
             responses: vec![(
                 200,
                 json_response("Replayed", schema_ref("ReplayResult")),
@@ -1385,10 +1283,13 @@ mod tests {
                     }
                     let mut m = Map::new();
                     for (k, x) in o {
-                        if ["description", "title", "format"].contains(&k.as_str()) {
+                        // Annotations: no effect on what validates.
+                        if ["description", "title", "format", "default"].contains(&k.as_str()) {
                             continue;
                         }
-                        let x = if k == "properties" {
+                        let x = if ["const", "enum", "examples"].contains(&k.as_str()) {
+                            x.clone() // values, not schemas
+                        } else if k == "properties" {
                             // property names, not keywords
                             Value::Object(
                                 x.as_object()

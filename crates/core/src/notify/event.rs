@@ -20,67 +20,142 @@ pub(crate) mod limits {
 
 /// A retraction: remove one sender's origin from an item.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Retraction {
     /// Owner of the item.
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::id")
+    )]
     pub owner: String,
     /// The merged item.
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::item_key")
+    )]
     pub item_key: String,
     /// The sender whose origin is removed.
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::id")
+    )]
     pub sender_id: String,
 }
 
 /// Raw sender as received (API JSON, camelCase).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(transform = super::schema::new_sender_fields))]
 pub struct NewSender {
     /// Sender id.
     #[serde(default)]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::id")
+    )]
     pub id: String,
     /// Display name.
     #[serde(default)]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::name")
+    )]
     pub name: String,
     /// Avatar URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::url")
+    )]
     pub avatar: Option<String>,
 }
 
 /// Raw event as received; validate with [`NotificationEvent::new`]. Serializes to the same JSON
 /// (a queued event travels in this shape).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[cfg_attr(
+    not(target_arch = "wasm32"),
+    schemars(
+        description = "Lengths are limits in UTF-8 bytes; a violated rule answers 422 with the field's name.",
+        transform = super::schema::new_event_fields
+    )
+)]
 #[serde(rename_all = "camelCase")]
 pub struct NewEvent {
     /// Recipient.
     #[serde(default)]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::id")
+    )]
     pub owner: String,
     /// Merge key: events with the same (owner, itemKey) become one item.
     #[serde(default)]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::item_key")
+    )]
     pub item_key: String,
     /// Producing service.
     #[serde(default)]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::kind")
+    )]
     pub service_type: String,
     /// Inbox category (must be configured).
     #[serde(default)]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::category")
+    )]
     pub category_type: String,
     /// Kind of activity (`like`, `comment`…); picks the summary template.
     #[serde(default)]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::kind")
+    )]
     pub notification_type: String,
     /// Client layout.
     #[serde(default)]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::kind")
+    )]
     pub template_type: String,
     /// Producer's unique id of this event (dedup key).
     #[serde(default)]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::id")
+    )]
     pub event_id: String,
     /// Who acted.
     #[serde(default)]
     pub sender: NewSender,
     /// Where a tap leads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::url")
+    )]
     pub landing: Option<String>,
     /// Template arguments.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::message_arguments")
+    )]
     pub message_arguments: BTreeMap<String, String>,
     /// Event time (ms since epoch), also the dedup bucket time.
     #[serde(default, deserialize_with = "integer")]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::created_time")
+    )]
     pub created_time_msec: i64,
 }
 

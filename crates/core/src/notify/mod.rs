@@ -28,6 +28,8 @@ pub mod preferences;
 mod query;
 mod render;
 mod rules;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod schema;
 pub mod service;
 pub mod store;
 mod template;

@@ -38,19 +38,32 @@ pub struct Preferences {
 #[derive(Deserialize)]
 struct Object(serde_json::Map<String, Value>);
 
+/// `PUT /v1/notifications/preferences`: replaces both lists (an absent one is empty).
+#[derive(Deserialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PreferencesInput {
+    /// Categories to mute.
+    #[serde(default)]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::muted_categories")
+    )]
+    muted_categories: Vec<String>,
+    /// Notification types to mute.
+    #[serde(default)]
+    #[cfg_attr(
+        not(target_arch = "wasm32"),
+        schemars(schema_with = "super::schema::muted_types")
+    )]
+    muted_types: Vec<String>,
+}
+
 impl TryFrom<Object> for Preferences {
     type Error = serde_json::Error;
 
     fn try_from(o: Object) -> Result<Self, Self::Error> {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase", deny_unknown_fields)]
-        struct Wire {
-            #[serde(default)]
-            muted_categories: Vec<String>,
-            #[serde(default)]
-            muted_types: Vec<String>,
-        }
-        let w: Wire = serde_json::from_value(Value::Object(o.0))?;
+        let w: PreferencesInput = serde_json::from_value(Value::Object(o.0))?;
         Ok(Self {
             muted_categories: w.muted_categories,
             muted_types: w.muted_types,
