@@ -361,7 +361,8 @@ fn openapi() -> ApiResult<Response> {
     Ok(resp)
 }
 
-/// A 200 with `v` as its JSON body (a wire type of `egn_http`, or a `Value`).
+/// A 200 with `v` as its JSON body (a wire type of `egn_http`, or a `Value`). Serialized
+/// straight to the body: through a `Value` first, the wasm measured 11.6 KB larger.
 pub fn ok_json<T: serde::Serialize>(v: &T) -> ApiResult<Response> {
     Response::from_json(v).map_err(internal)
 }

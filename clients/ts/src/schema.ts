@@ -409,212 +409,752 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        Error: {
-            error: {
-                /** @description Stable; clients switch on it. */
-                code: string;
-                /** @description Human-readable; may change. */
-                message: string;
-                /** @description `invalid_events`: each invalid event of a batch (the first 100). */
-                details?: {
-                    index: number;
-                    code: string;
-                    message: string;
-                }[];
-            };
+        /** @description `GET /v1/notifications`: one page. */
+        Page: {
+            /** @description Newest first. */
+            items: components["schemas"]["Notification"][];
+            /** @description Pass back as `cursor` for the next page; null on the last. */
+            nextCursor: string | null;
+            /** @description The badge over the whole unarchived inbox (unless `counts=false`). */
+            counts?: components["schemas"]["Counts"];
+            /** @description Change-feed position of this snapshot. */
+            sync: string;
         };
-        Country: {
-            alpha2: string;
-            alpha3: string;
-        };
-        PointResult: {
-            lat: number;
-            lon: number;
-            /** @description null on the open sea */
-            country: components["schemas"]["Country"] | null;
-        };
-        /** @description The credit the IP data's licence asks for: show `text` linked to `url` wherever IP answers are shown (DB-IP Lite: CC BY 4.0) */
-        Attribution: {
-            text: string;
-            url: string;
-            license: string;
-        };
-        Ipdb: {
-            version: string;
-            /** @description `bundled`, or where a hot-swapped database came from */
-            source: string;
-            attribution: components["schemas"]["Attribution"] | null;
-        };
-        IpResult: {
-            ip: string;
-            country: string | null;
-            /** @description Why `country` is null: `not_found` or a reserved range (`private`, `loopback`, …); null when it is not */
-            reason: string | null;
-        };
-        IpLookup: components["schemas"]["IpResult"] & {
-            ipdb: components["schemas"]["Ipdb"];
-        };
-        Me: {
-            /** @description `request.cf.country` (`T1` = Tor) */
-            cf_country: string | null;
-            /** @description The IPDB answer for `CF-Connecting-IP` */
-            ip: components["schemas"]["IpResult"] | null;
-            coordinates: components["schemas"]["PointResult"] | null;
-            agree: boolean | null;
-            sources: number;
-            ipdb: components["schemas"]["Ipdb"];
-        };
-        Health: {
-            /** @enum {unknown} */
-            status: "ok" | "degraded";
-            geo: {
-                /** @enum {unknown} */
-                status: "ok" | "unavailable";
-            };
-            ipdb: {
-                loaded: boolean;
-                version: string | null;
-                source: string | null;
-                attribution: components["schemas"]["Attribution"] | null;
-                /** @description The last scheduled update: `published`, `unchanged` or `refused` with its `reason` and agreement figures */
-                last_update: {
-                    at: string;
-                    /** @enum {unknown} */
-                    outcome: "published" | "unchanged" | "refused";
-                    version?: string;
-                    reason?: string;
-                    agreement?: Record<string, never>;
-                } | null;
-                /** @description The country table being served: its directory, its pages, and the pages this isolate has loaded so far */
-                table?: {
-                    dir_bytes?: number;
-                    pages?: number;
-                    /** @description All pages, loaded or not */
-                    page_bytes?: number;
-                    loaded_pages?: number;
-                    loaded_page_bytes?: number;
-                    /** @description Fetch + validation time of the loaded pages */
-                    page_load_ms?: number;
-                    /** @description Memory the reader keeps besides directory and pages: the /16 lookup array and the bucket indexes of the IPv6 chunks loaded so far */
-                    derived_bytes?: number;
-                } | null;
-                /** @description Fetch (R2 only) + open time of the table's directory */
-                load_ms?: number | null;
-            };
-            secrets: {
-                missing: string[];
-                /** @description Deployed workers (ENVIRONMENT is not `development`): every secret or setting refused because it is published in the repository, a placeholder, shorter than 32 bytes or under ~128 bits of estimated entropy. By name and reason, never by value; the worker answers 503 `config_invalid` until they are fixed. */
-                refused?: {
-                    var: string;
-                    reason: string;
-                }[];
-            };
-            /** @description One probe `find` per isolate until it succeeds. `error` is `data_api_not_found` when DATA_API_URL answers 404 (the base URL must end just before `/action`), `data_api_unauthorized` when the key is refused, `data_api_unavailable` when it cannot be reached; the status is then `degraded`. */
-            data_api?: {
-                /** @enum {unknown} */
-                probe?: "ok" | "failed" | "not_configured";
-                /** @enum {unknown} */
-                error?: "data_api_not_found" | "data_api_unauthorized" | "data_api_unavailable";
-                message?: string;
-            } | null;
-            assets: Record<string, never>;
-            /** @description The worker's release (CHANGELOG.md); equals `info.version` of this document */
-            version: string;
-        };
-        /** @description Lengths are limits in UTF-8 bytes; a violated rule answers 422 with the field's name. */
-        NewEvent: {
-            owner: string;
-            itemKey: string;
-            serviceType: string;
-            /** @enum {unknown} */
-            categoryType: "home" | "social" | "creator" | "system";
-            notificationType: string;
-            templateType: string;
-            eventId: string;
-            sender: {
-                id: string;
-                name: string;
-                avatar?: string | null;
-            };
-            landing?: string | null;
-            messageArguments?: {
-                [key: string]: string;
-            };
-            /** @description Event time, ms since the epoch (at most 5 minutes ahead) */
-            createdTimeMsec: number;
-        };
-        Origin: {
-            senderId: string;
-            name: string;
-            avatar?: string;
-            landing?: string;
-            createdTimeMsec: number;
-        };
+        /** @description An inbox item, as the list and the change feed show it. */
         Notification: {
+            /** @description The notification id. */
             notificationId: string;
+            /** @description Merge key within the owner's inbox. */
             itemKey: string;
+            /** @description Producing service. */
             serviceType: string;
+            /** @description Inbox category. */
             categoryType: string;
+            /** @description Kind of activity. */
             notificationType: string;
+            /** @description Client layout. */
             templateType: string;
+            /**
+             * Format: int64
+             * @description The newest event's time, ms since the epoch.
+             */
             createdTimeMsec: number;
+            /**
+             * Format: int64
+             * @description When the item leaves the inbox, ms since the epoch.
+             */
             expireAtMsec: number;
+            /**
+             * Format: int64
+             * @description List order.
+             */
             revision: number;
+            /**
+             * Format: int64
+             * @description Distinct senders on the item.
+             */
             originsCount: number;
             /** @description Newest first; the first few */
             origins: components["schemas"]["Origin"][];
+            /** @description Read flag. */
             read: boolean;
+            /** @description Seen flag (the badge). */
             seen: boolean;
+            /** @description Archived flag. */
             archived: boolean;
+            /** @description Where a tap leads. */
             landing: string | null;
+            /** @description Template arguments. */
             messageArguments: {
                 [key: string]: string;
             };
             /** @description "Ana and 3 others liked your post" */
             summary: string | null;
         };
-        Page: {
-            items: components["schemas"]["Notification"][];
-            nextCursor: string | null;
-            counts?: components["schemas"]["Counts"];
-            /** @description Change-feed position of this snapshot. */
-            sync: string;
+        /** @description A sender on an item, as the API shows it. */
+        Origin: {
+            /** @description The sender's id. */
+            senderId: string;
+            /** @description The sender's display name. */
+            name: string;
+            /** @description The sender's avatar URL. */
+            avatar?: string;
+            /** @description Where this sender's event leads. */
+            landing?: string;
+            /**
+             * Format: int64
+             * @description Event time, ms since the epoch.
+             */
+            createdTimeMsec: number;
         };
+        /** @description Badge counts over the live, unarchived inbox. */
         Counts: {
+            /**
+             * Format: uint64
+             * @description Items not read.
+             */
             unread: number;
-            /** @description The badge. */
+            /**
+             * Format: uint64
+             * @description Items not seen: the badge ("mark all seen" clears it while items stay unread).
+             */
             unseen: number;
         };
+        /** @description `GET /v1/notifications/changes`: one page of the change feed. */
+        ChangesPage: {
+            /** @description Oldest change first. */
+            items: components["schemas"]["ChangeEntry"][];
+            /** @description Where the next call resumes. */
+            sync: string;
+            /** @description More changes are ready now: call again at once with `sync`. */
+            hasMore: boolean;
+        };
+        /** @description A change-feed entry: an item, or the tombstone of one. */
+        ChangeEntry: components["schemas"]["Notification"] | components["schemas"]["Tombstone"];
+        /** @description A deleted, trimmed or expired item in the change feed. */
         Tombstone: {
+            /** @description The item that is gone. */
             itemKey: string;
             /** @constant */
             deleted: true;
         };
+        /** @description A country by its ISO 3166-1 codes. */
+        Country: {
+            /** @description ISO 3166-1 alpha-2. */
+            alpha2: string;
+            /** @description ISO 3166-1 alpha-3. */
+            alpha3: string;
+        };
+        /** @description `GET /v1/geo/country`: the point and its country. */
+        PointResult: {
+            /**
+             * Format: double
+             * @description Latitude, degrees (WGS 84).
+             */
+            lat: number;
+            /**
+             * Format: double
+             * @description Longitude, degrees (WGS 84).
+             */
+            lon: number;
+            /** @description null on the open sea */
+            country: components["schemas"]["Country"] | null;
+        };
+        /** @description `POST /v1/geo/country`: one country (or null) per point, in request order. */
+        CountryResults: {
+            /** @description In request order; null on the open sea. */
+            results: (components["schemas"]["Country"] | null)[];
+        };
+        /** @description A credit line: what to show, where it links, under which licence. */
+        Attribution: {
+            /** @description The text to show, e.g. "IP Geolocation by DB-IP". */
+            text: string;
+            /** @description The link the text points at. */
+            url: string;
+            /** @description SPDX-style licence of the data. */
+            license: string;
+        };
+        /**
+         * @description Which database answered, and the credit its licence asks for (the console shows
+         *     `attribution.text` linked to `attribution.url`).
+         */
+        Ipdb: {
+            /** @description The database's version. */
+            version: string;
+            /** @description `bundled`, or where a hot-swapped database came from */
+            source: string;
+            /** @description The credit line, when the data's licence asks for one. */
+            attribution: components["schemas"]["Attribution"] | null;
+        };
+        /** @description One address's answer; `reason` says why `country` is null. */
+        IpResult: {
+            /** @description The address as parsed. */
+            ip: string;
+            /** @description ISO 3166-1 alpha-2 (or a registry code such as `EU`). */
+            country: string | null;
+            /** @description Why `country` is null: `not_found` or a reserved range (`private`, `loopback`, …); null when it is not */
+            reason: string | null;
+        };
+        /** @description `GET /v1/geo/ip`: the address's answer and the database that gave it. */
+        IpLookup: {
+            /** @description The address as parsed. */
+            ip: string;
+            /** @description ISO 3166-1 alpha-2 (or a registry code such as `EU`). */
+            country: string | null;
+            /** @description Why `country` is null: `not_found` or a reserved range (`private`, `loopback`, …); null when it is not */
+            reason: string | null;
+            /** @description The database. */
+            ipdb: components["schemas"]["Ipdb"];
+        };
+        /** @description `POST /v1/geo/ip`: one answer per address, in order, with the database once. */
+        IpResults: {
+            /** @description In request order. */
+            results: components["schemas"]["IpResult"][];
+            /** @description The database. */
+            ipdb: components["schemas"]["Ipdb"];
+        };
+        /** @description `GET /v1/geo/me`: what each source says about the caller. */
+        Me: {
+            /** @description `request.cf.country` (`T1` = Tor) */
+            cf_country: string | null;
+            /** @description The IPDB answer for `CF-Connecting-IP` */
+            ip: components["schemas"]["IpResult"] | null;
+            /** @description The coordinates' country, when `lat` and `lon` were given. */
+            coordinates: components["schemas"]["PointResult"] | null;
+            /** @description Whether the sources that answered agree (null with fewer than two). */
+            agree: boolean | null;
+            /**
+             * Format: uint32
+             * @description How many sources answered.
+             */
+            sources: number;
+            /** @description The database. */
+            ipdb: components["schemas"]["Ipdb"];
+        };
+        /** @description `201`: one event made a new item. */
+        NewItem: {
+            /** @description `created`. */
+            status: components["schemas"]["CreatedWord"];
+            /** @description The item's id. */
+            notificationId: string;
+        };
+        /**
+         * @description The word of a 201.
+         * @enum {string}
+         */
+        CreatedWord: "created";
+        /** @description `200`: one event, merged, already applied, a duplicate or muted. */
+        OneEvent: {
+            /** @description What it did. */
+            status: components["schemas"]["OneEventWord"];
+            /** @description The item's id, when it was applied. */
+            notificationId?: string;
+        };
+        /**
+         * @description What one event did when it made no new item.
+         * @enum {string}
+         */
+        OneEventWord: "merged" | "already_applied" | "duplicate" | "muted";
+        /** @description `200`: a batch without the queue, one result per event in order. */
+        Processed: {
+            /** @description `processed`. */
+            status: components["schemas"]["ProcessedWord"];
+            /** @description In input order. */
+            results: components["schemas"]["EventResult"][];
+        };
+        /**
+         * @description The word of a batch written at once.
+         * @enum {string}
+         */
+        ProcessedWord: "processed";
+        /** @description One event's result in a batch. */
+        EventResult: {
+            /** @description What it did. */
+            status: components["schemas"]["Settled"];
+            /** @description The item's id, when it was applied. */
+            notificationId?: string;
+        };
+        /**
+         * @description An event's outcome short of failure: what the API answers per event (`status`).
+         * @enum {string}
+         */
+        Settled: "created" | "merged" | "already_applied" | "duplicate" | "muted";
+        /** @description `202`: every event was valid and is written by the queue consumer. */
+        Queued: {
+            /** @description `queued`. */
+            status: components["schemas"]["QueuedWord"];
+            /**
+             * Format: uint
+             * @description How many events.
+             */
+            accepted: number;
+        };
+        /**
+         * @description The word of a 202.
+         * @enum {string}
+         */
+        QueuedWord: "queued";
+        /** @description `200` of a retraction. */
+        RetractResult: {
+            /** @description What it did. */
+            status: components["schemas"]["RetractWord"];
+        };
+        /**
+         * @description What a retraction did.
+         * @enum {string}
+         */
+        RetractWord: "updated" | "deleted" | "not_found";
+        /** @description Mark and bulk: how many items changed. */
+        Updated: {
+            /**
+             * Format: uint64
+             * @description Items changed.
+             */
+            updated: number;
+        };
+        /** @description A deleted item. */
+        Deleted: {
+            /** @constant */
+            deleted: true;
+        };
+        /** @description The indexes ensured. */
+        Indexes: {
+            /** @description Index names. */
+            indexes: string[];
+        };
+        /** @description The oldest dead letters. */
+        DeadLetters: {
+            /**
+             * Format: uint
+             * @description How many are in `items`.
+             */
+            count: number;
+            /** @description Oldest first. */
+            items: components["schemas"]["DeadLetterView"][];
+        };
+        /** @description A stored letter as the API shows it. */
+        DeadLetterView: {
+            /** @description The queue's message id. */
+            id: string;
+            /** @description The queue it came from. */
+            queue: string | null;
+            /** @description Why it is here. */
+            reason: string | null;
+            /**
+             * Format: int64
+             * @description When the consumer gave up on it, ms since the epoch.
+             */
+            failedAtMsec: number | null;
+            /** @description The queued event (its JSON), or the raw body when it is not JSON */
+            event: unknown;
+        };
+        /** @description What a replay did. */
+        ReplayResult: {
+            /**
+             * Format: uint
+             * @description Letters sent back to the queue.
+             */
+            replayed: number;
+            /**
+             * Format: uint64
+             * @description Letters removed after sending.
+             */
+            removed: number;
+        };
+        /** @description The owner's preferences. */
         Preferences: {
+            /** @description Muted inbox categories. */
             mutedCategories: ("home" | "social" | "creator" | "system")[];
+            /** @description Muted notification types. */
             mutedTypes: string[];
+            /** @description False without Redis: stored, but not applied to new events. */
             enforced: boolean;
+        };
+        /** @description Every 4xx/5xx body (except `/healthz`'s 503, which is the health body). */
+        Error: {
+            /** @description The error. */
+            error: components["schemas"]["ErrorDetail"];
+        };
+        /** @description The error of an [`ErrorBody`]. */
+        ErrorDetail: {
+            /** @description Stable; clients switch on it. */
+            code: string;
+            /** @description Human-readable; may change. */
+            message: string;
+            /** @description `invalid_events`: each invalid event of a batch (the first 100). */
+            details?: components["schemas"]["Issue"][];
+        };
+        /** @description One invalid part of a request (`error.details`). */
+        Issue: {
+            /**
+             * Format: uint
+             * @description Its position (an event's index in the batch).
+             */
+            index: number;
+            /** @description Its stable code. */
+            code: string;
+            /** @description Human-readable; may change. */
+            message: string;
+        };
+        /** @description The health body. */
+        Health: {
+            /** @description `ok`, or `degraded` (then the status is 503). */
+            status: components["schemas"]["HealthStatus"];
+            /** @description The worker's release (CHANGELOG.md); equals `info.version` of this document */
+            version: string;
+            /** @description The configuration's first problem, when it does not parse. */
+            config: components["schemas"]["ConfigProblem"] | null;
+            /** @description The geo index. */
+            geo: components["schemas"]["GeoHealth"];
+            /** @description The IP database serving in this isolate. */
+            ipdb: components["schemas"]["IpdbHealth"];
+            /** @description One probe `find` per isolate until it succeeds. `error` is `data_api_not_found` when DATA_API_URL answers 404 (the base URL must end just before `/action`), `data_api_unauthorized` when the key is refused, `data_api_unavailable` when it cannot be reached; the status is then `degraded`. */
+            data_api: components["schemas"]["DataApiProbe"] | null;
+            /** @description Secrets, by name only. */
+            secrets: components["schemas"]["Secrets"];
+            /** @description The token verifier's key fetches (when one is configured). */
+            auth: components["schemas"]["AuthHealth"] | null;
+            /** @description Where the bundled assets came from (their build manifest). */
+            assets: components["schemas"]["Assets"];
+        };
+        /**
+         * @description Overall state.
+         * @enum {string}
+         */
+        HealthStatus: "ok" | "degraded";
+        /** @description A configuration that does not parse: the variable and why. */
+        ConfigProblem: {
+            /** @description What is wrong. */
+            error: string;
+            /** @description The variable. */
+            var: string;
+        };
+        /** @description The geo index: its sizes when it opened, the error when it did not. */
+        GeoHealth: {
+            /** @description `ok` or `unavailable`. */
+            status: components["schemas"]["GeoStatus"];
+            /** @description Why it did not open (an Error's `error` object). */
+            error?: unknown;
+            /**
+             * Format: uint32
+             * @description The index format.
+             */
+            format_version?: number;
+            /**
+             * Format: uint
+             * @description Countries in the index.
+             */
+            countries?: number;
+            /**
+             * Format: uint
+             * @description Bytes of the top-level index.
+             */
+            index_bytes?: number;
+            /** @description Where the index comes from (`embedded`). */
+            index_source?: string;
+            /**
+             * Format: double
+             * @description Time to open (validate) the index in this isolate, ms.
+             */
+            index_open_ms?: number;
+            /**
+             * Format: uint
+             * @description Tiles loaded so far.
+             */
+            tiles_loaded?: number;
+            /**
+             * Format: uint
+             * @description Bytes of the tiles loaded so far.
+             */
+            tile_bytes_loaded?: number;
+        };
+        /**
+         * @description The geo index's state.
+         * @enum {string}
+         */
+        GeoStatus: "ok" | "unavailable";
+        /** @description The `ipdb` fragment of `/healthz`. */
+        IpdbHealth: {
+            /** @description Whether a version serves (false before the isolate's first IP request). */
+            loaded: boolean;
+            /** @description The version serving. */
+            version: string | null;
+            /** @description Bundled or published. */
+            source: string | null;
+            /** @description Its credit. */
+            attribution: components["schemas"]["Attribution"] | null;
+            /** @description The country table being served: its directory, its pages, and the pages this isolate has loaded so far */
+            table: components["schemas"]["TableHealth"] | null;
+            /**
+             * Format: double
+             * @description Fetch (R2 only) + open time of the table's directory (ms).
+             */
+            load_ms: number | null;
+            /**
+             * Format: uint64
+             * @description Checks of the record so far.
+             */
+            checks: number;
+            /** @description The last check's outcome, or the last page failure's. */
+            last_check_outcome: string | null;
+            /**
+             * Format: double
+             * @description Time the last swap took (ms).
+             */
+            last_swap_ms: number | null;
+            /** @description The last scheduled update's status. */
+            last_update: components["schemas"]["UpdateStatus"] | null;
+        };
+        /** @description A served table's sizes and page loads. */
+        TableHealth: {
+            /**
+             * Format: uint
+             * @description Directory bytes.
+             */
+            dir_bytes: number;
+            /**
+             * Format: uint
+             * @description Pages in the table.
+             */
+            pages: number;
+            /**
+             * Format: uint
+             * @description All pages, loaded or not (bytes).
+             */
+            page_bytes: number;
+            /**
+             * Format: uint
+             * @description Pages loaded so far.
+             */
+            loaded_pages: number;
+            /**
+             * Format: uint
+             * @description Bytes of the pages loaded so far.
+             */
+            loaded_page_bytes: number;
+            /**
+             * Format: double
+             * @description Fetch + validation time of those pages (ms).
+             */
+            page_load_ms: number;
+            /**
+             * Format: uint
+             * @description Memory the reader keeps besides directory and pages: the /16 lookup array and the bucket indexes of the IPv6 chunks loaded so far (bytes).
+             */
+            derived_bytes: number;
+        };
+        /**
+         * @description The outcome of the last scheduled update, kept in KV next to the record (so every isolate's
+         *     `/healthz` shows it, not only the one that ran the cron).
+         */
+        UpdateStatus: {
+            /** @description RFC 3339 time of the run. */
+            at: string;
+            /**
+             * @description `published`, `unchanged` or `refused`.
+             * @enum {string}
+             */
+            outcome: "published" | "unchanged" | "refused";
+            /** @description The version published or kept. */
+            version?: string;
+            /** @description Why the candidate was refused. */
+            reason?: string;
+            /** @description The candidate's comparison with the serving database, when it got that far. */
+            agreement?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description One Data API probe. */
+        DataApiProbe: {
+            /** @description What it found. */
+            probe: components["schemas"]["ProbeState"];
+            /** @description Why it failed. */
+            error?: components["schemas"]["ProbeError"];
+            /** @description The failure, in words. */
+            message?: string;
+        };
+        /**
+         * @description The state of the Data API probe.
+         * @enum {string}
+         */
+        ProbeState: "ok" | "failed" | "not_configured";
+        /**
+         * @description Why the Data API probe failed.
+         * @enum {string}
+         */
+        ProbeError: "data_api_not_found" | "data_api_unauthorized" | "data_api_unavailable";
+        /** @description Secrets, by name only. */
+        Secrets: {
+            /** @description Secrets that are not set. */
+            missing: string[];
+            /** @description Deployed workers (ENVIRONMENT is not `development`): every secret or setting refused because it is published in the repository, a placeholder, shorter than 32 bytes or under ~128 bits of estimated entropy. By name and reason, never by value; the worker answers 503 `config_invalid` until they are fixed. */
+            refused: components["schemas"]["RefusedSecret"][];
+        };
+        /** @description A refused secret or setting, by name and reason, never by value. */
+        RefusedSecret: {
+            /** @description The variable. */
+            var: string;
+            /** @description Why. */
+            reason: string;
+        };
+        /** @description The token verifier. */
+        AuthHealth: {
+            /**
+             * Format: uint64
+             * @description JWKS fetches by this isolate.
+             */
+            jwks_fetches: number;
+        };
+        /** @description The bundled assets' sources, from their build manifest. */
+        Assets: {
+            /** @description The geo data's source. */
+            geo_source: unknown;
+            /** @description The IP data's source. */
+            ip_source: unknown;
+            /** @description The asset format. */
+            format_version: unknown;
+        };
+        /**
+         * @description The events body as the document states it. [`parse_events_body`] picks the form by its
+         *     keys (`events`, `template`/`owners`, else one event), so no value reads as two of them.
+         */
+        EventsBody: components["schemas"]["NewEvent"] | components["schemas"]["ManyBody"] | components["schemas"]["FanOutBody"];
+        /** @description Lengths are limits in UTF-8 bytes; a violated rule answers 422 with the field's name. */
+        NewEvent: {
+            /** @description Recipient. */
+            owner: string;
+            /** @description Merge key: events with the same (owner, itemKey) become one item. */
+            itemKey: string;
+            /** @description Producing service. */
+            serviceType: string;
+            /**
+             * @description Inbox category (must be configured).
+             * @enum {unknown}
+             */
+            categoryType: "home" | "social" | "creator" | "system";
+            /** @description Kind of activity (`like`, `comment`…); picks the summary template. */
+            notificationType: string;
+            /** @description Client layout. */
+            templateType: string;
+            /** @description Producer's unique id of this event (dedup key). */
+            eventId: string;
+            /** @description Who acted. */
+            sender: components["schemas"]["NewSender"];
+            /** @description Where a tap leads. */
+            landing?: string | null;
+            /** @description Template arguments. */
+            messageArguments?: {
+                [key: string]: string;
+            };
+            /** @description Event time (ms since epoch), also the dedup bucket time. */
+            createdTimeMsec: number;
+        };
+        /** @description Raw sender as received (API JSON, camelCase). */
+        NewSender: {
+            /** @description Sender id. */
+            id: string;
+            /** @description Display name. */
+            name: string;
+            /** @description Avatar URL. */
+            avatar?: string | null;
+        };
+        /** @description A batch: 1–100 events. */
+        ManyBody: {
+            events: components["schemas"]["NewEvent"][];
+        };
+        /** @description A fan-out: one event to 1–10 000 owners. */
+        FanOutBody: {
+            template: components["schemas"]["EventTemplate"];
+            owners: string[];
+        };
+        /** @description A retraction: remove one sender's origin from an item. */
+        Retraction: {
+            /** @description Owner of the item. */
+            owner: string;
+            /** @description The merged item. */
+            itemKey: string;
+            /** @description The sender whose origin is removed. */
+            senderId: string;
+        };
+        /** @description Body of a state change: `{"itemKey": "…"}` or `{"all": true}`, a flag and its value. */
+        MarkBody: {
+            /** @description One item… */
+            itemKey?: string;
+            /**
+             * @description …or all of the owner's items.
+             * @default false
+             */
+            all: boolean;
+            /**
+             * @description `read`, `seen` or `archived`.
+             * @enum {string}
+             */
+            flag: "read" | "seen" | "archived";
+            /**
+             * @description New value (default true).
+             * @default true
+             */
+            value: boolean;
+        } & ({
+            /** @constant */
+            all?: false;
+        } | {
+            /** @constant */
+            all: true;
+        });
+        /** @description Body of a bulk action. */
+        BulkBody: {
+            /**
+             * @description `read`, `seen`, `archiveRead` or `delete`.
+             * @enum {string}
+             */
+            action: "read" | "seen" | "archiveRead" | "delete";
+            /** @description Only this `categoryType`. */
+            category?: string;
+        };
+        /** @description `PUT /v1/notifications/preferences`: replaces both lists (an absent one is empty). */
+        PreferencesInput: {
+            /**
+             * @description Categories to mute.
+             * @default []
+             */
+            mutedCategories: ("home" | "social" | "creator" | "system")[];
+            /**
+             * @description Notification types to mute.
+             * @default []
+             */
+            mutedTypes: string[];
+        };
+        /** @description Body of a dead-letter replay: which letters (by id), or the oldest `limit` (default 100). */
+        ReplayBody: {
+            /** @description Letters to replay; absent = the oldest. */
+            ids?: string[];
+            /**
+             * Format: uint32
+             * @description How many (1..=100).
+             */
+            limit?: number;
+        };
+        /** @description `POST /v1/geo/country`: points as `{lat, lon}` objects or `[lat, lon]` pairs. */
+        PointsBody: {
+            points: ({
+                lat: number;
+                lon: number;
+            } | [
+                number,
+                number
+            ])[];
+        };
+        /** @description `POST /v1/geo/ip`. */
+        IpsBody: {
+            ips: (string | unknown | unknown)[];
         };
         /** @description An event without `owner`; each owner's `eventId` is `{eventId}:{owner}`, which must fit the `eventId` limit. */
         EventTemplate: {
             owner?: string;
+            /** @description Merge key: events with the same (owner, itemKey) become one item. */
             itemKey: string;
+            /** @description Producing service. */
             serviceType: string;
-            /** @enum {unknown} */
+            /**
+             * @description Inbox category (must be configured).
+             * @enum {unknown}
+             */
             categoryType: "home" | "social" | "creator" | "system";
+            /** @description Kind of activity (`like`, `comment`…); picks the summary template. */
             notificationType: string;
+            /** @description Client layout. */
             templateType: string;
             eventId?: string;
-            sender: {
-                id: string;
-                name: string;
-                avatar?: string | null;
-            };
+            /** @description Who acted. */
+            sender: components["schemas"]["NewSender"];
+            /** @description Where a tap leads. */
             landing?: string | null;
+            /** @description Template arguments. */
             messageArguments?: {
                 [key: string]: string;
             };
-            /** @description Event time, ms since the epoch (at most 5 minutes ahead) */
+            /** @description Event time (ms since epoch), also the dedup bucket time. */
             createdTimeMsec: number;
         };
     };
@@ -934,15 +1474,7 @@ export interface operations {
         /** @description JSON, at most 1048576 bytes (larger → 413 `payload_too_large`). */
         requestBody: {
             content: {
-                "application/json": {
-                    points: ({
-                        lat: number;
-                        lon: number;
-                    } | [
-                        number,
-                        number
-                    ])[];
-                };
+                "application/json": components["schemas"]["PointsBody"];
             };
         };
         responses: {
@@ -952,9 +1484,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        results: (components["schemas"]["Country"] | null)[];
-                    };
+                    "application/json": components["schemas"]["CountryResults"];
                 };
             };
             /** @description Bad request */
@@ -1106,9 +1636,7 @@ export interface operations {
         /** @description JSON, at most 1048576 bytes (larger → 413 `payload_too_large`). */
         requestBody: {
             content: {
-                "application/json": {
-                    ips: (string | unknown | unknown)[];
-                };
+                "application/json": components["schemas"]["IpsBody"];
             };
         };
         responses: {
@@ -1118,10 +1646,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        results: components["schemas"]["IpResult"][];
-                        ipdb: components["schemas"]["Ipdb"];
-                    };
+                    "application/json": components["schemas"]["IpResults"];
                 };
             };
             /** @description Bad request */
@@ -1502,11 +2027,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        items: (components["schemas"]["Notification"] | components["schemas"]["Tombstone"])[];
-                        sync: string;
-                        hasMore: boolean;
-                    };
+                    "application/json": components["schemas"]["ChangesPage"];
                 };
             };
             /** @description Bad request */
@@ -1688,11 +2209,7 @@ export interface operations {
         /** @description JSON, at most 1024 bytes (larger → 413 `payload_too_large`). */
         requestBody: {
             content: {
-                "application/json": {
-                    /** @enum {string} */
-                    action: "read" | "seen" | "archiveRead" | "delete";
-                    category?: string;
-                };
+                "application/json": components["schemas"]["BulkBody"];
             };
         };
         responses: {
@@ -1702,9 +2219,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        updated: number;
-                    };
+                    "application/json": components["schemas"]["Updated"];
                 };
             };
             /** @description Bad request */
@@ -1913,10 +2428,7 @@ export interface operations {
         /** @description JSON, at most 8192 bytes (larger → 413 `payload_too_large`). */
         requestBody: {
             content: {
-                "application/json": {
-                    mutedCategories?: ("home" | "social" | "creator" | "system")[];
-                    mutedTypes?: string[];
-                };
+                "application/json": components["schemas"]["PreferencesInput"];
             };
         };
         responses: {
@@ -2042,20 +2554,7 @@ export interface operations {
         /** @description JSON, at most 4096 bytes (larger → 413 `payload_too_large`). */
         requestBody: {
             content: {
-                "application/json": {
-                    itemKey?: string;
-                    all?: boolean;
-                    /** @enum {string} */
-                    flag: "read" | "seen" | "archived";
-                    /** @default true */
-                    value?: boolean;
-                } & ({
-                    /** @constant */
-                    all?: false;
-                } | {
-                    /** @constant */
-                    all: true;
-                });
+                "application/json": components["schemas"]["MarkBody"];
             };
         };
         responses: {
@@ -2065,9 +2564,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        updated: number;
-                    };
+                    "application/json": components["schemas"]["Updated"];
                 };
             };
             /** @description Bad request */
@@ -2191,10 +2688,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @constant */
-                        deleted: true;
-                    };
+                    "application/json": components["schemas"]["Deleted"];
                 };
             };
             /** @description Bad request */
@@ -2313,12 +2807,7 @@ export interface operations {
         /** @description JSON, at most 1048576 bytes (larger → 413 `payload_too_large`). */
         requestBody: {
             content: {
-                "application/json": components["schemas"]["NewEvent"] | {
-                    events: components["schemas"]["NewEvent"][];
-                } | {
-                    template: components["schemas"]["EventTemplate"];
-                    owners: string[];
-                };
+                "application/json": components["schemas"]["EventsBody"];
             };
         };
         responses: {
@@ -2330,19 +2819,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {unknown} */
-                        status: "merged" | "already_applied" | "duplicate" | "muted";
-                        notificationId?: string;
-                    } | {
-                        /** @constant */
-                        status: "processed";
-                        results: {
-                            /** @enum {unknown} */
-                            status: "created" | "merged" | "already_applied" | "duplicate" | "muted";
-                            notificationId?: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["OneEvent"] | components["schemas"]["Processed"];
                 };
             };
             /** @description A new item */
@@ -2353,11 +2830,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @constant */
-                        status: "created";
-                        notificationId: string;
-                    };
+                    "application/json": components["schemas"]["NewItem"];
                 };
             };
             /** @description Enqueued: every event was valid and is written by the queue consumer */
@@ -2368,11 +2841,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @constant */
-                        status: "queued";
-                        accepted: number;
-                    };
+                    "application/json": components["schemas"]["Queued"];
                 };
             };
             /** @description Bad request */
@@ -2508,11 +2977,7 @@ export interface operations {
         /** @description JSON, at most 4096 bytes (larger → 413 `payload_too_large`). */
         requestBody: {
             content: {
-                "application/json": {
-                    owner: string;
-                    itemKey: string;
-                    senderId: string;
-                };
+                "application/json": components["schemas"]["Retraction"];
             };
         };
         responses: {
@@ -2524,10 +2989,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {unknown} */
-                        status: "updated" | "deleted" | "not_found";
-                    };
+                    "application/json": components["schemas"]["RetractResult"];
                 };
             };
             /** @description Bad request */
@@ -2665,9 +3127,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        indexes: string[];
-                    };
+                    "application/json": components["schemas"]["Indexes"];
                 };
             };
             /** @description Missing or invalid credentials */
@@ -2752,17 +3212,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        count: number;
-                        items: {
-                            id: string;
-                            queue: string | null;
-                            reason: string | null;
-                            failedAtMsec: number | null;
-                            /** @description The queued event (its JSON), or the raw body when it is not JSON */
-                            event: unknown;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["DeadLetters"];
                 };
             };
             /** @description Bad request */
@@ -2853,10 +3303,7 @@ export interface operations {
         /** @description JSON, at most 16384 bytes (larger → 413 `payload_too_large`). */
         requestBody?: {
             content: {
-                "application/json": {
-                    ids?: string[];
-                    limit?: number;
-                };
+                "application/json": components["schemas"]["ReplayBody"];
             };
         };
         responses: {
@@ -2866,10 +3313,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        replayed: number;
-                        removed: number;
-                    };
+                    "application/json": components["schemas"]["ReplayResult"];
                 };
             };
             /** @description Bad request */

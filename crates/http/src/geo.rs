@@ -44,10 +44,7 @@ pub fn parse_point_query(query: &str) -> Result<LatLon, ApiError> {
 #[cfg_attr(not(target_arch = "wasm32"), schemars(rename = "PointsBody"))]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Batch {
-    #[cfg_attr(
-        not(target_arch = "wasm32"),
-        schemars(schema_with = "crate::schemas::points")
-    )]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(schema_with = "points"))]
     points: Vec<Value>,
 }
 
@@ -143,6 +140,22 @@ impl PointResult {
 pub struct CountryResults {
     /// In request order; null on the open sea.
     pub results: Vec<Option<CountryCodes>>,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+/// `points` of a batch: `{lat, lon}` objects or `[lat, lon]` pairs.
+pub(crate) fn points(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let lat = serde_json::json!({ "type": "number", "minimum": -90, "maximum": 90 });
+    let lon = serde_json::json!({ "type": "number", "minimum": -180, "maximum": 180 });
+    schemars::json_schema!({
+        "type": "array",
+        "minItems": 1,
+        "maxItems": MAX_BATCH_POINTS,
+        "items": { "oneOf": [
+            { "type": "object", "required": ["lat", "lon"], "properties": { "lat": lat, "lon": lon } },
+            { "type": "array", "prefixItems": [lat, lon], "minItems": 2, "maxItems": 2 },
+        ] },
+    })
 }
 
 #[cfg(test)]

@@ -39,10 +39,7 @@ pub fn parse_ip_query(query: &str) -> Result<IpAddr, ApiError> {
 #[cfg_attr(not(target_arch = "wasm32"), schemars(rename = "IpsBody"))]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Batch {
-    #[cfg_attr(
-        not(target_arch = "wasm32"),
-        schemars(schema_with = "crate::schemas::ips")
-    )]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(schema_with = "ips"))]
     ips: Vec<String>,
 }
 
@@ -180,6 +177,19 @@ impl Me {
             ipdb,
         }
     }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+/// An IPv4 or IPv6 address (no zone id).
+#[must_use]
+pub fn ip() -> serde_json::Value {
+    serde_json::json!({ "type": "string", "anyOf": [{ "format": "ipv4" }, { "format": "ipv6" }] })
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+/// `ips` of a batch.
+pub(crate) fn ips(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "array", "minItems": 1, "maxItems": MAX_BATCH_IPS, "items": ip() })
 }
 
 #[cfg(test)]

@@ -55,13 +55,10 @@ pub(crate) struct ManyBody {
 pub(crate) struct FanOutBody {
     #[cfg_attr(
         not(target_arch = "wasm32"),
-        schemars(schema_with = "crate::schemas::event_template_ref")
+        schemars(schema_with = "event_template_ref")
     )]
     template: NewEvent,
-    #[cfg_attr(
-        not(target_arch = "wasm32"),
-        schemars(schema_with = "crate::schemas::owners")
-    )]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(schema_with = "owners"))]
     owners: Vec<String>,
 }
 
@@ -70,7 +67,7 @@ pub(crate) struct FanOutBody {
 #[cfg(not(target_arch = "wasm32"))]
 #[derive(schemars::JsonSchema)]
 #[serde(untagged)]
-#[schemars(transform = crate::schemas::one_of)]
+#[schemars(transform = egn_core::notify::schema::one_of)]
 #[allow(dead_code)] // a schema only
 pub(crate) enum EventsBody {
     One(NewEvent),
@@ -201,7 +198,7 @@ pub fn parse_retraction(body: &[u8]) -> Result<Retraction, ApiError> {
 #[derive(Debug, Deserialize)]
 #[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-#[cfg_attr(not(target_arch = "wasm32"), schemars(transform = crate::schemas::one_target))]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(transform = one_target))]
 #[cfg_attr(not(target_arch = "wasm32"), schemars(transform = egn_core::notify::schema::no_null_defaults))]
 pub struct MarkBody {
     /// One item…
@@ -354,6 +351,31 @@ pub fn parse_bulk(body: &[u8]) -> Result<(Bulk, Option<String>), ApiError> {
 /// Optional `category` of the unread-count route.
 pub fn parse_category(query: &str) -> Option<String> {
     super::query::param(query, "category")
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+/// `template` of a fan-out.
+pub(crate) fn event_template_ref(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "$ref": "#/components/schemas/EventTemplate" })
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+/// `owners` of a fan-out: 1–10 000 owner ids.
+pub(crate) fn owners(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let max = egn_core::notify::batch::MAX_FAN_OUT;
+    schemars::json_schema!({ "type": "array", "minItems": 1, "maxItems": max, "items": egn_core::notify::schema::id(g) })
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+/// A state change names exactly one target: `itemKey`, or `all: true`.
+pub(crate) fn one_target(s: &mut schemars::Schema) {
+    s.insert(
+        "oneOf".into(),
+        serde_json::json!([
+            { "required": ["itemKey"], "properties": { "all": { "const": false } } },
+            { "required": ["all"], "properties": { "all": { "const": true } }, "not": { "required": ["itemKey"] } },
+        ]),
+    );
 }
 
 #[cfg(test)]

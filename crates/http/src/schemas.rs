@@ -4,7 +4,6 @@
 //! bodies in deserialize mode (what the parser accepts).
 
 use schemars::generate::{SchemaGenerator, SchemaSettings};
-use schemars::{json_schema, Schema};
 use serde_json::{json, Map, Value};
 
 use crate::geo::{CountryCodes, CountryResults, PointResult};
@@ -89,60 +88,4 @@ fn event_template(new_event: &Value) -> Value {
     t["properties"]["owner"] = json!({ "type": "string", "maxLength": 0 });
     t["properties"]["eventId"] = json!({ "type": "string", "maxLength": 127, "pattern": egn_core::notify::schema::ARG_VALUE });
     t
-}
-
-/// `template` of a fan-out.
-pub(crate) fn event_template_ref(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({ "$ref": "#/components/schemas/EventTemplate" })
-}
-
-/// `owners` of a fan-out: 1–10 000 owner ids.
-pub(crate) fn owners(g: &mut SchemaGenerator) -> Schema {
-    let max = egn_core::notify::batch::MAX_FAN_OUT;
-    json_schema!({ "type": "array", "minItems": 1, "maxItems": max, "items": egn_core::notify::schema::id(g) })
-}
-
-/// An untagged enum whose forms no value matches twice: `oneOf`, which generators make a
-/// tagged union of.
-pub(crate) fn one_of(s: &mut Schema) {
-    if let Some(alts) = s.remove("anyOf") {
-        s.insert("oneOf".into(), alts);
-    }
-}
-
-/// A state change names exactly one target: `itemKey`, or `all: true`.
-pub(crate) fn one_target(s: &mut Schema) {
-    s.insert(
-        "oneOf".into(),
-        json!([
-            { "required": ["itemKey"], "properties": { "all": { "const": false } } },
-            { "required": ["all"], "properties": { "all": { "const": true } }, "not": { "required": ["itemKey"] } },
-        ]),
-    );
-}
-
-/// `points` of a batch: `{lat, lon}` objects or `[lat, lon]` pairs.
-pub(crate) fn points(_: &mut SchemaGenerator) -> Schema {
-    let lat = json!({ "type": "number", "minimum": -90, "maximum": 90 });
-    let lon = json!({ "type": "number", "minimum": -180, "maximum": 180 });
-    json_schema!({
-        "type": "array",
-        "minItems": 1,
-        "maxItems": crate::geo::MAX_BATCH_POINTS,
-        "items": { "oneOf": [
-            { "type": "object", "required": ["lat", "lon"], "properties": { "lat": lat, "lon": lon } },
-            { "type": "array", "prefixItems": [lat, lon], "minItems": 2, "maxItems": 2 },
-        ] },
-    })
-}
-
-/// An IPv4 or IPv6 address (no zone id).
-#[must_use]
-pub fn ip() -> Value {
-    json!({ "type": "string", "anyOf": [{ "format": "ipv4" }, { "format": "ipv6" }] })
-}
-
-/// `ips` of a batch.
-pub(crate) fn ips(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({ "type": "array", "minItems": 1, "maxItems": crate::ip::MAX_BATCH_IPS, "items": ip() })
 }

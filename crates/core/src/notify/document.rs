@@ -119,11 +119,12 @@ impl StoredNotification {
         for (k, v) in map {
             let mut one = serde_json::Map::new();
             one.insert(k.clone(), v.clone());
-            if Self::deserialize(Value::Object(one)).is_ok() {
+            // Borrowed, as in `read`: one instance of the derived visitor, not two.
+            if Self::deserialize(&Value::Object(one)).is_ok() {
                 out.insert(k.clone(), v.clone());
             }
         }
-        Self::deserialize(Value::Object(out)).unwrap_or_default()
+        Self::deserialize(&Value::Object(out)).unwrap_or_default()
     }
 }
 

@@ -6,17 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{NotifyConfig, NotifyError};
 
-/// Size limits (bytes). They bound a document at the origins cap (see the size test).
-pub(crate) mod limits {
-    pub const ID: usize = 128;
-    pub const ITEM_KEY: usize = 256;
-    pub const KIND: usize = 64;
-    pub const NAME: usize = 100;
-    pub const URL: usize = 512;
-    pub const ARGS: usize = 16;
-    pub const ARG_KEY: usize = 32;
-    pub const ARG_VALUE: usize = 256;
-}
+pub(crate) use super::limits;
 
 /// A retraction: remove one sender's origin from an item.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]

@@ -24,6 +24,7 @@ pub mod document;
 mod error;
 mod event;
 pub mod expiry;
+pub(crate) mod limits;
 pub mod preferences;
 mod query;
 mod render;

@@ -14,7 +14,7 @@ use super::{NotifyConfig, NotifyError};
 use crate::backend::{BackendError, DataApiClient, HttpClient, RedisRestClient, Script};
 
 /// Most entries in each muted list.
-pub const MAX_MUTED: usize = 32;
+pub const MAX_MUTED: usize = super::limits::MUTED;
 
 /// Replaces the mirror set in one atomic script call (an empty list deletes it).
 const PUBLISH_LUA: &str = "redis.call('DEL', KEYS[1])\n\

@@ -172,20 +172,13 @@ fn always_true(s: &mut schemars::Schema) {
     *s = schemars::json_schema!({ "const": true });
 }
 
-#[cfg(not(target_arch = "wasm32"))]
-fn one_of(s: &mut schemars::Schema) {
-    if let Some(alts) = s.remove("anyOf") {
-        s.insert("oneOf".into(), alts);
-    }
-}
-
 /// A change-feed entry: an item, or the tombstone of one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
 #[serde(untagged)]
 // `oneOf`: no value is both (a tombstone has exactly its two fields), and generators make a
 // tagged union of it.
-#[cfg_attr(not(target_arch = "wasm32"), schemars(transform = one_of))]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(transform = super::schema::one_of))]
 pub enum ChangeEntry {
     /// A created, merged, retracted or flagged item.
     Item(Box<NotificationView>),

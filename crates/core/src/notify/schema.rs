@@ -4,7 +4,7 @@
 
 use schemars::{json_schema, Schema, SchemaGenerator};
 
-use super::event::limits;
+use super::limits;
 use super::NotifyConfig;
 
 /// Template argument values: no control characters (C0, DEL, C1); empty is allowed.
@@ -52,12 +52,12 @@ pub fn kind(_: &mut SchemaGenerator) -> Schema {
 
 /// `mutedTypes`: at most 32 type names.
 pub fn muted_types(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({ "type": "array", "maxItems": super::preferences::MAX_MUTED, "items": ident(limits::KIND) })
+    json_schema!({ "type": "array", "maxItems": limits::MUTED, "items": ident(limits::KIND) })
 }
 
 /// `mutedCategories`: at most 32 of the configured categories.
 pub fn muted_categories(g: &mut SchemaGenerator) -> Schema {
-    json_schema!({ "type": "array", "maxItems": super::preferences::MAX_MUTED, "items": category(g) })
+    json_schema!({ "type": "array", "maxItems": limits::MUTED, "items": category(g) })
 }
 
 /// An avatar or landing URL (null is the same as absent).
@@ -133,5 +133,13 @@ pub fn no_null_defaults(s: &mut Schema) {
                 p.remove("default");
             }
         }
+    }
+}
+
+/// An untagged enum whose forms no value matches twice: `oneOf` (generators make a tagged
+/// union of it) instead of schemars' `anyOf`.
+pub fn one_of(s: &mut Schema) {
+    if let Some(alts) = s.remove("anyOf") {
+        s.insert("oneOf".into(), alts);
     }
 }
