@@ -11,7 +11,7 @@ use edge_geo_notify::api::NotifyRoutes;
 use edge_geo_notify::backend::native::{block_on, UreqClient};
 use edge_geo_notify::dedup::DedupConfig;
 use edge_geo_notify::notify::batch::{
-    self, Disposition, EventOutcome, EventQueue, QueueError, QueuedMessage,
+    self, Backoff, Disposition, EventOutcome, EventQueue, QueueError, QueuedMessage,
 };
 use edge_geo_notify::notify::store::NotificationStore;
 use edge_geo_notify::notify::{
@@ -224,16 +224,20 @@ fn a_failed_group_write_is_retried_not_mistaken_for_a_duplicate() {
         .map(|i| QueuedMessage {
             id: format!("m{i}"),
             body: serde_json::to_string(&raw("u3", "post", &format!("s{i}"), t0 + i)).unwrap(),
+            attempts: 1,
         })
         .collect();
     stack.data_api_faults(
         r#"{"rules":[{"match":"updateOne","mode":"fail_before","count":1,"status":503}]}"#,
     );
-    let first = block_on(svc.consume(&msgs, "events", now_ms()));
-    assert!(first.dispositions.iter().all(|d| *d == Disposition::Retry));
+    let first = consume(&svc, &msgs, None);
+    assert!(first
+        .dispositions
+        .iter()
+        .all(|d| matches!(d, Disposition::Retry { .. })));
     assert!(first.changed_owners.is_empty());
     // The redelivery writes them: the reservations were released, not left as "in flight".
-    let second = block_on(svc.consume(&msgs, "events", now_ms()));
+    let second = consume(&svc, &msgs, None);
     assert!(second.dispositions.iter().all(|d| *d == Disposition::Ack));
     assert_eq!(doc(&svc, "u3", "post")["originsCount"], 10);
     // Applied, but the answer was lost: the retry neither double counts nor fails.
@@ -244,28 +248,119 @@ fn a_failed_group_write_is_retried_not_mistaken_for_a_duplicate() {
         .map(|i| QueuedMessage {
             id: format!("m{i}"),
             body: serde_json::to_string(&raw("u3", "post", &format!("s{i}"), t0 + i)).unwrap(),
+            attempts: 1,
         })
         .collect();
-    let lost = block_on(svc.consume(&more, "events", now_ms()));
-    assert!(lost.dispositions.iter().all(|d| *d == Disposition::Retry));
-    let again = block_on(svc.consume(&more, "events", now_ms()));
+    let lost = consume(&svc, &more, None);
+    assert!(lost
+        .dispositions
+        .iter()
+        .all(|d| matches!(d, Disposition::Retry { .. })));
+    let again = consume(&svc, &more, None);
     assert!(again.dispositions.iter().all(|d| *d == Disposition::Ack));
     let d = doc(&svc, "u3", "post");
     assert_eq!(d["originsCount"], 20);
     assert_eq!(senders(&d).len(), 20);
 }
 
+#[test]
+fn a_packed_message_retries_only_its_failed_events_and_dead_letters_per_event() {
+    let (stack, svc) = start();
+    let t0 = now_ms() - 10_000;
+    // Ten events on ten items in one packed message; the first upsert fails.
+    let bodies: Vec<String> = (0..10)
+        .map(|i| serde_json::to_string(&raw("u6", &format!("k{i}"), "s", t0 + i)).unwrap())
+        .collect();
+    let packed = batch::pack_messages(bodies.clone(), 0);
+    assert_eq!(packed.len(), 1);
+    let msg = |body: &str, attempts| QueuedMessage {
+        id: "p1".into(),
+        body: body.into(),
+        attempts,
+    };
+    stack.data_api_faults(
+        r#"{"rules":[{"match":"updateOne","mode":"fail_before","count":1,"status":503}]}"#,
+    );
+    let q = VecQueue::default();
+    let r = consume(&svc, &[msg(&packed[0], 1)], Some(&q));
+    // Acknowledged: the failed event went out again as a new message, with its delivery and
+    // the backoff's delay; the nine others are written.
+    assert_eq!(r.dispositions, vec![Disposition::Ack]);
+    assert_eq!(r.requeued, 1);
+    assert_eq!(*q.delays.borrow(), vec![2]);
+    let sent = q.batches.borrow()[0].clone();
+    let (rest, attempts) = batch::unpack(&sent[0]);
+    assert_eq!((rest.len(), attempts), (1, 1));
+    let written = (0..10)
+        .filter(|i| {
+            block_on(svc.store().api().find_one(
+                &svc.store().config().collection,
+                &json!({"owner": "u6", "itemKey": format!("k{i}")}),
+                None,
+                None,
+            ))
+            .unwrap()
+            .is_some()
+        })
+        .count();
+    assert_eq!(written, 9);
+    // The remainder fails whole: retried by the queue, its backoff counting both deliveries.
+    stack.data_api_faults(
+        r#"{"rules":[{"match":"updateOne","mode":"fail_before","count":1,"status":503}]}"#,
+    );
+    let r = consume(&svc, &[msg(&sent[0], 1)], Some(&q));
+    assert_eq!(
+        r.dispositions,
+        vec![Disposition::Retry { delay_seconds: 4 }]
+    );
+    // Redelivered whole, the original writes nothing twice.
+    let r = consume(&svc, &[msg(&packed[0], 2)], Some(&q));
+    assert_eq!(r.dispositions, vec![Disposition::Ack]);
+    for i in 0..10 {
+        assert_eq!(doc(&svc, "u6", &format!("k{i}"))["originsCount"], 1, "k{i}");
+    }
+    // The dead-letter queue keeps a packed message as one letter per event, replayed packed.
+    let kept = block_on(svc.store_dead_letters(&[msg(&packed[0], 6)], "events-dlq", now_ms()));
+    assert_eq!(kept, vec![true]);
+    let list = block_on(svc.get_dead_letters("")).unwrap();
+    assert_eq!(list["count"], 10);
+    assert_eq!(list["items"][3]["id"], "p1:3");
+    assert_eq!(list["items"][3]["event"]["itemKey"], "k3");
+    let q2 = VecQueue::default();
+    let replayed = block_on(svc.post_replay(br#"{"limit":10}"#, Some(&q2))).unwrap();
+    assert_eq!(replayed, json!({"replayed": 10, "removed": 10}));
+    assert_eq!(q2.batches.borrow().len(), 1);
+    assert_eq!(q2.batches.borrow()[0].len(), 1);
+    let mut again = batch::unpack(&q2.batches.borrow()[0][0]).0;
+    again.sort();
+    let mut want = bodies;
+    want.sort();
+    assert_eq!(again, want);
+}
+
 /// The queue of the tests: records each `sendBatch`.
 #[derive(Default)]
 struct VecQueue {
     batches: RefCell<Vec<Vec<String>>>,
+    delays: RefCell<Vec<u32>>,
 }
 
 impl EventQueue for VecQueue {
-    async fn send_batch(&self, bodies: &[String]) -> Result<(), QueueError> {
+    async fn send_batch(&self, bodies: &[String], delay_seconds: u32) -> Result<(), QueueError> {
         self.batches.borrow_mut().push(bodies.to_vec());
+        self.delays.borrow_mut().push(delay_seconds);
         Ok(())
     }
+}
+
+const BACKOFF: Backoff = Backoff { base: 2, cap: 60 };
+
+fn consume(
+    svc: &NotifyService<UreqClient>,
+    msgs: &[QueuedMessage],
+    requeue: Option<&VecQueue>,
+) -> batch::ConsumeReport {
+    block_on(svc.consume(msgs, "events", now_ms(), BACKOFF, requeue))
 }
 
 #[test]
@@ -273,7 +368,8 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
     let (_stack, svc) = start();
     let t0 = now_ms() - 10_000;
     let q = VecQueue::default();
-    // A fan-out to 250 owners: 250 messages in 3 sendBatch calls, per-owner event ids.
+    // A fan-out to 250 owners: packed into 3 messages (100 + 100 + 50 events, each within the
+    // 64 KB operation unit), one sendBatch call, per-owner event ids.
     let mut template = raw("", "post:9", "ana", t0);
     template.event_id = "like-9".into();
     let owners: Vec<String> = (0..250).map(|i| format!("f{i}")).collect();
@@ -285,8 +381,17 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
         (202, &json!({"status": "queued", "accepted": 250}))
     );
     let sizes: Vec<usize> = q.batches.borrow().iter().map(Vec::len).collect();
-    assert_eq!(sizes, vec![100, 100, 50]);
-    let first: Value = serde_json::from_str(&q.batches.borrow()[0][0]).unwrap();
+    assert_eq!(sizes, vec![3]);
+    let events: Vec<usize> = q.batches.borrow()[0]
+        .iter()
+        .map(|m| {
+            assert!(m.len() <= batch::QUEUE_OPERATION_BYTES);
+            batch::unpack(m).0.len()
+        })
+        .collect();
+    assert_eq!(events, vec![100, 100, 50]);
+    let first: Value =
+        serde_json::from_str(&batch::unpack(&q.batches.borrow()[0][0]).0[0]).unwrap();
     assert_eq!(
         (first["owner"].as_str(), first["eventId"].as_str()),
         (Some("f0"), Some("like-9:f0"))
@@ -306,7 +411,7 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
         e.body()["error"]["details"],
         json!([{"index": 1, "code": "unknown_category", "message": e.body()["error"]["details"][0]["message"]}])
     );
-    assert_eq!(q.batches.borrow().len(), 3);
+    assert_eq!(q.batches.borrow().len(), 1);
 
     // Without a queue: a batch is written at once, one result per event.
     let body = serde_json::to_vec(&json!({"events": [raw("u4", "post", "ana", t0), raw("u4", "post", "cy", t0 + 1), raw("u4", "other", "cy", t0)]})).unwrap();
@@ -340,7 +445,7 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
     let body = serde_json::to_vec(&json!({"template": template, "owners": []})).unwrap();
     let (reply, _) = block_on(svc.post_events(&body, None, now_ms(), Some(&q)));
     assert_eq!(reply.unwrap_err().code.as_str(), "empty_batch");
-    assert_eq!(q.batches.borrow().len(), 3);
+    assert_eq!(q.batches.borrow().len(), 1);
 }
 
 #[test]
@@ -352,6 +457,7 @@ fn dead_letters_are_kept_listed_and_replayed() {
     let letters = vec![QueuedMessage {
         id: "d1".into(),
         body: good.clone(),
+        attempts: 1,
     }];
     assert_eq!(
         block_on(svc.store_dead_letters(&letters, "events-dlq", now_ms())),
@@ -365,8 +471,9 @@ fn dead_letters_are_kept_listed_and_replayed() {
     let broken = vec![QueuedMessage {
         id: "d2".into(),
         body: "{\"owner\":1}".into(),
+        attempts: 1,
     }];
-    let r = block_on(svc.consume(&broken, "events", now_ms()));
+    let r = consume(&svc, &broken, None);
     assert_eq!((r.dispositions[0], r.invalid), (Disposition::Ack, 1));
     let list = block_on(svc.get_dead_letters("")).unwrap();
     assert_eq!(list["count"], 2);

@@ -20,17 +20,23 @@ use crate::notify::{encode_cursor, next_sync};
 /// The binding's name.
 pub const BINDING: &str = "INBOX_HUB";
 const OWNER_HEADER: &str = "X-Inbox-Owner";
-const OWNER_KEY: &str = "owner";
+/// Where hubs before the socket attachment carried the owner kept it (read only as a fallback
+/// for sockets accepted by that code; nothing writes it any more).
+const LEGACY_OWNER_KEY: &str = "owner";
 /// When the socket's token expires, ms since the epoch (set by the worker after verifying it).
 const DEADLINE_HEADER: &str = "X-Token-Deadline-Ms";
 /// Storage key of a pending trailing push (ms since the epoch); the alarm is shared with expiry.
 const PUSH_AT_KEY: &str = "push_at";
 
-/// What a socket carries through hibernation.
+/// What a socket carries through hibernation. The owner rides here rather than in storage, so a
+/// connect costs no storage write (a write is the largest line of a connect's bill).
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Attachment {
-    /// Close at (ms since the epoch).
-    deadline_ms: f64,
+    /// Close at (ms since the epoch); `None` for a token without `exp`.
+    deadline_ms: Option<f64>,
+    /// Whose hub this is (absent on sockets accepted before it was carried here).
+    #[serde(default)]
+    owner: Option<String>,
 }
 
 fn now() -> f64 {
@@ -208,17 +214,28 @@ impl InboxHub {
         Ok(())
     }
 
+    /// Whose hub this is: from any socket's attachment (alarms carry no request, and a hub
+    /// without sockets has nobody to push to); the stored key only for sockets accepted before
+    /// the attachment carried it.
     async fn owner(&self) -> Result<Option<String>> {
-        self.state.storage().get(OWNER_KEY).await
+        let sockets = self.state.get_websockets();
+        if let Some(owner) = sockets.iter().find_map(|ws| attachment(ws)?.owner) {
+            return Ok(Some(owner));
+        }
+        if sockets.is_empty() {
+            return Ok(None);
+        }
+        self.state.storage().get(LEGACY_OWNER_KEY).await
     }
+}
+
+fn attachment(ws: &WebSocket) -> Option<Attachment> {
+    ws.deserialize_attachment::<Attachment>().ok().flatten()
 }
 
 /// A socket's token deadline (`None` for a socket without one).
 fn deadline(ws: &WebSocket) -> Option<f64> {
-    ws.deserialize_attachment::<Attachment>()
-        .ok()
-        .flatten()
-        .map(|a| a.deadline_ms)
+    attachment(ws).and_then(|a| a.deadline_ms)
 }
 
 impl DurableObject for InboxHub {
@@ -255,8 +272,6 @@ impl DurableObject for InboxHub {
             }
             return Response::empty();
         }
-        // Alarms carry no request: remember whose hub this is.
-        self.state.storage().put(OWNER_KEY, &owner).await?;
         let deadline_ms = req
             .headers()
             .get(DEADLINE_HEADER)?
@@ -264,9 +279,13 @@ impl DurableObject for InboxHub {
             .filter(|d| d.is_finite());
         let pair = WebSocketPair::new()?;
         self.state.accept_web_socket(&pair.server);
+        // Alarms carry no request: the socket remembers whose hub this is (no storage write).
+        pair.server.serialize_attachment(Attachment {
+            deadline_ms,
+            owner: Some(owner.clone()),
+        })?;
         if let Some(deadline_ms) = deadline_ms {
-            pair.server
-                .serialize_attachment(Attachment { deadline_ms })?;
+            // Moves the alarm only when this token expires before the pending one.
             self.alarm_at(deadline_ms).await?;
         }
         // Every connect starts with a fresh badge: that is what repairs a missed push.

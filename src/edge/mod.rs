@@ -64,6 +64,12 @@ fn log(line: &Value) {
     worker::console_log!("{line}");
 }
 
+/// [`log`] at error level (a `5xx`): Workers Logs files it as an error. Log sampling still
+/// applies: an invocation's logs are kept or dropped whole, before it runs (docs/deploy.md).
+fn log_error(line: &Value) {
+    worker::console_error!("{line}");
+}
+
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     let started = Date::now().as_millis();
@@ -113,7 +119,11 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
             line["error"] = json!(e.message);
         }
     }
-    log(&line);
+    if resp.status_code() >= 500 {
+        log_error(&line);
+    } else {
+        log(&line);
+    }
     Ok(resp)
 }
 

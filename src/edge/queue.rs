@@ -27,11 +27,12 @@ pub fn binding(env: &Env) -> Option<WorkerQueue> {
 }
 
 impl EventQueue for WorkerQueue {
-    async fn send_batch(&self, bodies: &[String]) -> Result<(), QueueError> {
+    async fn send_batch(&self, bodies: &[String], delay_seconds: u32) -> Result<(), QueueError> {
         // Text, not JSON: the consumer parses the body itself, numbers stay exact.
         let msgs = bodies.iter().map(|b| {
             MessageBuilder::new(b.clone())
                 .content_type(QueueContentType::Text)
+                .delay_seconds(delay_seconds)
                 .build()
         });
         self.0
@@ -93,6 +94,7 @@ pub async fn queue(
                 body: body.as_string().unwrap_or_else(|| {
                     js_sys::JSON::stringify(&body).map_or_else(|_| String::new(), String::from)
                 }),
+                attempts: m.attempts(),
             }
         })
         .collect();
@@ -130,19 +132,25 @@ pub async fn queue(
         log(&json!({ "queue": name, "dead_letters": msgs.len(), "stored": stored }));
         return Ok(JsValue::UNDEFINED);
     }
-    let report = svc.consume(&items, &name, now).await;
+    // A message of which only some events failed has those re-sent on the events queue.
+    let requeue = binding(&env);
+    let backoff = batch::Backoff { base, cap };
+    let report = svc
+        .consume(&items, &name, now, backoff, requeue.as_ref())
+        .await;
     let mut retried = 0;
     for (m, d) in msgs.iter().zip(&report.dispositions) {
         match d {
             Disposition::Ack => m.ack(),
-            Disposition::Retry => {
+            Disposition::Retry { delay_seconds } => {
                 retried += 1;
-                retry_later(m, batch::retry_delay_seconds(m.attempts(), base, cap));
+                retry_later(m, *delay_seconds);
             }
         }
     }
     log(&json!({
-        "queue": name, "messages": msgs.len(), "retried": retried,
+        "queue": name, "messages": msgs.len(), "events": report.events, "retried": retried,
+        "requeued": report.requeued,
         "invalid": report.invalid, "owners_changed": report.changed_owners.len(),
     }));
     after_change(&env, &ctx, &report.changed_owners);

@@ -259,3 +259,18 @@ test("docs/deploy.md and the README's Deploy checklist run the commands the scri
   }
   fs.rmSync(tmp, { recursive: true, force: true });
 });
+
+test("every environment sets its Workers Logs sampling; production keeps a small share", () => {
+  const r = bash(`python3 - <<'EOF'
+import json, tomllib
+c = tomllib.load(open("wrangler.toml", "rb"))
+print(json.dumps({"top": c.get("observability"), **{k: c["env"][k].get("observability") for k in ("staging", "production")}}))
+EOF`);
+  assert.equal(r.code, 0, r.stderr);
+  const obs = JSON.parse(r.stdout);
+  for (const [env, o] of Object.entries(obs)) {
+    assert.equal(o?.enabled, true, `${env}: [observability] enabled`);
+    assert.ok(o.head_sampling_rate > 0 && o.head_sampling_rate <= 1, `${env}: head_sampling_rate ${o.head_sampling_rate}`);
+  }
+  assert.ok(obs.production.head_sampling_rate <= 0.1, `production samples ${obs.production.head_sampling_rate}`);
+});

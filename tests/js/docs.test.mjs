@@ -38,6 +38,7 @@ const ALLOWED = new Map([
   ["25 MiB", "Workers static assets' per-file limit"],
   ["128 MB", "a Workers isolate's memory limit"],
   ["256 KB", "a Cloudflare Queues sendBatch limit"],
+  ["64 KB", "the size a Cloudflare Queues operation is billed by (events are packed up to it)"],
 ]);
 
 test("no measured figure in README.md or docs/: BENCHMARKS.md is the only place for them", () => {

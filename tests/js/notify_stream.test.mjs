@@ -2,9 +2,12 @@
 // workerd, pushes after changes made through the API, against the local stack.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { startWorker, AUTH, asUser, userToken } from "./harness.mjs";
+import { startWorker, AUTH, asUser, userToken, ROOT } from "./harness.mjs";
 import { startStack } from "./stack.mjs";
 import { BadgeSocket } from "./badge.mjs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import path from "node:path";
+import { DatabaseSync } from "node:sqlite";
 
 const SERVICE = { authorization: "Bearer svc", "content-type": "application/json" };
 let stack, w;
@@ -122,5 +125,57 @@ test("a socket ends with its token: closed 4001 token_expired at exp (+ leeway);
     await long.close();
   } finally {
     await w0.stop();
+  }
+});
+
+test("a reconnect costs the hub no storage write: the owner rides in the socket's attachment", async () => {
+  // The hub's storage on disk: Miniflare keeps each Durable Object in its own SQLite file, whose
+  // key-value table is created by the first put. (The hub put its owner on every connect.)
+  // Under the repository: workerd refuses a storage path outside its starting directory.
+  mkdirSync(path.join(ROOT, "target"), { recursive: true });
+  const dir = mkdtempSync(path.join(ROOT, "target", "egn-hub-"));
+  const w0 = await startWorker({ bindings: { ...stack.bindings, SERVICE_TOKEN: "svc", ...AUTH }, options: { durableObjectsPersist: dir } });
+  const stored = () => {
+    const files = [];
+    const walk = (d) => { for (const e of readdirSync(d, { withFileTypes: true })) { const p = path.join(d, e.name); if (e.isDirectory()) walk(p); else if (e.name.endsWith(".sqlite") && e.name !== "metadata.sqlite") files.push(p); } };
+    walk(dir);
+    assert.equal(files.length, 1, `one hub database: ${files}`);
+    const db = new DatabaseSync(files[0], { readOnly: true });
+    try {
+      const kv = db.prepare("SELECT name FROM sqlite_master WHERE name = '_cf_KV'").get();
+      return kv ? db.prepare("SELECT key FROM _cf_KV").all().map((r) => r.key) : [];
+    } finally {
+      db.close();
+    }
+  };
+  try {
+    const first = await BadgeSocket.open(w0.base, "rita").opened;
+    await first.next(() => true, "the first connect badge");
+    assert.deepEqual(stored(), [], "nothing stored by a connect");
+    // Reconnects, the first socket still open and after it closed; each gets its badge (so the
+    // hub ran the whole connect).
+    for (let i = 0; i < 3; i++) {
+      const s = await BadgeSocket.open(w0.base, "rita").opened;
+      await s.next(() => true, `reconnect ${i}'s badge`);
+      await s.close();
+    }
+    await first.close();
+    const again = await BadgeSocket.open(w0.base, "rita").opened;
+    await again.next(() => true, "the badge after every socket had closed");
+    assert.deepEqual(stored(), [], "nothing stored by the reconnects");
+    // Pushes still find the owner (a trailing push runs from the alarm, which carries no
+    // request: the burst test above depends on it too).
+    for (const k of ["r1", "r2"]) {
+      const r = await w0.post("/v1/notifications/events", {
+        owner: "rita", itemKey: k, serviceType: "feed", categoryType: "social", notificationType: "like",
+        templateType: "default", eventId: `rita-${k}`, sender: { id: "s", name: "S" }, createdTimeMsec: Date.now(),
+      }, SERVICE);
+      assert.equal(r.status, 201);
+    }
+    await again.next((m) => m.unread === 2, "the pushes after the creates");
+    await again.close();
+  } finally {
+    await w0.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

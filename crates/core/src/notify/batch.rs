@@ -29,7 +29,16 @@ pub const MAX_SYNC_EVENTS: usize = 100;
 pub const QUEUE_BATCH_MESSAGES: usize = 100;
 /// Cloudflare Queues: bytes per `sendBatch` (256 KB), less room for per-message framing.
 pub const QUEUE_BATCH_BYTES: usize = 256_000;
+/// Cloudflare Queues bills each 64 KB of a message written, read or deleted as one operation;
+/// events are packed into messages up to this size (64 KB read as 64 000 bytes, the smaller
+/// reading, less [`MESSAGE_OVERHEAD`]).
+pub const QUEUE_OPERATION_BYTES: usize = 64_000;
+/// Most events in one packed message. A consumer applies at most [`MAX_EVENTS`] events per
+/// round, as it did with one event per message, so a message is never split across rounds.
+pub const MAX_EVENTS_PER_MESSAGE: usize = MAX_EVENTS;
 const MESSAGE_OVERHEAD: usize = 100;
+/// `{"events":[` … `],"attempts":4294967295}`.
+const PACK_OVERHEAD: usize = 40;
 /// Group upserts in flight at once (workerd's simultaneous-connection limit).
 const WRITE_CONCURRENCY: usize = 6;
 
@@ -97,6 +106,65 @@ pub fn chunk_messages(bodies: Vec<String>) -> Vec<Vec<String>> {
     out
 }
 
+/// Packs event bodies (JSON texts) into queue messages of at most [`MAX_EVENTS_PER_MESSAGE`]
+/// events and [`QUEUE_OPERATION_BYTES`] each, in order: `{"events":[…]}`, with `"attempts"`
+/// when the events already failed that many deliveries (a remainder, see [`consume`]). A lone
+/// event without attempts stays a plain event body, the one format of every message before
+/// packing (so a consumer reads both). An event larger than the unit travels alone.
+#[must_use]
+pub fn pack_messages(bodies: Vec<String>, attempts: u32) -> Vec<String> {
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    let mut bytes = 0;
+    for b in bodies {
+        let size = b.len() + 1;
+        let full = groups.last().is_none_or(|g| {
+            g.len() >= MAX_EVENTS_PER_MESSAGE
+                || bytes + size + PACK_OVERHEAD + MESSAGE_OVERHEAD > QUEUE_OPERATION_BYTES
+        });
+        if full {
+            groups.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += size;
+        groups.last_mut().expect("pushed above").push(b);
+    }
+    groups
+        .into_iter()
+        .map(|mut g| {
+            if g.len() == 1 && attempts == 0 {
+                return g.pop().expect("one");
+            }
+            let tail = if attempts > 0 {
+                format!(",\"attempts\":{attempts}")
+            } else {
+                String::new()
+            };
+            format!("{{\"events\":[{}]{tail}}}", g.join(","))
+        })
+        .collect()
+}
+
+#[derive(serde::Deserialize)]
+struct PackIn<'a> {
+    #[serde(borrow)]
+    events: Vec<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    attempts: u32,
+}
+
+/// The events of one message body and the deliveries they failed before it: a packed message
+/// (see [`pack_messages`]) or a single event (anything else, parsed later as one event).
+#[must_use]
+pub fn unpack(body: &str) -> (Vec<String>, u32) {
+    match serde_json::from_str::<PackIn<'_>>(body) {
+        Ok(p) => (
+            p.events.iter().map(|e| e.get().to_owned()).collect(),
+            p.attempts,
+        ),
+        Err(_) => (vec![body.to_owned()], 0),
+    }
+}
+
 /// Why events could not be queued.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -112,14 +180,35 @@ pub enum QueueError {
 /// Where queued events go (a Cloudflare Queue in the worker; a `Vec` in tests).
 #[allow(async_fn_in_trait)] // Used with concrete types only; no `Send` bound is wanted on wasm.
 pub trait EventQueue {
-    /// Sends one batch (≤ [`QUEUE_BATCH_MESSAGES`] bodies, ≤ [`QUEUE_BATCH_BYTES`]).
+    /// Sends one batch (≤ [`QUEUE_BATCH_MESSAGES`] bodies, ≤ [`QUEUE_BATCH_BYTES`]), delivered
+    /// after `delay_seconds`.
     ///
     /// # Errors
     /// [`QueueError::Send`]: the queue refused or could not be reached.
-    async fn send_batch(&self, bodies: &[String]) -> Result<(), QueueError>;
+    async fn send_batch(&self, bodies: &[String], delay_seconds: u32) -> Result<(), QueueError>;
 }
 
-/// Sends events' JSON bodies in as few `sendBatch` calls as the limits allow.
+/// Packs message bodies ([`pack_messages`]) and sends them in as few `sendBatch` calls as the
+/// limits allow; returns how many messages went.
+///
+/// # Errors
+/// The first failed call; earlier chunks stay sent (a retry is de-duplicated by event id).
+pub async fn send_packed<Q: EventQueue>(
+    queue: &Q,
+    bodies: Vec<String>,
+    attempts: u32,
+    delay_seconds: u32,
+) -> Result<usize, QueueError> {
+    let messages = pack_messages(bodies, attempts);
+    let n = messages.len();
+    for chunk in chunk_messages(messages) {
+        queue.send_batch(&chunk, delay_seconds).await?;
+    }
+    Ok(n)
+}
+
+/// Sends events packed into as few messages ([`pack_messages`]) and `sendBatch` calls as the
+/// limits allow; returns how many events were accepted.
 ///
 /// # Errors
 /// The first failed call; earlier chunks stay sent (a retry is de-duplicated by event id).
@@ -130,9 +219,7 @@ pub async fn enqueue<Q: EventQueue>(queue: &Q, raws: &[NewEvent]) -> Result<usiz
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| QueueError::Serialize(e.to_string()))?;
     let n = bodies.len();
-    for chunk in chunk_messages(bodies) {
-        queue.send_batch(&chunk).await?;
-    }
+    send_packed(queue, bodies, 0, 0).await?;
     Ok(n)
 }
 
@@ -512,22 +599,29 @@ pub async fn apply<H: HttpClient>(
     }
 }
 
-/// One queue message: its id and its body (an event's JSON).
+/// One queue message: its id, its body and how often it has been delivered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueuedMessage {
     /// The queue's message id.
     pub id: String,
-    /// The body as sent (JSON text of a [`NewEvent`]).
+    /// The body as sent: an event's JSON, or several packed ([`pack_messages`]).
     pub body: String,
+    /// Deliveries of this message so far, this one included (≥ 1).
+    pub attempts: u32,
 }
 
 /// What the consumer does with one message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Disposition {
-    /// Done (written, duplicate, muted, or kept as a dead letter because it can never succeed).
+    /// Done (written, duplicate, muted, kept as a dead letter because it can never succeed, or
+    /// its failed events re-sent as a new message).
     Ack,
-    /// A backend failed: deliver it again later.
-    Retry,
+    /// A backend failed: deliver it again after this many seconds (the backoff over every
+    /// delivery its events had, a remainder's earlier ones included).
+    Retry {
+        /// The delay.
+        delay_seconds: u32,
+    },
 }
 
 /// The result of [`consume`].
@@ -537,65 +631,163 @@ pub struct ConsumeReport {
     pub dispositions: Vec<Disposition>,
     /// Owners whose inbox changed.
     pub changed_owners: Vec<String>,
-    /// Messages that could not be read as a valid event (stored as dead letters).
+    /// Events the messages carried (a packed message carries many).
+    pub events: usize,
+    /// Events that could not be read as a valid event (stored as dead letters).
     pub invalid: usize,
+    /// Messages of which only some events failed, whose failed events went out again as one
+    /// new message (with the deliveries they had, and the backoff's delay).
+    pub requeued: usize,
 }
 
-/// The queue consumer's core: parse and validate each message, [`apply`] the valid ones, and
-/// keep the ones that can never succeed (config changed since they were accepted) as dead letters
-/// right away rather than retrying them.
-pub async fn consume<H: HttpClient>(
+/// The dead-letter id of event `pos` of a message with `n` events: the message id for a lone
+/// event (as before packing), `{id}:{pos}` within a packed message.
+#[must_use]
+pub fn letter_id(message_id: &str, pos: usize, n: usize) -> String {
+    if n == 1 {
+        message_id.to_owned()
+    } else {
+        format!("{message_id}:{pos}")
+    }
+}
+
+/// How the consumer backs off: `base · 2^(attempts-1)` seconds, capped (see
+/// [`retry_delay_seconds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// Seconds before the first redelivery.
+    pub base: u32,
+    /// The most seconds between deliveries.
+    pub cap: u32,
+}
+
+/// The queue consumer's core. Each message is unpacked into its events ([`unpack`]); each event
+/// is parsed and validated, the valid ones are [`apply`]-ed in rounds of at most [`MAX_EVENTS`]
+/// (whole messages per round), and the ones that can never succeed (config changed since they
+/// were accepted) are kept as dead letters right away rather than retried.
+///
+/// A message is acknowledged when every event of it is done. When every event failed (or it
+/// has one event, or no `requeue` queue is given), it is retried whole: the queue redelivers it
+/// with backoff and moves it to the dead-letter queue after its retries, exactly as a message
+/// of one event always was. When only some failed, those are sent again as one new message
+/// carrying the deliveries they had, delayed by the backoff, and the original is acknowledged
+/// (if that send fails, the original is retried whole; what was written is de-duplicated). The
+/// remainder is strictly smaller each time, so it ends as a fully failing message, which the
+/// queue's own retries and dead-letter queue handle: no event gets fewer attempts than before.
+#[allow(clippy::too_many_arguments)]
+pub async fn consume<H: HttpClient, Q: EventQueue>(
     store: &NotificationStore<H>,
     redis: Option<&RedisRestClient<H>>,
     dedup_cfg: &DedupConfig,
     messages: &[QueuedMessage],
     queue: &str,
     now_ms: i64,
+    backoff: Backoff,
+    requeue: Option<&Q>,
 ) -> ConsumeReport {
-    let mut dispositions = vec![Disposition::Retry; messages.len()];
-    let mut valid = Vec::new();
-    let mut at = Vec::new();
+    // Per message: its event bodies, and the deliveries they failed before this message.
+    let unpacked: Vec<(Vec<String>, u32)> = messages.iter().map(|m| unpack(&m.body)).collect();
+    let mut failed: Vec<Vec<usize>> = vec![Vec::new(); messages.len()];
+    let mut letters_lost = vec![false; messages.len()];
     let mut dead = Vec::new();
-    for (i, m) in messages.iter().enumerate() {
-        let parsed = serde_json::from_str::<NewEvent>(&m.body)
-            .map_err(|e| format!("not an event: {e}"))
-            .and_then(|raw| {
-                NotificationEvent::new(raw, store.config(), now_ms).map_err(|e| e.to_string())
-            });
-        match parsed {
-            Ok(ev) => {
-                valid.push(ev);
-                at.push(i);
+    let mut changed: BTreeSet<String> = BTreeSet::new();
+    let mut invalid = 0;
+    let mut round: Vec<(usize, usize, NotificationEvent)> = Vec::new();
+    let mut round_messages = 0;
+    let mut i = 0;
+    while i < messages.len() || !round.is_empty() {
+        let next = unpacked.get(i).map(|(evs, _)| evs.len());
+        // Close the round before a message that would take it past MAX_EVENTS, and at the end.
+        let close = match next {
+            None => true,
+            Some(n) => round_messages > 0 && round.len() + n > MAX_EVENTS,
+        };
+        if close {
+            let evs: Vec<NotificationEvent> = round.iter().map(|(_, _, e)| e.clone()).collect();
+            let report = apply(store, redis, dedup_cfg, &evs, now_ms).await;
+            for ((m, pos, _), o) in round.iter().zip(&report.outcomes) {
+                if matches!(o, EventOutcome::Failed(_)) {
+                    failed[*m].push(*pos);
+                }
             }
-            Err(reason) => dead.push((i, reason)),
+            changed.extend(report.changed_owners);
+            round.clear();
+            round_messages = 0;
+            if next.is_none() {
+                break;
+            }
         }
-    }
-    let report = apply(store, redis, dedup_cfg, &valid, now_ms).await;
-    for (k, o) in report.outcomes.iter().enumerate() {
-        if !matches!(o, EventOutcome::Failed(_)) {
-            dispositions[at[k]] = Disposition::Ack;
+        let (bodies, _) = &unpacked[i];
+        for (pos, body) in bodies.iter().enumerate() {
+            let parsed = serde_json::from_str::<NewEvent>(body)
+                .map_err(|e| format!("not an event: {e}"))
+                .and_then(|raw| {
+                    NotificationEvent::new(raw, store.config(), now_ms).map_err(|e| e.to_string())
+                });
+            match parsed {
+                Ok(ev) => round.push((i, pos, ev)),
+                Err(reason) => dead.push((i, pos, reason)),
+            }
         }
+        round_messages += 1;
+        i += 1;
     }
+    invalid += dead.len();
     let letters: Vec<super::dead_letters::DeadLetter> = dead
         .iter()
-        .map(|(i, reason)| super::dead_letters::DeadLetter {
-            id: messages[*i].id.clone(),
-            body: messages[*i].body.clone(),
+        .map(|(m, pos, reason)| super::dead_letters::DeadLetter {
+            id: letter_id(&messages[*m].id, *pos, unpacked[*m].0.len()),
+            body: unpacked[*m].0[*pos].clone(),
             queue: queue.to_owned(),
             reason: reason.clone(),
         })
         .collect();
     let kept = super::dead_letters::store(store, &letters, now_ms).await;
-    for ((i, _), r) in dead.iter().zip(kept) {
-        if r.is_ok() {
-            dispositions[*i] = Disposition::Ack;
+    for ((m, _, _), r) in dead.iter().zip(kept) {
+        if r.is_err() {
+            letters_lost[*m] = true;
         }
+    }
+    let mut dispositions = Vec::with_capacity(messages.len());
+    let mut requeued = 0;
+    for (k, m) in messages.iter().enumerate() {
+        let (bodies, before) = &unpacked[k];
+        let f = &failed[k];
+        let attempts = before.saturating_add(m.attempts.max(1));
+        let delay = retry_delay_seconds(attempts, backoff.base, backoff.cap);
+        let retry = Disposition::Retry {
+            delay_seconds: delay,
+        };
+        let d = if f.is_empty() && !letters_lost[k] {
+            Disposition::Ack
+        } else if letters_lost[k] || f.len() == bodies.len() - dead_count(&dead, k) {
+            retry
+        } else if let Some(q) = requeue {
+            // Some events were written: send only the failed ones again.
+            let rest: Vec<String> = f.iter().map(|&p| bodies[p].clone()).collect();
+            match send_packed(q, rest, attempts, delay).await {
+                Ok(_) => {
+                    requeued += 1;
+                    Disposition::Ack
+                }
+                Err(_) => retry,
+            }
+        } else {
+            retry
+        };
+        dispositions.push(d);
     }
     ConsumeReport {
         dispositions,
-        changed_owners: report.changed_owners,
-        invalid: dead.len(),
+        changed_owners: changed.into_iter().collect(),
+        events: unpacked.iter().map(|(evs, _)| evs.len()).sum(),
+        invalid,
+        requeued,
     }
+}
+
+fn dead_count(dead: &[(usize, usize, String)], message: usize) -> usize {
+    dead.iter().filter(|(m, _, _)| *m == message).count()
 }
 
 /// Delay before redelivering a message on its `attempts`-th failure: `base · 2^(attempts-1)`,
@@ -682,6 +874,66 @@ mod tests {
         assert_eq!(c.iter().map(Vec::len).sum::<usize>(), 10);
         assert_eq!(c.len(), 3);
         assert!(chunk_messages(vec![]).is_empty());
+    }
+
+    #[test]
+    fn packing_fills_the_operation_unit_and_unpacks_to_the_same_bodies() {
+        let body = |i: usize| {
+            serde_json::to_string(&raw("u", "k", &format!("s{i}"), &format!("e{i}"))).unwrap()
+        };
+        // A lone event stays a plain event body (the format before packing).
+        assert_eq!(pack_messages(vec![body(0)], 0), vec![body(0)]);
+        assert_eq!(unpack(&body(0)), (vec![body(0)], 0));
+        // A batch of 100 is one message; its events come back unchanged, in order.
+        let hundred: Vec<String> = (0..100).map(body).collect();
+        let packed = pack_messages(hundred.clone(), 0);
+        assert_eq!(packed.len(), 1);
+        assert!(packed[0].len() + MESSAGE_OVERHEAD <= QUEUE_OPERATION_BYTES);
+        assert_eq!(unpack(&packed[0]), (hundred, 0));
+        // Past MAX_EVENTS_PER_MESSAGE or the unit, a new message starts.
+        let many: Vec<String> = (0..250).map(body).collect();
+        let packed = pack_messages(many.clone(), 0);
+        assert_eq!(packed.len(), 3);
+        let back: Vec<String> = packed.iter().flat_map(|m| unpack(m).0).collect();
+        assert_eq!(back, many);
+        let big: Vec<String> = (0..10)
+            .map(|i| format!("{{\"x\":\"{}\",\"i\":{i}}}", "y".repeat(20_000)))
+            .collect();
+        let packed = pack_messages(big.clone(), 0);
+        for m in &packed {
+            assert!(
+                m.len() + MESSAGE_OVERHEAD <= QUEUE_OPERATION_BYTES,
+                "{}",
+                m.len()
+            );
+        }
+        assert_eq!(packed.len(), 4); // 3 + 3 + 3 + 1
+        assert_eq!(
+            packed.iter().flat_map(|m| unpack(m).0).collect::<Vec<_>>(),
+            big
+        );
+        // An event larger than the unit travels alone.
+        let huge = format!("{{\"x\":\"{}\"}}", "z".repeat(70_000));
+        assert_eq!(
+            pack_messages(vec![body(1), huge.clone(), body(2)], 0).len(),
+            3
+        );
+        // A remainder carries the deliveries it failed, even alone.
+        let rest = pack_messages(vec![body(3)], 2);
+        assert_eq!(unpack(&rest[0]), (vec![body(3)], 2));
+        assert!(pack_messages(vec![], 0).is_empty());
+        // Anything that is not a pack is one (possibly invalid) event, parsed later.
+        assert_eq!(
+            unpack("{\"owner\":1}"),
+            (vec!["{\"owner\":1}".to_owned()], 0)
+        );
+        assert_eq!(unpack("not json"), (vec!["not json".to_owned()], 0));
+    }
+
+    #[test]
+    fn letter_ids_keep_a_lone_event_on_its_message_id() {
+        assert_eq!(letter_id("m1", 0, 1), "m1");
+        assert_eq!(letter_id("m1", 7, 100), "m1:7");
     }
 
     #[test]

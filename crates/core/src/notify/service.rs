@@ -281,12 +281,15 @@ impl<H: HttpClient> NotifyService<H> {
         .await
     }
 
-    /// The queue consumer: writes a batch of queued events (see [`batch::consume`]).
-    pub async fn consume(
+    /// The queue consumer: writes a batch of queued events; a message of which only some
+    /// events failed has those sent again on `requeue` (see [`batch::consume`]).
+    pub async fn consume<Q: EventQueue>(
         &self,
         messages: &[QueuedMessage],
         queue: &str,
         now_ms: i64,
+        backoff: batch::Backoff,
+        requeue: Option<&Q>,
     ) -> batch::ConsumeReport {
         batch::consume(
             &self.store,
@@ -295,33 +298,45 @@ impl<H: HttpClient> NotifyService<H> {
             messages,
             queue,
             now_ms,
+            backoff,
+            requeue,
         )
         .await
     }
 
-    /// The dead-letter queue's consumer: keeps every message for inspection and replay; `true`
-    /// per message that was kept (acknowledge those, redeliver the rest: storing is idempotent
-    /// by message id).
+    /// The dead-letter queue's consumer: keeps every event of every message for inspection and
+    /// replay, one letter per event (a packed message is unpacked, [`batch::letter_id`]); `true`
+    /// per message whose letters were all kept (acknowledge those, redeliver the rest: storing
+    /// is idempotent by letter id).
     pub async fn store_dead_letters(
         &self,
         messages: &[QueuedMessage],
         queue: &str,
         now_ms: i64,
     ) -> Vec<bool> {
-        let letters: Vec<DeadLetter> = messages
-            .iter()
-            .map(|m| DeadLetter {
-                id: m.id.clone(),
-                body: m.body.clone(),
-                queue: queue.to_owned(),
-                reason: "failed every delivery attempt".into(),
-            })
-            .collect();
-        dead_letters::store(&self.store, &letters, now_ms)
-            .await
-            .iter()
-            .map(Result::is_ok)
-            .collect()
+        let mut owner = Vec::new();
+        let mut letters: Vec<DeadLetter> = Vec::new();
+        for (k, m) in messages.iter().enumerate() {
+            let (bodies, _) = batch::unpack(&m.body);
+            let n = bodies.len();
+            for (pos, body) in bodies.into_iter().enumerate() {
+                owner.push(k);
+                letters.push(DeadLetter {
+                    id: batch::letter_id(&m.id, pos, n),
+                    body,
+                    queue: queue.to_owned(),
+                    reason: "failed every delivery attempt".into(),
+                });
+            }
+        }
+        let mut kept = vec![true; messages.len()];
+        let stored = dead_letters::store(&self.store, &letters, now_ms).await;
+        for (k, r) in owner.into_iter().zip(stored) {
+            if r.is_err() {
+                kept[k] = false;
+            }
+        }
+        kept
     }
 
     /// The oldest `limit` dead letters, as their API views.
@@ -336,7 +351,8 @@ impl<H: HttpClient> NotifyService<H> {
         Ok(docs.iter().map(dead_letters::view).collect())
     }
 
-    /// Sends letters (by id, or the oldest `limit`) back to the queue, then removes them (a
+    /// Sends letters (by id, or the oldest `limit`) back to the queue, packed into as few
+    /// messages as [`batch::pack_messages`] allows, then removes them (a
     /// replayed event that was in fact applied is answered by dedup and the upsert filter).
     ///
     /// # Errors
@@ -360,9 +376,8 @@ impl<H: HttpClient> NotifyService<H> {
                 bodies.push(b.to_owned());
             }
         }
-        for chunk in batch::chunk_messages(bodies) {
-            q.send_batch(&chunk).await?;
-        }
+        // Packed like any create: a replay of 100 letters is one message.
+        batch::send_packed(q, bodies, 0, 0).await?;
         let removed = dead_letters::remove(&self.store, &ids).await?;
         Ok(Replayed {
             replayed: ids.len(),
