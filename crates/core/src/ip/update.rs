@@ -8,6 +8,7 @@ use super::agreement::{compare, probe_set, Agreement};
 use super::answer::CountryLookup;
 use super::attribution::Attribution;
 use super::db::{IpDb, IpDbError};
+use super::source::Origin;
 use super::version::{sha256_hex, IpdbRecord};
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +47,12 @@ pub enum UpdateError {
     /// The gzip stream is corrupt or truncated.
     #[error("gzip: {0}")]
     Gzip(String),
+    /// The tar archive is unusable (no `.mmdb` in it, two, a bad header, truncated).
+    #[error(transparent)]
+    Archive(#[from] super::archive::ArchiveError),
+    /// The database staging serves was not promoted (promotion only: `refused`).
+    #[error("promotion: {0}")]
+    Promotion(#[from] super::promote::PromoteError),
     /// Not a usable database.
     #[error("candidate: {0}")]
     Invalid(#[from] IpDbError),
@@ -139,6 +146,10 @@ pub struct Vetted {
 pub enum Plan {
     /// Same bytes as the published record: nothing to write.
     Unchanged(String),
+    /// The source answered `304 Not Modified` to the published version's validators.
+    NotModified(String),
+    /// Promotion only: staging's version is not old enough or not probed yet (the reason).
+    Waiting(String),
     /// Write the object, then the record.
     Publish(Box<Vetted>),
 }
@@ -214,7 +225,8 @@ pub fn table_meta(db_type: &str, build_epoch: u64, attribution: Option<&Attribut
 pub struct UpdateStatus {
     /// RFC 3339 time of the run.
     pub at: String,
-    /// `published`, `unchanged` or `refused`.
+    /// `published`, `unchanged`, `waiting` (promotion: staging's version not ready yet) or
+    /// `refused`.
     pub outcome: String,
     /// The version published or kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -225,6 +237,43 @@ pub struct UpdateStatus {
     /// The candidate's comparison with the serving database, when it got that far.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agreement: Option<Agreement>,
+    /// Where the candidate came from: the URL and period taken, the release date.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+    /// The URLs passed over before it, each with why (`2026-12: answered 404`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tried: Vec<String>,
+    /// The source answered `304 Not Modified` (one small response for an unchanged release).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_modified: bool,
+    /// RFC 3339 time of the last run that ended `published` or `unchanged` (this one or one
+    /// before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_success_at: Option<String>,
+    /// RFC 3339 time of the next scheduled run (from the cron expression that ran this one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_check_at: Option<String>,
+    /// This run's check of the version it found serving: every page loaded and verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<Probe>,
+    /// The last probe that failed (kept across runs: production's promotion reads it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_probe: Option<Probe>,
+}
+
+/// A cron run's check of the serving version: the table's directory and every page read and
+/// checked against the record's SHA-256s, as an isolate would.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probe {
+    /// The version probed.
+    pub version: String,
+    /// RFC 3339 time of the probe.
+    pub at: String,
+    /// Whether every page loaded.
+    pub ok: bool,
+    /// Why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl UpdateStatus {
@@ -236,11 +285,27 @@ impl UpdateStatus {
             version: None,
             reason: None,
             agreement: None,
+            origin: None,
+            tried: Vec::new(),
+            not_modified: false,
+            last_success_at: None,
+            next_check_at: None,
+            probe: None,
+            failed_probe: None,
         };
         match result {
             Ok(Plan::Unchanged(v)) => {
                 s.outcome = "unchanged".into();
                 s.version = Some(v.clone());
+            }
+            Ok(Plan::NotModified(v)) => {
+                s.outcome = "unchanged".into();
+                s.version = Some(v.clone());
+                s.not_modified = true;
+            }
+            Ok(Plan::Waiting(why)) => {
+                s.outcome = "waiting".into();
+                s.reason = Some(why.clone());
             }
             Ok(Plan::Publish(v)) => {
                 s.outcome = "published".into();
@@ -255,7 +320,26 @@ impl UpdateStatus {
                 }
             }
         }
+        if s.outcome == "published" || s.outcome == "unchanged" {
+            s.last_success_at = Some(s.at.clone());
+        }
         s
+    }
+
+    /// Carries over from the run before what outlives a run: the last success and the last
+    /// failed probe; records this run's probe.
+    pub fn after(mut self, previous: Option<&UpdateStatus>, probe: Option<Probe>) -> Self {
+        if let Some(p) = previous {
+            if self.last_success_at.is_none() {
+                self.last_success_at.clone_from(&p.last_success_at);
+            }
+            self.failed_probe.clone_from(&p.failed_probe);
+        }
+        if let Some(p) = probe.as_ref().filter(|p| !p.ok) {
+            self.failed_probe = Some(p.clone());
+        }
+        self.probe = probe;
+        self
     }
 }
 
