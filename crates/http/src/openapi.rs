@@ -970,22 +970,68 @@ fn with_event_template(mut components: Value) -> Value {
 fn components() -> Value {
     let nullable_string = json!({ "type": ["string", "null"] });
     let last_update = json!({
-        "description": "The last scheduled update: `published`, `unchanged` or `refused` with its `reason` and agreement figures",
+        "description": "The last scheduled update: `published`, `unchanged`, `waiting` (production: staging's version not proved yet) or `refused`, with its `reason`, agreement figures, where the candidate came from and the probe of the serving version",
         "oneOf": [{
             "type": "object",
             "required": ["at", "outcome"],
             "properties": {
                 "at": { "type": "string" },
-                "outcome": { "enum": ["published", "unchanged", "refused"] },
+                "outcome": { "enum": ["published", "unchanged", "waiting", "refused"] },
                 "version": { "type": "string" },
                 "reason": { "type": "string" },
                 "agreement": { "type": "object" },
+                "origin": schema_ref("IpdbOrigin"),
+                "tried": { "type": "array", "items": { "type": "string" }, "description": "URLs passed over before the one taken (`2026-12: answered 404`)" },
+                "not_modified": { "type": "boolean", "description": "The source answered 304 to the published version's validators" },
+                "last_success_at": { "type": "string" },
+                "next_check_at": { "type": "string" },
+                "probe": schema_ref("IpdbProbe"),
+                "failed_probe": schema_ref("IpdbProbe"),
             },
         }, { "type": "null" }],
     });
+    let probe = json!({
+        "type": "object",
+        "description": "A cron run's check of the serving version: every page loaded and verified",
+        "required": ["version", "at", "ok"],
+        "properties": {
+            "version": { "type": "string" },
+            "at": { "type": "string" },
+            "ok": { "type": "boolean" },
+            "reason": { "type": "string" },
+        },
+    });
+    let origin = json!({
+        "type": "object",
+        "description": "Where a published IP database came from; never a credential",
+        "required": ["kind"],
+        "properties": {
+            "kind": { "type": "string", "description": "`template`, `maxmind`, `url`, `script` or `promoted`" },
+            "url": { "type": "string" },
+            "period": { "type": "string", "description": "The period a URL template took (`2026-12`)" },
+            "release": { "type": "string", "description": "A MaxMind archive's release date" },
+            "etag": { "type": "string" },
+            "last_modified": { "type": "string" },
+            "promoted_from": { "type": "string", "description": "Staging's record key, when production promoted it" },
+        },
+    });
+    let freshness = json!({
+        "type": "object",
+        "description": "How fresh the served database is: `stale` when built more than `stale_after_days` ago (IPDB_STALE_AFTER_DAYS)",
+        "required": ["built_at", "age_days", "stale_after_days", "stale", "last_success_at", "since_last_success_s", "next_check_at"],
+        "properties": {
+            "built_at": nullable_string,
+            "age_days": { "type": ["integer", "null"], "minimum": 0 },
+            "stale_after_days": { "type": "integer", "minimum": 0 },
+            "stale": { "type": ["boolean", "null"] },
+            "last_success_at": nullable_string,
+            "since_last_success_s": { "type": ["integer", "null"], "minimum": 0 },
+            "next_check_at": nullable_string,
+        },
+    });
     let url = json!({ "type": ["string", "null"], "minLength": 1, "maxLength": 512, "pattern": "^[^\\s\\u0000-\\u001F\\u007F-\\u009F]+$" });
     let categories = egn_core::notify::NotifyConfig::default().categories;
-    json!({
+    let mut c = json!({
         "securitySchemes": {
             "userToken": {
                 "type": "http",
@@ -1124,7 +1170,7 @@ fn components() -> Value {
                     },
                     "ipdb": {
                         "type": "object",
-                        "required": ["loaded", "version", "source", "attribution", "last_update"],
+                        "required": ["loaded", "version", "source", "attribution", "last_update", "freshness"],
                         "properties": {
                             "loaded": { "type": "boolean" },
                             "version": nullable_string,
@@ -1281,7 +1327,14 @@ fn components() -> Value {
                 },
             },
         },
-    })
+    });
+    // Beside the macro (at its recursion limit): the IPDB update's origin and probe.
+    c["schemas"]["IpdbOrigin"] = origin;
+    c["schemas"]["IpdbProbe"] = probe;
+    let ipdb = &mut c["schemas"]["Health"]["properties"]["ipdb"]["properties"];
+    ipdb["origin"] = json!({ "oneOf": [schema_ref("IpdbOrigin"), { "type": "null" }] });
+    ipdb["freshness"] = freshness;
+    c
 }
 
 /// The OpenAPI 3.1 document of every non-bench route.

@@ -150,6 +150,8 @@ pub enum Plan {
     NotModified(String),
     /// Promotion only: staging's version is not old enough or not probed yet (the reason).
     Waiting(String),
+    /// Promotion only: staging's record, written under production's key.
+    Promoted(Box<IpdbRecord>),
     /// Write the object, then the record.
     Publish(Box<Vetted>),
 }
@@ -302,6 +304,11 @@ impl UpdateStatus {
                 s.outcome = "unchanged".into();
                 s.version = Some(v.clone());
                 s.not_modified = true;
+            }
+            Ok(Plan::Promoted(r)) => {
+                s.outcome = "published".into();
+                s.version = Some(r.version.clone());
+                s.origin.clone_from(&r.origin);
             }
             Ok(Plan::Waiting(why)) => {
                 s.outcome = "waiting".into();
