@@ -101,10 +101,7 @@ pub async fn publish_from_source(
         promote_from(env, &kv, settings, current.as_ref(), from, now).await
     } else if let Some(source) = &settings.source {
         match serving {
-            Err(e) => Err(UpdateError::Download(format!(
-                "the serving database (the candidate is vetted against it): {}",
-                e.message
-            ))),
+            Err(e) => Err(UpdateError::Serving(e.message)),
             Ok(serving) => {
                 let r = download_and_vet(
                     env,

@@ -33,6 +33,9 @@ pub enum UpdateError {
     /// The download failed or answered an error status.
     #[error("download: {0}")]
     Download(String),
+    /// The serving database (candidates are vetted against it) did not load.
+    #[error("the serving database (the candidate is vetted against it): {0}")]
+    Serving(String),
     /// The download or its decompression did not finish in time.
     #[error("download and decompression did not finish within {0} ms")]
     TimedOut(u32),
