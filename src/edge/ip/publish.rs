@@ -236,14 +236,10 @@ async fn promote_from(
         .await
         .and_then(|t| serde_json::from_str(&t).ok());
     let policy = settings.promotion_policy();
-    let decision = promote::decide(
-        record.as_deref(),
-        status.as_ref(),
-        current,
-        now,
-        policy,
-        from,
-    )?;
+    let probes = status.as_ref().map_or((None, None), |s| {
+        (s.probe.as_ref(), s.failed_probe.as_ref())
+    });
+    let decision = promote::decide(record.as_deref(), probes, current, now, policy, from)?;
     let record = match decision {
         Promotion::Unchanged(v) => return Ok(Plan::Unchanged(v)),
         Promotion::Wait(why) => return Ok(Plan::Waiting(why)),

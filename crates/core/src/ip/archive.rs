@@ -9,18 +9,24 @@
 //! that is not octal, a member or a long name over its cap, no `.mmdb` member, two of them, and
 //! an archive that ends inside a member.
 
-use super::update::{CappedBuf, UpdateError};
-
 const BLOCK: usize = 512;
 /// Largest GNU long name or pax header accepted.
 const MAX_NAME_BYTES: u64 = 64 * 1024;
 /// Bytes of members other than the `.mmdb` accepted (MaxMind ships three short texts).
 pub const MAX_OTHER_BYTES: u64 = 1 << 20;
 
-/// Why an archive was refused.
+/// Why an archive was refused (a cap passed is `update::UpdateError::TooLarge` once converted).
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ArchiveError {
+    /// A size cap was hit (`what` is `download`, `decompressed database`, …).
+    #[error("{what} is over {limit} bytes")]
+    TooLarge {
+        /// Which cap.
+        what: &'static str,
+        /// The cap.
+        limit: u64,
+    },
     /// A header does not checksum or a field does not parse.
     #[error("tar header at byte {offset}: {what}")]
     Header {
@@ -38,6 +44,46 @@ pub enum ArchiveError {
     /// The stream ended inside a header or a member.
     #[error("tar archive truncated")]
     Truncated,
+}
+
+/// Bytes collected up to a cap: a stream that goes over it is refused as soon as it does,
+/// without holding more than the cap.
+#[derive(Debug)]
+pub struct CappedBuf {
+    buf: Vec<u8>,
+    limit: u64,
+    what: &'static str,
+}
+
+impl CappedBuf {
+    /// An empty buffer refusing more than `limit` bytes, named `what` in the error.
+    pub fn new(limit: u64, what: &'static str) -> Self {
+        CappedBuf {
+            buf: Vec::new(),
+            limit,
+            what,
+        }
+    }
+
+    /// Appends a chunk.
+    ///
+    /// # Errors
+    /// [`ArchiveError::TooLarge`] when the total would pass the cap.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), ArchiveError> {
+        if (self.buf.len() + chunk.len()) as u64 > self.limit {
+            return Err(ArchiveError::TooLarge {
+                what: self.what,
+                limit: self.limit,
+            });
+        }
+        self.buf.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// The bytes collected.
+    pub fn into_inner(self) -> Vec<u8> {
+        self.buf
+    }
 }
 
 /// What came out: the database and, from a tar, its member's name.
@@ -74,8 +120,8 @@ impl Unpacker {
     /// Feeds a chunk.
     ///
     /// # Errors
-    /// [`UpdateError::TooLarge`] past a cap, [`UpdateError::Archive`] for a bad archive.
-    pub fn push(&mut self, chunk: &[u8]) -> Result<(), UpdateError> {
+    /// [`ArchiveError::TooLarge`] past a cap, another [`ArchiveError`] for a bad archive.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<(), ArchiveError> {
         match &mut self.state {
             State::Sniff(head) => {
                 let take = (BLOCK - head.len()).min(chunk.len());
@@ -92,7 +138,7 @@ impl Unpacker {
         }
     }
 
-    fn decide(&mut self, head: &[u8]) -> Result<(), UpdateError> {
+    fn decide(&mut self, head: &[u8]) -> Result<(), ArchiveError> {
         self.state = if is_tar(head) {
             State::Tar(Box::new(Tar::new(self.limit)))
         } else {
@@ -104,8 +150,8 @@ impl Unpacker {
     /// The database.
     ///
     /// # Errors
-    /// [`UpdateError::Archive`] when the archive is truncated or has not exactly one `.mmdb`.
-    pub fn finish(mut self) -> Result<Unpacked, UpdateError> {
+    /// [`ArchiveError`] when the archive is truncated or has not exactly one `.mmdb`.
+    pub fn finish(mut self) -> Result<Unpacked, ArchiveError> {
         if let State::Sniff(head) = &mut self.state {
             let head = std::mem::take(head);
             self.decide(&head)?;
@@ -115,7 +161,7 @@ impl Unpacker {
                 bytes: buf.into_inner(),
                 member: None,
             }),
-            State::Tar(t) => t.finish().map_err(UpdateError::Archive),
+            State::Tar(t) => t.finish(),
             State::Sniff(_) => unreachable!("decided above"),
         }
     }
@@ -200,7 +246,7 @@ impl Tar {
         }
     }
 
-    fn push(&mut self, mut chunk: &[u8]) -> Result<(), UpdateError> {
+    fn push(&mut self, mut chunk: &[u8]) -> Result<(), ArchiveError> {
         while !chunk.is_empty() {
             if self.ended {
                 // The end-of-archive blocks and the record padding after them.
@@ -240,12 +286,12 @@ impl Tar {
         Ok(())
     }
 
-    fn data(&mut self, bytes: &[u8]) -> Result<(), UpdateError> {
+    fn data(&mut self, bytes: &[u8]) -> Result<(), ArchiveError> {
         match &mut self.member {
             Member::Skip => {
                 self.other += bytes.len() as u64;
                 if self.other > MAX_OTHER_BYTES {
-                    return Err(UpdateError::TooLarge {
+                    return Err(ArchiveError::TooLarge {
                         what: "archive members besides the .mmdb",
                         limit: MAX_OTHER_BYTES,
                     });
@@ -260,7 +306,7 @@ impl Tar {
         }
     }
 
-    fn end_member(&mut self) -> Result<(), UpdateError> {
+    fn end_member(&mut self) -> Result<(), ArchiveError> {
         match std::mem::replace(&mut self.member, Member::Skip) {
             Member::Skip => {}
             Member::Keep(name, buf) => self.found = Some((name, buf.into_inner())),
@@ -275,12 +321,10 @@ impl Tar {
         Ok(())
     }
 
-    fn start_member(&mut self, h: &[u8]) -> Result<(), UpdateError> {
-        let bad = |what| {
-            UpdateError::Archive(ArchiveError::Header {
-                offset: self.header_at,
-                what,
-            })
+    fn start_member(&mut self, h: &[u8]) -> Result<(), ArchiveError> {
+        let bad = |what| ArchiveError::Header {
+            offset: self.header_at,
+            what,
         };
         if h.iter().all(|&b| b == 0) {
             self.ended = true;
@@ -314,13 +358,10 @@ impl Tar {
         self.member = match h[156] {
             b'0' | 0 | b'7' if name.ends_with(".mmdb") => {
                 if let Some((first, _)) = &self.found {
-                    return Err(UpdateError::Archive(ArchiveError::SeveralDatabases(
-                        first.clone(),
-                        name,
-                    )));
+                    return Err(ArchiveError::SeveralDatabases(first.clone(), name));
                 }
                 if size > self.limit {
-                    return Err(UpdateError::TooLarge {
+                    return Err(ArchiveError::TooLarge {
                         what: "decompressed database",
                         limit: self.limit,
                     });
@@ -412,7 +453,7 @@ mod tests {
         t
     }
 
-    fn unpack(bytes: &[u8], chunk: usize, limit: u64) -> Result<Unpacked, UpdateError> {
+    fn unpack(bytes: &[u8], chunk: usize, limit: u64) -> Result<Unpacked, ArchiveError> {
         let mut u = Unpacker::new(limit);
         for c in bytes.chunks(chunk) {
             u.push(c)?;
@@ -476,10 +517,7 @@ mod tests {
         let mut none = Vec::new();
         member(&mut none, "LICENSE.txt", b"text", b'0');
         let e = unpack(&none, 512, 1 << 20).unwrap_err();
-        assert!(
-            matches!(e, UpdateError::Archive(ArchiveError::NoDatabase)),
-            "{e}"
-        );
+        assert!(matches!(e, ArchiveError::NoDatabase), "{e}");
         let mut two = Vec::new();
         member(&mut two, "a.mmdb", &db, b'0');
         member(&mut two, "b.mmdb", &db, b'0');
@@ -491,10 +529,7 @@ mod tests {
         let tar = maxmind(&db);
         let cut = &tar[..tar.len() - 2 * BLOCK - 600];
         let e = unpack(cut, 512, 1 << 20).unwrap_err();
-        assert!(
-            matches!(e, UpdateError::Archive(ArchiveError::Truncated)),
-            "{e}"
-        );
+        assert!(matches!(e, ArchiveError::Truncated), "{e}");
         let mut bad = tar.clone();
         bad[BLOCK + 10] ^= 1; // a byte of the second header's name
         let e = unpack(&bad, 512, 1 << 20).unwrap_err();

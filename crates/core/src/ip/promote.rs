@@ -14,8 +14,24 @@
 //! release (days), the one before.
 
 use super::source::{parse_rfc3339, rfc3339, Origin};
-use super::update::UpdateStatus;
 use super::version::{sha256_hex, IpdbRecord, RecordError};
+use serde::{Deserialize, Serialize};
+
+/// A cron run's check of the serving version: the table's directory and every page read and
+/// checked against the record's SHA-256s, as an isolate would. Staging's status carries the
+/// last one and the last failed one (`update::UpdateStatus`); production's rule reads them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Probe {
+    /// The version probed.
+    pub version: String,
+    /// RFC 3339 time of the probe.
+    pub at: String,
+    /// Whether every page loaded.
+    pub ok: bool,
+    /// Why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
 
 /// How long staging must have served a version before production takes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,14 +84,15 @@ fn hours(ms: u64) -> String {
     format!("{:.1} h", ms as f64 / 3_600_000.0)
 }
 
-/// Decides from staging's record text (`None`: nothing published), staging's last status,
-/// production's record, the time and the policy. `from_key` is staging's record key.
+/// Decides from staging's record text (`None`: nothing published), staging's last probe and
+/// last failed probe (from its status), production's record, the time and the policy.
+/// `from_key` is staging's record key.
 ///
 /// # Errors
 /// [`PromoteError`] when staging's record is malformed or a probe of its version failed.
 pub fn decide(
     staging: Option<&str>,
-    staging_status: Option<&UpdateStatus>,
+    (probe, failed_probe): (Option<&Probe>, Option<&Probe>),
     current: Option<&IpdbRecord>,
     now_ms: u64,
     policy: PromotionPolicy,
@@ -91,10 +108,7 @@ pub fn decide(
     if current.is_some_and(|c| c.version == v) {
         return Ok(Promotion::Unchanged(v));
     }
-    if let Some(p) = staging_status
-        .and_then(|s| s.failed_probe.as_ref())
-        .filter(|p| p.version == v)
-    {
+    if let Some(p) = failed_probe.filter(|p| p.version == v) {
         return Err(PromoteError::FailedProbe {
             version: v,
             at: p.at.clone(),
@@ -111,9 +125,7 @@ pub fn decide(
             hours(policy.min_age_ms)
         )));
     }
-    let probed = staging_status
-        .and_then(|s| s.probe.as_ref())
-        .is_some_and(|p| p.ok && p.version == v);
+    let probed = probe.is_some_and(|p| p.ok && p.version == v);
     if !probed {
         return Ok(Promotion::Wait(format!(
             "staging's cron has not probed {v} yet (its next run does)"
@@ -171,7 +183,6 @@ pub fn to_delete(listed: &[(String, u64)], keep: &[&IpdbRecord], now_ms: u64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ip::update::Probe;
 
     const H: u64 = 3_600_000;
     /// 2026-12-02T01:00:00Z.
@@ -188,31 +199,29 @@ mod tests {
         }
     }
 
-    fn status(probe: Option<(&str, bool)>, failed: Option<&str>) -> UpdateStatus {
+    /// Staging's last probe and last failed probe.
+    struct Status(Option<Probe>, Option<Probe>);
+
+    fn status(probe: Option<(&str, bool)>, failed: Option<&str>) -> Status {
         let p = |v: &str, ok: bool| Probe {
             version: v.into(),
             at: "2026-12-01T02:17:00Z".into(),
             ok,
             reason: (!ok).then(|| "page 3: checksum mismatch".into()),
         };
-        let mut s = UpdateStatus::of(
-            &Ok(crate::ip::update::Plan::Unchanged("x".into())),
-            "t".into(),
-        );
-        s.probe = probe.map(|(v, ok)| p(v, ok));
-        s.failed_probe = failed.map(|v| p(v, false));
-        s
+        Status(probe.map(|(v, ok)| p(v, ok)), failed.map(|v| p(v, false)))
     }
 
     const POLICY: PromotionPolicy = PromotionPolicy { min_age_ms: 24 * H };
 
     fn decide_now(
         staging: &IpdbRecord,
-        st: &UpdateStatus,
+        st: &Status,
         current: Option<&IpdbRecord>,
     ) -> Result<Promotion, PromoteError> {
         let text = serde_json::to_string(staging).unwrap();
-        decide(Some(&text), Some(st), current, NOW, POLICY, "ipdb/current")
+        let probes = (st.0.as_ref(), st.1.as_ref());
+        decide(Some(&text), probes, current, NOW, POLICY, "ipdb/current")
     }
 
     #[test]
@@ -263,7 +272,7 @@ mod tests {
                 "{r:?}"
             );
         }
-        let r = decide(None, None, None, NOW, POLICY, "ipdb/current").unwrap();
+        let r = decide(None, (None, None), None, NOW, POLICY, "ipdb/current").unwrap();
         assert!(
             matches!(&r, Promotion::Wait(w) if w.contains("published nothing")),
             "{r:?}"
@@ -284,7 +293,7 @@ mod tests {
             decide_now(&old, &status(Some(("v2", true)), Some("v1")), None),
             Ok(Promotion::Promote(_))
         ));
-        let e = decide(Some("{"), None, None, NOW, POLICY, "k").unwrap_err();
+        let e = decide(Some("{"), (None, None), None, NOW, POLICY, "k").unwrap_err();
         assert!(e.to_string().starts_with("staging's record: "), "{e}");
         let e = decide_now(
             &record("v2", "last week"),

@@ -8,6 +8,7 @@ use super::agreement::{compare, probe_set, Agreement};
 use super::answer::CountryLookup;
 use super::attribution::Attribution;
 use super::db::{IpDb, IpDbError};
+pub use super::promote::Probe;
 use super::source::Origin;
 use super::version::{sha256_hex, IpdbRecord};
 use serde::{Deserialize, Serialize};
@@ -52,7 +53,7 @@ pub enum UpdateError {
     Gzip(String),
     /// The tar archive is unusable (no `.mmdb` in it, two, a bad header, truncated).
     #[error(transparent)]
-    Archive(#[from] super::archive::ArchiveError),
+    Archive(super::archive::ArchiveError),
     /// The database staging serves was not promoted (promotion only: `refused`).
     #[error("promotion: {0}")]
     Promotion(#[from] super::promote::PromoteError),
@@ -86,43 +87,16 @@ pub enum UpdateError {
     },
 }
 
-/// Bytes collected up to a cap: a stream that goes over it is refused as soon as it does,
-/// without holding more than the cap.
-#[derive(Debug)]
-pub struct CappedBuf {
-    buf: Vec<u8>,
-    limit: u64,
-    what: &'static str,
-}
+use super::archive::ArchiveError;
+pub use super::archive::CappedBuf;
 
-impl CappedBuf {
-    /// An empty buffer refusing more than `limit` bytes, named `what` in the error.
-    pub fn new(limit: u64, what: &'static str) -> Self {
-        CappedBuf {
-            buf: Vec::new(),
-            limit,
-            what,
+impl From<ArchiveError> for UpdateError {
+    /// A cap passed keeps its own variant (the same text as before archives were read).
+    fn from(e: ArchiveError) -> Self {
+        match e {
+            ArchiveError::TooLarge { what, limit } => UpdateError::TooLarge { what, limit },
+            e => UpdateError::Archive(e),
         }
-    }
-
-    /// Appends a chunk.
-    ///
-    /// # Errors
-    /// [`UpdateError::TooLarge`] when the total would pass the cap.
-    pub fn push(&mut self, chunk: &[u8]) -> Result<(), UpdateError> {
-        if (self.buf.len() + chunk.len()) as u64 > self.limit {
-            return Err(UpdateError::TooLarge {
-                what: self.what,
-                limit: self.limit,
-            });
-        }
-        self.buf.extend_from_slice(chunk);
-        Ok(())
-    }
-
-    /// The bytes collected.
-    pub fn into_inner(self) -> Vec<u8> {
-        self.buf
     }
 }
 
@@ -264,21 +238,6 @@ pub struct UpdateStatus {
     /// The last probe that failed (kept across runs: production's promotion reads it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_probe: Option<Probe>,
-}
-
-/// A cron run's check of the serving version: the table's directory and every page read and
-/// checked against the record's SHA-256s, as an isolate would.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Probe {
-    /// The version probed.
-    pub version: String,
-    /// RFC 3339 time of the probe.
-    pub at: String,
-    /// Whether every page loaded.
-    pub ok: bool,
-    /// Why not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
 }
 
 impl UpdateStatus {
