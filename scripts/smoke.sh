@@ -4,7 +4,7 @@
 #   bash scripts/smoke.sh URL [--service-key KEY] [--token JWT | --skip-user-auth] [--owner NAME]
 #        [--timeout SECONDS]
 #
-# Public routes always. With --service-key (a service key with the notify:write scope, or the
+# Public routes always, and the IP database's freshness (a stale one FAILS). With --service-key (a service key with the notify:write scope, or the
 # legacy SERVICE_TOKEN), one notification create + retract. With --token, a user JWT sent as
 # `Authorization: Bearer`, one authenticated list (and the credential-less list must answer 401).
 # User auth must be proven: without --token that check FAILS, unless --skip-user-auth is given
@@ -101,6 +101,16 @@ req POST /v1/geo/ip "${json[@]}" --data '{"ips":["10.1.2.3","::1"]}'
 check "POST /v1/geo/ip (reserved ranges)" 200 '[.results[].reason] == ["private","loopback"]'
 req GET /v1/geo/me
 check "GET /v1/geo/me" 200 'has("ipdb") and has("agree")'
+# The IP database's age, after the lookups above loaded one (IPDB_STALE_AFTER_DAYS, default 45).
+req GET /healthz
+fresh='.ipdb.freshness | "built \(.built_at), \(.age_days) days ago; stale after \(.stale_after_days) days; last successful update \(.last_success_at // "never"), next \(.next_check_at // "unknown")"'
+if holds '.ipdb.freshness.stale == false'; then
+  pass "IP database is fresh"
+elif holds '.ipdb.freshness.stale == true'; then
+  fail "IP database is fresh" "STALE: $(jq -r "$fresh" "$BODY")"
+else
+  skip "IP database freshness" "the answering isolate has not loaded a database ($(head -c 200 "$BODY"))"
+fi
 req GET /no-such-route
 check "unknown route → 404 JSON error" 404 '.error.code == "not_found"'
 if STATUS="$(curl -sS -o "$BODY" -w '%{http_code}' --max-time "$TIMEOUT" "$URL/" 2>/dev/null)" && [ "$STATUS" = 200 ] && grep -qi '<html' "$BODY"; then

@@ -1,6 +1,7 @@
 """Prints one setting of a wrangler.toml environment, for the operating scripts.
 
     python3 scripts/wrangler-env.py ENV FIELD      FIELD: bucket | kv_id | kv_key | name | check
+    python3 scripts/wrangler-env.py ENV var NAME   the environment's variable NAME (empty if unset)
 
 `check` prints the JSON that `cargo run --bin check-config -- --wrangler-env FILE` reads: the
 environment's vars and the ids of its bindings. WRANGLER_TOML names another file than the repo's
@@ -36,6 +37,8 @@ elif field == "kv_id":
     print(binding("kv_namespaces", "IPDB_CONFIG")["id"])
 elif field == "kv_key":
     print(section.get("vars", {}).get("IPDB_KV_KEY", "ipdb/current"))
+elif field == "var":
+    print(section.get("vars", {}).get(sys.argv[3], ""))
 elif field == "name":
     print(section.get("name") or (config["name"] + (f"-{env}" if env else "")))
 elif field == "check":

@@ -128,7 +128,7 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
 }
 
 #[event(scheduled)]
-async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
+async fn scheduled(event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
     let st = state::get(&env);
     let cfg = match &st.config {
         Ok(c) => c,
@@ -138,7 +138,7 @@ async fn scheduled(_event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
         }
     };
     // Logged as before: `{"Ok": outcome}` or `{"Err": reason}`.
-    let ipdb = ip::publish_from_source(&env, cfg)
+    let ipdb = ip::publish_from_source(&env, cfg, &event.cron())
         .await
         .map_err(|e| e.to_string());
     let hk = notify::housekeeping(cfg, &env).await;
@@ -515,7 +515,7 @@ async fn healthz(env: &Env, st: &State) -> ApiResult<Response> {
         version: env!("CARGO_PKG_VERSION"),
         config,
         geo,
-        ipdb: ip::health(),
+        ipdb: ip::health(st.config.as_ref().map_or(45, |c| c.ipdb.stale_after_days)),
         data_api,
         secrets: Secrets { missing, refused },
         auth: st.verifier.as_ref().map(|v| AuthHealth {

@@ -20,6 +20,8 @@ import { AUTH, ROOT, startWorker, userToken } from "./harness.mjs";
 import { startStack } from "./stack.mjs";
 
 const SERVICE_TOKEN = "smoke-test-service-token";
+// A staleness threshold no bundled database reaches (the real default is 45 days).
+const FRESH_FOR_EVER = "36500";
 const ENV = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" };
 let stack, dev, base, persist, devLog = "";
 
@@ -66,6 +68,8 @@ before(async () => {
     // wrangler dev also reads .dev.vars; --var overrides it, as for every other value here.
     ...AUTH,
     IPDB_CHECK_INTERVAL_SECONDS: "0",
+    // The bundled database's age must not decide this run: its staleness is tested below.
+    IPDB_STALE_AFTER_DAYS: FRESH_FOR_EVER,
     ENVIRONMENT: "development",
   };
   const args = [
@@ -104,6 +108,7 @@ test("smoke.sh passes against the local wrangler dev worker: public routes, list
     "PASS healthz: no missing secrets",
     "PASS GET /v1/geo/country (Paris → FR)",
     "PASS GET /v1/geo/ip (public address, IPDB version)",
+    "PASS IP database is fresh",
     "PASS unknown route → 404 JSON error",
     "PASS GET /v1/notifications without credentials → 401",
     "PASS GET /v1/notifications (authenticated list)",
@@ -169,7 +174,7 @@ test("smoke.sh fails against broken targets", async () => {
 
 test("smoke.sh proves user auth: a worker whose issuer is wrong fails; --skip-user-auth is an explicit, warned skip", async () => {
   // Everything else passes, so a failure can only come from user auth.
-  const w = await startWorker({ bindings: { ...stack.bindings, SERVICE_TOKEN, ...AUTH, AUTH_ISSUER: "https://not-the-token-issuer.test" } });
+  const w = await startWorker({ bindings: { ...stack.bindings, SERVICE_TOKEN, ...AUTH, AUTH_ISSUER: "https://not-the-token-issuer.test", IPDB_STALE_AFTER_DAYS: FRESH_FOR_EVER } });
   try {
     let r = await smoke(w.base, "--service-key", SERVICE_TOKEN, "--token", userToken("smoke-iss"));
     assert.equal(r.code, 1, r.stdout);
@@ -182,6 +187,21 @@ test("smoke.sh proves user auth: a worker whose issuer is wrong fails; --skip-us
     assert.equal(r.code, 0, r.stdout + r.stderr);
     assert.match(r.stdout, /^SKIP authenticated list: --skip-user-auth/m);
     assert.match(r.stderr, /^WARNING --skip-user-auth/m);
+  } finally {
+    await w.stop();
+  }
+});
+
+test("smoke.sh flags a stale IP database (older than IPDB_STALE_AFTER_DAYS) and fails", async () => {
+  const w = await startWorker({ bindings: { ...stack.bindings, SERVICE_TOKEN, ...AUTH, IPDB_STALE_AFTER_DAYS: "0" } });
+  try {
+    const r = await smoke(w.base, "--service-key", SERVICE_TOKEN, "--token", userToken("smoke-stale"));
+    assert.equal(r.code, 1, r.stdout);
+    assert.match(r.stdout, /^FAIL IP database is fresh: STALE: built \d{4}-\d\d-\d\dT[\d:]+Z, \d+ days ago; stale after 0 days; last successful update never, next unknown$/m);
+    // Everything else passes: the database's age alone failed the run.
+    assert.equal(r.stdout.match(/^FAIL /gm).length, 1, r.stdout);
+    const h = (await w.get("/healthz")).body.ipdb.freshness;
+    assert.deepEqual([h.stale, h.stale_after_days, h.last_success_at], [true, 0, null]);
   } finally {
     await w.stop();
   }

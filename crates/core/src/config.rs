@@ -50,6 +50,16 @@ pub const SECRETS: &[Secret] = &[
         purpose: "HS256 secret of self-minted user tokens (with AUTH_ISSUER, AUTH_AUDIENCE)",
         optional: true,
     },
+    Secret {
+        name: "MAXMIND_ACCOUNT_ID",
+        purpose: "MaxMind account id: the basic-auth user of the IPDB download with IPDB_SOURCE_AUTH=maxmind",
+        optional: true,
+    },
+    Secret {
+        name: "MAXMIND_LICENSE_KEY",
+        purpose: "MaxMind licence key: the basic-auth password of that download (never in IPDB_SOURCE_URL)",
+        optional: true,
+    },
 ];
 
 /// Names of the secrets for which `is_set` is false, in [`SECRETS`] order. Only names: the
@@ -164,7 +174,11 @@ pub const VARIABLES: &[Setting] = &[
     // IP database.
     var("IPDB_KV_KEY", "text", Some("ipdb/current"), "KV key of the IPDB version record in `IPDB_CONFIG`"),
     var("IPDB_CHECK_INTERVAL_SECONDS", "integer, s", Some("60"), "how often an isolate re-reads the record (after responding)"),
-    var("IPDB_SOURCE_URL", "URL", None, "where the daily cron downloads a new `.mmdb` or `.mmdb.gz`; unset = no scheduled update"),
+    var("IPDB_SOURCE_URL", "URL or URL template", None, "where the daily cron downloads a new `.mmdb`, `.mmdb.gz` or MaxMind `.tar.gz`; `{YYYY}`, `{MM}`, `{YYYYMMDD}` are the current period, then the previous one (docs/ipdb.md); unset = no scheduled update"),
+    var("IPDB_SOURCE_AUTH", "`none` \\| `maxmind`", Some("none"), "`maxmind`: HTTP basic auth with the secrets `MAXMIND_ACCOUNT_ID` and `MAXMIND_LICENSE_KEY` (https only)"),
+    var("IPDB_STALE_AFTER_DAYS", "integer, days", Some("45"), "`/healthz` flags the served database as stale (`ipdb.freshness.stale`) when it was built longer ago"),
+    var("IPDB_PROMOTE_FROM_KEY", "text", None, "production: take the IPDB from staging's record under this KV key (in `IPDB_STAGING_CONFIG`, else `IPDB_CONFIG`) instead of downloading; unset = download from `IPDB_SOURCE_URL`"),
+    var("IPDB_PROMOTE_AFTER_HOURS", "integer, hours", Some("24"), "how long staging must have served a version, probed by its cron with no failed probe, before production takes it"),
     var("IPDB_MAX_DOWNLOAD_BYTES", "integer, bytes", Some("33554432"), "largest compressed download the cron accepts"),
     var("IPDB_MAX_DB_BYTES", "integer, bytes", Some("50331648"), "largest decompressed database the cron accepts"),
     var("IPDB_DOWNLOAD_TIMEOUT_MS", "integer, ms", Some("60000"), "one deadline for the download and its decompression"),
@@ -174,6 +188,8 @@ pub const VARIABLES: &[Setting] = &[
     binding("ASSETS", "assets", "country index tiles, the IP table's pages, the bundled IPDB and the console (`./assets`)"),
     binding("IPDB_CONFIG", "KV namespace", "the IPDB version record and the cron's last outcome"),
     binding("IPDB_BUCKET", "R2 bucket", "published IP databases and their tables"),
+    binding("IPDB_STAGING_CONFIG", "KV namespace (optional)", "production with `IPDB_PROMOTE_FROM_KEY`: staging's `IPDB_CONFIG` namespace, read only; unset = `IPDB_CONFIG`"),
+    binding("IPDB_STAGING_BUCKET", "R2 bucket (optional)", "production with `IPDB_PROMOTE_FROM_KEY`: staging's `IPDB_BUCKET`, read only (objects are copied); unset = `IPDB_BUCKET`"),
     binding("NOTIFY_QUEUE", "queue producer", "creates are enqueued (`202 queued`); without it they are written synchronously"),
     binding("INBOX_HUB", "Durable Object", "live badge sockets, one object per owner; without it the stream answers `503`"),
     binding("GEO_RATE_LIMITER", "rate limit", "public geo routes, per client IP; without it, no limit"),
@@ -294,6 +310,34 @@ fn share(v: &Vars<'_>, name: &str, default: f64) -> Result<f64, ConfigError> {
     }
 }
 
+/// The scheduled update's source; the MaxMind secrets are read whatever the auth (so the
+/// configuration reference's check sees them read), used only with `IPDB_SOURCE_AUTH=maxmind`.
+fn ipdb_source(v: &Vars<'_>) -> Result<Option<crate::ip::source::SourceSpec>, ConfigError> {
+    use crate::ip::source::{SourceError, SourceSpec};
+    let (account, key) = (v.get("MAXMIND_ACCOUNT_ID"), v.get("MAXMIND_LICENSE_KEY"));
+    let auth = v.get("IPDB_SOURCE_AUTH");
+    let Some(url) = v.get("IPDB_SOURCE_URL") else {
+        return match auth.as_deref() {
+            None | Some("none" | "maxmind") => Ok(None),
+            Some(other) => Err(bad(
+                "IPDB_SOURCE_AUTH",
+                format!("expected none or maxmind, got {other:?}"),
+            )),
+        };
+    };
+    let missing = if account.is_none() {
+        "MAXMIND_ACCOUNT_ID"
+    } else {
+        "MAXMIND_LICENSE_KEY"
+    };
+    SourceSpec::parse(&url, auth.as_deref(), account, key)
+        .map(Some)
+        .map_err(|e| match e {
+            SourceError::MissingSecret => bad(missing, e.to_string()),
+            e => bad(e.var(), e.to_string()),
+        })
+}
+
 /// IP database settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct IpdbSettings {
@@ -301,8 +345,14 @@ pub struct IpdbSettings {
     pub kv_key: String,
     /// Seconds between an isolate's checks of the record.
     pub check_interval_s: u32,
-    /// Where the daily cron downloads a new database from (empty = off).
-    pub source_url: Option<String>,
+    /// Where the daily cron downloads a new database from (`None` = off).
+    pub source: Option<crate::ip::source::SourceSpec>,
+    /// Days after its build when the served database is flagged stale.
+    pub stale_after_days: u32,
+    /// Production: staging's record key to promote from (instead of downloading).
+    pub promote_from_key: Option<String>,
+    /// How long staging must have served a version before it is promoted.
+    pub promote_after_hours: u32,
     /// Largest download the cron accepts, compressed (bytes).
     pub max_download_bytes: u64,
     /// Largest database the cron accepts, decompressed (bytes).
@@ -324,6 +374,13 @@ impl IpdbSettings {
             max_db_bytes: self.max_db_bytes,
             max_disagreement: self.max_disagreement,
             min_countries: self.min_countries,
+        }
+    }
+
+    /// The promotion rule's policy.
+    pub fn promotion_policy(&self) -> crate::ip::promote::PromotionPolicy {
+        crate::ip::promote::PromotionPolicy {
+            min_age_ms: u64::from(self.promote_after_hours) * 3_600_000,
         }
     }
 }
@@ -537,7 +594,10 @@ impl Config {
             ipdb: IpdbSettings {
                 kv_key: v.text("IPDB_KV_KEY", "ipdb/current"),
                 check_interval_s: v.num("IPDB_CHECK_INTERVAL_SECONDS", 60)?,
-                source_url: v.get("IPDB_SOURCE_URL"),
+                source: ipdb_source(v)?,
+                stale_after_days: v.num("IPDB_STALE_AFTER_DAYS", 45)?,
+                promote_from_key: v.get("IPDB_PROMOTE_FROM_KEY"),
+                promote_after_hours: v.num("IPDB_PROMOTE_AFTER_HOURS", 24)?,
                 // DB-IP's country .mmdb.gz is ~4 MB and the mmdb ~8 MB; an isolate has 128 MB
                 // and holds the serving database, the download and the candidate at once.
                 max_download_bytes: v.num("IPDB_MAX_DOWNLOAD_BYTES", 32 * 1024 * 1024)?,
@@ -661,6 +721,30 @@ mod tests {
             (vec![("BACKEND_TIMEOUT_MS", "5s")], "BACKEND_TIMEOUT_MS"),
             (vec![("NOTIFY_ORIGINS_CAP", "-1")], "NOTIFY_ORIGINS_CAP"),
             (vec![("ENABLE_BENCH", "yes")], "ENABLE_BENCH"),
+            (
+                vec![("IPDB_SOURCE_URL", "https://h/{MONTH}.mmdb")],
+                "IPDB_SOURCE_URL",
+            ),
+            (
+                vec![("IPDB_SOURCE_URL", "https://h/x?license_key=k")],
+                "IPDB_SOURCE_URL",
+            ),
+            (vec![("IPDB_SOURCE_AUTH", "basic")], "IPDB_SOURCE_AUTH"),
+            (
+                vec![
+                    ("IPDB_SOURCE_URL", "https://h/x"),
+                    ("IPDB_SOURCE_AUTH", "maxmind"),
+                ],
+                "MAXMIND_ACCOUNT_ID",
+            ),
+            (
+                vec![
+                    ("IPDB_SOURCE_URL", "https://h/x"),
+                    ("IPDB_SOURCE_AUTH", "maxmind"),
+                    ("MAXMIND_ACCOUNT_ID", "1"),
+                ],
+                "MAXMIND_LICENSE_KEY",
+            ),
             (vec![("SERVICE_KEYS", "ingest:write")], "SERVICE_KEYS"),
             (vec![("AUTH_HS256_SECRET", "short")], "AUTH_HS256_SECRET"),
             (

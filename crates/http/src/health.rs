@@ -2,6 +2,7 @@
 //! document's `Health` schema is generated from it. 200 when it is `ok`, 503 with the same body
 //! when `degraded`.
 
+use egn_core::ip::freshness::Freshness;
 use egn_core::ip::serving::Health as IpdbHealth;
 use serde::Serialize;
 use serde_json::Value;
@@ -29,8 +30,8 @@ pub struct Health {
     pub config: Option<ConfigProblem>,
     /// The geo index.
     pub geo: GeoHealth,
-    /// The IP database serving in this isolate.
-    pub ipdb: IpdbHealth,
+    /// The IP database serving in this isolate, and how fresh it is.
+    pub ipdb: IpdbReport,
     /// One probe `find` per isolate until it succeeds. `error` is `data_api_not_found` when DATA_API_URL answers 404 (the base URL must end just before `/action`), `data_api_unauthorized` when the key is refused, `data_api_unavailable` when it cannot be reached; the status is then `degraded`.
     pub data_api: Option<DataApiProbe>,
     /// Secrets, by name only.
@@ -39,6 +40,17 @@ pub struct Health {
     pub auth: Option<AuthHealth>,
     /// Where the bundled assets came from (their build manifest).
     pub assets: Assets,
+}
+
+/// The IP database serving in this isolate, and how fresh it is.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct IpdbReport {
+    /// What serves.
+    #[serde(flatten)]
+    pub serving: IpdbHealth,
+    /// How fresh the served database is: `stale` when built more than `stale_after_days` ago (IPDB_STALE_AFTER_DAYS)
+    pub freshness: Freshness,
 }
 
 /// A configuration that does not parse: the variable and why.

@@ -13,11 +13,13 @@ pub use publish::publish_from_source;
 use super::assets::corrupt;
 use super::{internal, ok_json, ApiResult};
 use crate::api::geo::{self as geo_api, PointResult};
+use crate::api::health::IpdbReport;
 use crate::api::ip::{self as ip_api, IpLookup, IpResult, IpResults, Ipdb, Me};
 use crate::api::{ApiError, ErrorCode};
 use crate::config::{Config, IpdbSettings};
 use crate::ip::serving::{Checked, Clock, PageError, Served, Serving};
 use crate::ip::table::page_name;
+use crate::ip::update::Probe;
 #[cfg(feature = "bench")]
 use serde_json::json;
 use std::net::IpAddr;
@@ -118,6 +120,48 @@ async fn ready(
         worker::console_error!("ipdb {} page rejected, serving {}: {e}", f.from, f.to);
     }
     ready.result.map_err(page_error)
+}
+
+/// The cron's probe: this isolate checks the record now (so it serves what is published), then
+/// loads and verifies every page of what it serves. A published version the check rejected
+/// counts as a failed probe of that version; the serving one is returned for vetting.
+async fn probe_serving(
+    env: &Env,
+    cfg: &IpdbSettings,
+    published: Option<&crate::ip::IpdbRecord>,
+) -> (ApiResult<Rc<Served>>, Option<Probe>) {
+    let serving = ipdb();
+    let st = store(env, cfg);
+    let mut rejected = None;
+    if serving.current().is_some() && serving.claim_check(WorkerClock.now_ms(), 0) {
+        let c = serving.check(&st, &WorkerClock).await;
+        log_checked(&c);
+        if let Checked::Rejected(e) = c {
+            rejected = Some(e.to_string());
+        }
+    }
+    let s = match cold_start(&serving, &st, &[]).await {
+        Ok(s) => s,
+        Err(e) => return (Err(e), None),
+    };
+    let probe = |version: &str, reason: Option<String>| Probe {
+        version: version.to_owned(),
+        at: now_iso(),
+        ok: reason.is_none(),
+        reason,
+    };
+    if let Some(r) = published.filter(|r| r.version != s.version()) {
+        // A cold start's rejection is in its outcome: the record's version does not serve.
+        let why = rejected
+            .or_else(|| serving.health().last_check_outcome)
+            .unwrap_or_else(|| "not swapped in".into());
+        let p = probe(&r.version, Some(why));
+        let all = ready_all(env, cfg, s).await;
+        return (all, Some(p));
+    }
+    let all = ready_all(env, cfg, s.clone()).await;
+    let p = probe(s.version(), all.as_ref().err().map(|e| e.message.clone()));
+    (all, Some(p))
 }
 
 /// Every page of `s` (the cron vets candidates against the whole table).
@@ -222,9 +266,14 @@ pub async fn me(
     ok_json(&Me::new(cf_country, ip, coords, ipdb_json(&s)))
 }
 
-/// Health fragment.
-pub fn health() -> crate::ip::serving::Health {
-    ipdb().health()
+/// Health fragment: what serves, where it came from, and how fresh it is (stale past
+/// `IPDB_STALE_AFTER_DAYS`).
+pub fn health(stale_after_days: u32) -> IpdbReport {
+    let serving = ipdb();
+    IpdbReport {
+        serving: serving.health(),
+        freshness: serving.freshness(WorkerClock.now_ms(), stale_after_days),
+    }
 }
 
 #[cfg(feature = "bench")]

@@ -43,6 +43,8 @@ pub const PLACEHOLDER_CHECKED: &[&str] = &[
     "DATA_API_URL",
     "REDIS_REST_URL",
     "IPDB_SOURCE_URL",
+    "MAXMIND_ACCOUNT_ID",
+    "MAXMIND_LICENSE_KEY",
 ];
 
 /// Placeholder markers, matched case-insensitively anywhere in a value.

@@ -24,7 +24,7 @@ pub struct Attribution {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-fn open_object(s: &mut schemars::Schema) {
+pub(crate) fn open_object(s: &mut schemars::Schema) {
     s.remove("additionalProperties");
 }
 

@@ -6,12 +6,16 @@
 
 mod agreement;
 mod answer;
+pub mod archive;
 mod attribution;
 pub mod convert;
 mod db;
+pub mod freshness;
 mod parse;
+pub mod promote;
 pub mod refresh;
 pub mod serving;
+pub mod source;
 mod special;
 pub mod table;
 pub mod update;

@@ -146,6 +146,7 @@ mod tests {
             table_key: None,
             table_sha256: None,
             table_pages: Vec::new(),
+            origin: None,
         }
     }
 

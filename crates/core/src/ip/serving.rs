@@ -10,6 +10,7 @@
 //! source) is the publisher's business; a publisher's only contract with this module is the
 //! record and the objects it names ([`IpdbRecord`]).
 
+use super::freshness::{freshness, Freshness};
 use super::refresh::{self, Check, RefreshError};
 use super::table::{IpTable, TableError};
 use super::update::{self, UpdateStatus};
@@ -341,7 +342,16 @@ impl Serving {
             last_check_outcome: w.last_outcome.clone(),
             last_swap_ms: w.last_swap_ms,
             last_update: w.last_update.clone(),
+            origin: s.as_ref().and_then(|s| s.origin.clone()),
         }
+    }
+
+    /// The `ipdb.freshness` fragment of `/healthz` at `now_ms`: the served database's age
+    /// (stale past `stale_after_days`), the last successful update and the next one.
+    pub fn freshness(&self, now_ms: u64, stale_after_days: u32) -> Freshness {
+        let built = self.current().map(|s| s.build_epoch);
+        let w = self.watch.borrow();
+        freshness(now_ms, built, w.last_update.as_ref(), stale_after_days)
     }
 
     /// One check: the record and the status read together; the outcome kept for `/healthz`.
@@ -404,10 +414,11 @@ impl Serving {
                 (IpTable::from_parts(t.dir, t.pages)?, Pages::Loaded)
             }
         };
+        let meta = meta_of(&db);
+        let build_epoch = meta.build_epoch;
         let attribution = record.attribution.clone().or_else(|| {
-            let m = meta_of(&db);
-            m.attribution
-                .or_else(|| Attribution::for_database_type(&m.database_type))
+            meta.attribution
+                .or_else(|| Attribution::for_database_type(&meta.database_type))
         });
         let load_ms = elapsed(clock, started);
         // One step back at most: what serves now (on a cold start, the bundled table), without
@@ -422,6 +433,8 @@ impl Serving {
             version: record.version.clone(),
             source: Source::R2,
             attribution,
+            origin: record.origin.clone(),
+            build_epoch,
             load_ms,
             page_ms: Cell::new(0.0),
             fallback: RefCell::new(fallback),

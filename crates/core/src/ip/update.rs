@@ -8,6 +8,8 @@ use super::agreement::{compare, probe_set, Agreement};
 use super::answer::CountryLookup;
 use super::attribution::Attribution;
 use super::db::{IpDb, IpDbError};
+pub use super::promote::Probe;
+use super::source::Origin;
 use super::version::{sha256_hex, IpdbRecord};
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +34,9 @@ pub enum UpdateError {
     /// The download failed or answered an error status.
     #[error("download: {0}")]
     Download(String),
+    /// The serving database (candidates are vetted against it) did not load.
+    #[error("the serving database (the candidate is vetted against it): {0}")]
+    Serving(String),
     /// The download or its decompression did not finish in time.
     #[error("download and decompression did not finish within {0} ms")]
     TimedOut(u32),
@@ -46,6 +51,12 @@ pub enum UpdateError {
     /// The gzip stream is corrupt or truncated.
     #[error("gzip: {0}")]
     Gzip(String),
+    /// The tar archive is unusable (no `.mmdb` in it, two, a bad header, truncated).
+    #[error(transparent)]
+    Archive(super::archive::ArchiveError),
+    /// The database staging serves was not promoted (promotion only: `refused`).
+    #[error("promotion: {0}")]
+    Promotion(#[from] super::promote::PromoteError),
     /// Not a usable database.
     #[error("candidate: {0}")]
     Invalid(#[from] IpDbError),
@@ -76,43 +87,16 @@ pub enum UpdateError {
     },
 }
 
-/// Bytes collected up to a cap: a stream that goes over it is refused as soon as it does,
-/// without holding more than the cap.
-#[derive(Debug)]
-pub struct CappedBuf {
-    buf: Vec<u8>,
-    limit: u64,
-    what: &'static str,
-}
+use super::archive::ArchiveError;
+pub use super::archive::CappedBuf;
 
-impl CappedBuf {
-    /// An empty buffer refusing more than `limit` bytes, named `what` in the error.
-    pub fn new(limit: u64, what: &'static str) -> Self {
-        CappedBuf {
-            buf: Vec::new(),
-            limit,
-            what,
+impl From<ArchiveError> for UpdateError {
+    /// A cap passed keeps its own variant (the same text as before archives were read).
+    fn from(e: ArchiveError) -> Self {
+        match e {
+            ArchiveError::TooLarge { what, limit } => UpdateError::TooLarge { what, limit },
+            e => UpdateError::Archive(e),
         }
-    }
-
-    /// Appends a chunk.
-    ///
-    /// # Errors
-    /// [`UpdateError::TooLarge`] when the total would pass the cap.
-    pub fn push(&mut self, chunk: &[u8]) -> Result<(), UpdateError> {
-        if (self.buf.len() + chunk.len()) as u64 > self.limit {
-            return Err(UpdateError::TooLarge {
-                what: self.what,
-                limit: self.limit,
-            });
-        }
-        self.buf.extend_from_slice(chunk);
-        Ok(())
-    }
-
-    /// The bytes collected.
-    pub fn into_inner(self) -> Vec<u8> {
-        self.buf
     }
 }
 
@@ -139,6 +123,12 @@ pub struct Vetted {
 pub enum Plan {
     /// Same bytes as the published record: nothing to write.
     Unchanged(String),
+    /// The source answered `304 Not Modified` to the published version's validators.
+    NotModified(String),
+    /// Promotion only: staging's version is not old enough or not probed yet (the reason).
+    Waiting(String),
+    /// Promotion only: staging's record, written under production's key.
+    Promoted(Box<IpdbRecord>),
     /// Write the object, then the record.
     Publish(Box<Vetted>),
 }
@@ -215,10 +205,11 @@ pub fn table_meta(db_type: &str, build_epoch: u64, attribution: Option<&Attribut
 pub struct UpdateStatus {
     /// RFC 3339 time of the run.
     pub at: String,
-    /// `published`, `unchanged` or `refused`.
+    /// `published`, `unchanged`, `waiting` (promotion: staging's version not ready yet) or
+    /// `refused`.
     #[cfg_attr(
         not(target_arch = "wasm32"),
-        schemars(extend("enum" = ["published", "unchanged", "refused"]))
+        schemars(extend("enum" = ["published", "unchanged", "waiting", "refused"]))
     )]
     pub outcome: String,
     /// The version published or kept.
@@ -236,6 +227,33 @@ pub struct UpdateStatus {
         schemars(with = "serde_json::Map<String, serde_json::Value>")
     )]
     pub agreement: Option<Agreement>,
+    /// Where the candidate came from: the URL and period taken, the release date.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "Origin"))]
+    pub origin: Option<Origin>,
+    /// The URLs passed over before it, each with why (`2026-12: answered 404`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tried: Vec<String>,
+    /// The source answered `304 Not Modified` (one small response for an unchanged release).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_modified: bool,
+    /// RFC 3339 time of the last run that ended `published` or `unchanged` (this one or one
+    /// before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "String"))]
+    pub last_success_at: Option<String>,
+    /// RFC 3339 time of the next scheduled run (from the cron expression that ran this one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "String"))]
+    pub next_check_at: Option<String>,
+    /// This run's check of the version it found serving: every page loaded and verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "Probe"))]
+    pub probe: Option<Probe>,
+    /// The last probe that failed (kept across runs: production's promotion reads it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "Probe"))]
+    pub failed_probe: Option<Probe>,
 }
 
 impl UpdateStatus {
@@ -247,11 +265,32 @@ impl UpdateStatus {
             version: None,
             reason: None,
             agreement: None,
+            origin: None,
+            tried: Vec::new(),
+            not_modified: false,
+            last_success_at: None,
+            next_check_at: None,
+            probe: None,
+            failed_probe: None,
         };
         match result {
             Ok(Plan::Unchanged(v)) => {
                 s.outcome = "unchanged".into();
                 s.version = Some(v.clone());
+            }
+            Ok(Plan::NotModified(v)) => {
+                s.outcome = "unchanged".into();
+                s.version = Some(v.clone());
+                s.not_modified = true;
+            }
+            Ok(Plan::Promoted(r)) => {
+                s.outcome = "published".into();
+                s.version = Some(r.version.clone());
+                s.origin.clone_from(&r.origin);
+            }
+            Ok(Plan::Waiting(why)) => {
+                s.outcome = "waiting".into();
+                s.reason = Some(why.clone());
             }
             Ok(Plan::Publish(v)) => {
                 s.outcome = "published".into();
@@ -266,7 +305,26 @@ impl UpdateStatus {
                 }
             }
         }
+        if s.outcome == "published" || s.outcome == "unchanged" {
+            s.last_success_at = Some(s.at.clone());
+        }
         s
+    }
+
+    /// Carries over from the run before what outlives a run: the last success and the last
+    /// failed probe; records this run's probe.
+    pub fn after(mut self, previous: Option<&UpdateStatus>, probe: Option<Probe>) -> Self {
+        if let Some(p) = previous {
+            if self.last_success_at.is_none() {
+                self.last_success_at.clone_from(&p.last_success_at);
+            }
+            self.failed_probe.clone_from(&p.failed_probe);
+        }
+        if let Some(p) = probe.as_ref().filter(|p| !p.ok) {
+            self.failed_probe = Some(p.clone());
+        }
+        self.probe = probe;
+        self
     }
 }
 

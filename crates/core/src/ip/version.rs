@@ -29,6 +29,9 @@ pub struct IpdbRecord {
     /// Lower-case hex SHA-256 of each page, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub table_pages: Vec<String>,
+    /// Where the database came from (source kind, URL, period or release date, validators).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<super::source::Origin>,
 }
 
 /// Why a record was rejected.
@@ -62,7 +65,23 @@ impl IpdbRecord {
             table_key: None,
             table_sha256: None,
             table_pages: Vec::new(),
+            origin: None,
         }
+    }
+
+    /// Every object the record names with its SHA-256: the database, the table's directory
+    /// and its pages.
+    pub fn objects(&self) -> Vec<(String, String)> {
+        let mut out = vec![(self.object_key.clone(), self.sha256.clone())];
+        if let (Some(dir), Some(sha)) = (self.table_dir_key(), &self.table_sha256) {
+            out.push((dir, sha.clone()));
+        }
+        for (i, sha) in self.table_pages.iter().enumerate() {
+            if let Some(key) = self.table_page_key(i) {
+                out.push((key, sha.clone()));
+            }
+        }
+        out
     }
 
     /// Names the converted table (directory and pages) in this record, stored under

@@ -1,5 +1,6 @@
 //! The `ipdb` fragment of `/healthz`, as the serving state reports it.
 
+use crate::ip::source::Origin;
 use crate::ip::update::UpdateStatus;
 use crate::ip::Attribution;
 use serde::Serialize;
@@ -32,6 +33,9 @@ pub struct Health {
     pub last_swap_ms: Option<f64>,
     /// The last scheduled update's status.
     pub last_update: Option<UpdateStatus>,
+    /// Where the served version came from (source kind, URL, period or release date); `None`
+    /// for the bundled table.
+    pub origin: Option<Origin>,
 }
 
 /// A served table's sizes and page loads.

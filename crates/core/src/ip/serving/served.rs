@@ -2,6 +2,7 @@
 
 use super::{elapsed, Clock, IpdbStore, PageError};
 use crate::ip::refresh;
+use crate::ip::source::Origin;
 use crate::ip::table::{page_name, IpTable, TableError};
 use crate::ip::{Attribution, IpdbRecord};
 use serde::Serialize;
@@ -37,6 +38,10 @@ pub struct Served {
     pub(super) version: String,
     pub(super) source: Source,
     pub(super) attribution: Option<Attribution>,
+    /// Where a published version came from (its record's); `None` for the bundled table.
+    pub(super) origin: Option<Origin>,
+    /// Build time of the database (seconds; 0 = unknown), from the table's metadata.
+    pub(super) build_epoch: u64,
     /// Fetch (published only) + open time of the directory (ms).
     pub(super) load_ms: f64,
     /// Fetch + validation time of the pages loaded so far (ms).
@@ -76,6 +81,8 @@ impl Served {
             version: format!("bundled:{}:{}", meta.database_type, meta.build_epoch),
             source: Source::Bundled,
             attribution: meta.attribution,
+            origin: None,
+            build_epoch: meta.build_epoch,
             load_ms: elapsed(clock, started),
             page_ms: Cell::new(0.0),
             fallback: RefCell::new(None),
@@ -100,6 +107,11 @@ impl Served {
     /// The credit the data's licence asks for.
     pub fn attribution(&self) -> Option<&Attribution> {
         self.attribution.as_ref()
+    }
+
+    /// Where a published version came from.
+    pub fn origin(&self) -> Option<&Origin> {
+        self.origin.as_ref()
     }
 
     /// The pages `ips` need that are not loaded yet, each once.
