@@ -99,7 +99,7 @@ SCHEMA="$BASE/openapi.json"
 URL_OPT=()
 if [ "$(curl -s -o /dev/null -w '%{http_code}' "$SCHEMA")" != 200 ]; then
   echo "the worker does not serve /openapi.json yet: using the document from cargo test" >&2
-  OPENAPI_OUT="$TMP/openapi.json" cargo test -q --lib openapi::tests::write_document >&2
+  OPENAPI_OUT="$TMP/openapi.json" cargo test -q -p egn-http --lib openapi::tests::write_document >&2
   SCHEMA="$TMP/openapi.json"
   URL_OPT=(--url "$BASE")
 fi
@@ -117,7 +117,7 @@ bearer = "\${SCHEMATHESIS_USER_TOKEN}"
 [auth.openapi.serviceKey]
 bearer = "\${SCHEMATHESIS_SERVICE_KEY}"
 
-# A body over the operation's x-max-body-bytes is refused with 413 `payload_too_large`.
+# A body over the operation's x-max-body-bytes is refused with 413 payload_too_large.
 [checks.negative_data_rejection]
 expected-statuses = [400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429, "5xx"]
 
@@ -134,16 +134,75 @@ include-name = "GET /v1/notifications/stream"
 enabled = false
 EOF
 
-# Two rules depend on state or the clock, which a generator cannot know; the document states
-# both, and this hook makes the generated requests keep them:
+# Three rules a generator cannot keep from JSON Schema alone; the document states them, and
+# this hook makes the generated requests keep them:
+# - a text limit is in UTF-8 bytes (`x-max-bytes`; `maxLength` counts characters): a value
+#   over it has its non-ASCII characters (but spaces and controls) replaced by `x`, from the
+#   end, until it fits (same length, still valid or invalid for the same reason);
 # - an Idempotency-Key is one request's: reused with another body it answers 422
 #   `idempotency_key_reused`. Each valid key is made its body's (as sent: key order counts),
 #   so a repeat is a replay;
 # - an event's `createdTimeMsec` is at most 5 minutes ahead (422 `time_out_of_range`): later
 #   times become now.
+if [[ "$SCHEMA" == http* ]]; then curl -s "$SCHEMA" > "$TMP/doc.json"; else cp "$SCHEMA" "$TMP/doc.json"; fi
 cat > "$TMP/hooks.py" <<'EOF'
-import hashlib, json, re, time
+import hashlib, json, os, re, time, unicodedata
 import schemathesis
+
+DOC = json.load(open(os.environ["SCHEMATHESIS_DOC"]))
+
+def resolve(s):
+    while isinstance(s, dict) and "$ref" in s:
+        node = DOC
+        for part in s["$ref"].lstrip("#/").split("/"):
+            node = node[part.replace("~1", "/").replace("~0", "~")]
+        s = node
+    return s
+
+def utf8_len(v):
+    return len(v.encode("utf-8", "surrogatepass"))
+
+def fit(v, s):
+    """`v` with every string within its schema's x-max-bytes."""
+    s = resolve(s)
+    if not isinstance(s, dict):
+        return v
+    for key in ("oneOf", "anyOf", "allOf"):
+        for alt in s.get(key, []):
+            v = fit(v, alt)
+    if isinstance(v, str):
+        limit = s.get("x-max-bytes")
+        if limit is not None and utf8_len(v) > limit:
+            chars = list(v)
+            for i in range(len(chars) - 1, -1, -1):
+                if utf8_len("".join(chars)) <= limit:
+                    break
+                # Not a space or a control character: what made the value invalid stays.
+                c = chars[i]
+                if ord(c) > 127 and not c.isspace() and unicodedata.category(c) != "Cc":
+                    chars[i] = "x"
+            v = "".join(chars)
+        return v
+    if isinstance(v, dict):
+        props = s.get("properties", {})
+        extra = s.get("additionalProperties")
+        extra = extra if isinstance(extra, dict) else {}
+        return {k: fit(x, props.get(k, extra)) for k, x in v.items()}
+    if isinstance(v, list):
+        items = s.get("items", {})
+        return [fit(x, items) for x in v]
+    return v
+
+def fit_case(case):
+    op = DOC["paths"].get(case.path, {}).get(case.method.lower(), {})
+    for p in op.get("parameters", []):
+        p = resolve(p)
+        where = {"path": case.path_parameters, "query": case.query}.get(p.get("in"))
+        if where and p["name"] in where:
+            where[p["name"]] = fit(where[p["name"]], p.get("schema", {}))
+    body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+    if body is not None and case.body is not None:
+        case.body = fit(case.body, body)
 
 def clamp_times(v, now):
     if isinstance(v, dict):
@@ -158,6 +217,7 @@ def clamp_times(v, now):
 
 @schemathesis.hook
 def before_call(ctx, case, **kwargs):
+    fit_case(case)
     if case.path == "/v1/notifications/events":
         clamp_times(case.body, int(time.time() * 1000))
     key = (case.headers or {}).get("Idempotency-Key")
@@ -170,7 +230,7 @@ EOF
 OUT=target/schemathesis
 mkdir -p "$OUT"
 set +e
-(cd "$OUT" && SCHEMATHESIS_HOOKS="$TMP/hooks.py" SCHEMATHESIS_USER_TOKEN=$USER_TOKEN SCHEMATHESIS_SERVICE_KEY=$SERVICE_KEY \
+(cd "$OUT" && SCHEMATHESIS_HOOKS="$TMP/hooks.py" SCHEMATHESIS_DOC="$TMP/doc.json" SCHEMATHESIS_USER_TOKEN=$USER_TOKEN SCHEMATHESIS_SERVICE_KEY=$SERVICE_KEY \
   "$ROOT_DIR/.venv/bin/schemathesis" --config-file "$TMP/schemathesis.toml" run "$SCHEMA" "${URL_OPT[@]}" \
   --checks "$CHECKS" \
   --max-examples "$MAX_EXAMPLES" --max-time "$MAX_TIME" --seed "$SEED" \

@@ -786,8 +786,8 @@ export interface components {
             config: components["schemas"]["ConfigProblem"] | null;
             /** @description The geo index. */
             geo: components["schemas"]["GeoHealth"];
-            /** @description The IP database serving in this isolate. */
-            ipdb: components["schemas"]["IpdbHealth"];
+            /** @description The IP database serving in this isolate, and how fresh it is. */
+            ipdb: components["schemas"]["IpdbReport"];
             /** @description One probe `find` per isolate until it succeeds. `error` is `data_api_not_found` when DATA_API_URL answers 404 (the base URL must end just before `/action`), `data_api_unauthorized` when the key is refused, `data_api_unavailable` when it cannot be reached; the status is then `degraded`. */
             data_api: components["schemas"]["DataApiProbe"] | null;
             /** @description Secrets, by name only. */
@@ -853,8 +853,8 @@ export interface components {
          * @enum {string}
          */
         GeoStatus: "ok" | "unavailable";
-        /** @description The `ipdb` fragment of `/healthz`. */
-        IpdbHealth: {
+        /** @description The IP database serving in this isolate, and how fresh it is. */
+        IpdbReport: {
             /** @description Whether a version serves (false before the isolate's first IP request). */
             loaded: boolean;
             /** @description The version serving. */
@@ -884,6 +884,13 @@ export interface components {
             last_swap_ms: number | null;
             /** @description The last scheduled update's status. */
             last_update: components["schemas"]["UpdateStatus"] | null;
+            /**
+             * @description Where the served version came from (source kind, URL, period or release date); `None`
+             *     for the bundled table.
+             */
+            origin: components["schemas"]["IpdbOrigin"] | null;
+            /** @description How fresh the served database is: `stale` when built more than `stale_after_days` ago (IPDB_STALE_AFTER_DAYS) */
+            freshness: components["schemas"]["IpdbFreshness"];
         };
         /** @description A served table's sizes and page loads. */
         TableHealth: {
@@ -931,10 +938,11 @@ export interface components {
             /** @description RFC 3339 time of the run. */
             at: string;
             /**
-             * @description `published`, `unchanged` or `refused`.
+             * @description `published`, `unchanged`, `waiting` (promotion: staging's version not ready yet) or
+             *     `refused`.
              * @enum {string}
              */
-            outcome: "published" | "unchanged" | "refused";
+            outcome: "published" | "unchanged" | "waiting" | "refused";
             /** @description The version published or kept. */
             version?: string;
             /** @description Why the candidate was refused. */
@@ -943,6 +951,89 @@ export interface components {
             agreement?: {
                 [key: string]: unknown;
             };
+            /** @description Where the candidate came from: the URL and period taken, the release date. */
+            origin?: components["schemas"]["IpdbOrigin"];
+            /** @description The URLs passed over before it, each with why (`2026-12: answered 404`). */
+            tried?: string[];
+            /** @description The source answered `304 Not Modified` (one small response for an unchanged release). */
+            not_modified?: boolean;
+            /**
+             * @description RFC 3339 time of the last run that ended `published` or `unchanged` (this one or one
+             *     before).
+             */
+            last_success_at?: string;
+            /** @description RFC 3339 time of the next scheduled run (from the cron expression that ran this one). */
+            next_check_at?: string;
+            /** @description This run's check of the version it found serving: every page loaded and verified. */
+            probe?: components["schemas"]["IpdbProbe"];
+            /** @description The last probe that failed (kept across runs: production's promotion reads it). */
+            failed_probe?: components["schemas"]["IpdbProbe"];
+        };
+        /**
+         * @description Where a published version came from, kept in its record (and shown by `/healthz`): the
+         *     source's kind and URL (never a credential: the URL has none), the period a template took,
+         *     the release date of a MaxMind archive, and the response's validators, sent back as
+         *     `If-None-Match` / `If-Modified-Since` so an unchanged release costs one `304`.
+         */
+        IpdbOrigin: {
+            /** @description `template`, `maxmind`, `url` (the cron's sources) or `script` (`publish-ipdb.sh`). */
+            kind: string;
+            /** @description The URL downloaded (a template expanded); empty for a local file. */
+            url?: string;
+            /** @description The period a template took (`2026-12`). */
+            period?: string;
+            /** @description The release date (`2026-12-01`): a MaxMind archive's directory date. */
+            release?: string;
+            /** @description The response's `ETag`. */
+            etag?: string;
+            /** @description The response's `Last-Modified`. */
+            last_modified?: string;
+            /** @description The staging record key production promoted this version from. */
+            promoted_from?: string;
+        };
+        /**
+         * @description A cron run's check of the serving version: the table's directory and every page read and
+         *     checked against the record's SHA-256s, as an isolate would. Staging's status carries the
+         *     last one and the last failed one (`update::UpdateStatus`); production's rule reads them.
+         */
+        IpdbProbe: {
+            /** @description The version probed. */
+            version: string;
+            /** @description RFC 3339 time of the probe. */
+            at: string;
+            /** @description Whether every page loaded. */
+            ok: boolean;
+            /** @description Why not. */
+            reason?: string;
+        };
+        /** @description The `ipdb.freshness` fragment of `/healthz`. */
+        IpdbFreshness: {
+            /**
+             * @description RFC 3339 build time of the served database (its metadata's `build_epoch`); `None`
+             *     before the isolate serves one, or when the metadata has none.
+             */
+            built_at: string | null;
+            /**
+             * Format: uint64
+             * @description Whole days since then.
+             */
+            age_days: number | null;
+            /**
+             * Format: uint32
+             * @description The configured age after which it is stale.
+             */
+            stale_after_days: number;
+            /** @description Older than that; `None` when the age is unknown. */
+            stale: boolean | null;
+            /** @description RFC 3339 time of the last scheduled update that ended `published` or `unchanged`. */
+            last_success_at: string | null;
+            /**
+             * Format: uint64
+             * @description Seconds since then.
+             */
+            since_last_success_s: number | null;
+            /** @description RFC 3339 time of the next scheduled update, from the cron expression of the last run. */
+            next_check_at: string | null;
         };
         /** @description One Data API probe. */
         DataApiProbe: {
@@ -1129,7 +1220,7 @@ export interface components {
         IpsBody: {
             ips: (string | unknown | unknown)[];
         };
-        /** @description An event without `owner`; each owner's `eventId` is `{eventId}:{owner}`, which must fit the `eventId` limit. */
+        /** @description An event without `owner`; each owner's `eventId` is `{eventId}:{owner}` (`fanout:` and a SHA-256 of both when that is over the `eventId` limit). */
         EventTemplate: {
             owner?: string;
             /** @description Merge key: events with the same (owner, itemKey) become one item. */

@@ -84,8 +84,13 @@ fn event_template(new_event: &Value) -> Value {
         // An absent eventId is empty: the fan-out id `:{owner}` is still non-empty.
         required.retain(|f| f != "owner" && f != "eventId");
     }
-    t["description"] = json!("An event without `owner`; each owner's `eventId` is `{eventId}:{owner}`, which must fit the `eventId` limit.");
+    t["description"] = json!("An event without `owner`; each owner's `eventId` is `{eventId}:{owner}` (`fanout:` and a SHA-256 of both when that is over the `eventId` limit).");
     t["properties"]["owner"] = json!({ "type": "string", "maxLength": 0 });
-    t["properties"]["eventId"] = json!({ "type": "string", "maxLength": 127, "pattern": egn_core::notify::schema::ARG_VALUE });
+    t["properties"]["eventId"] = json!({
+        "type": "string",
+        "maxLength": 127,
+        egn_core::notify::schema::MAX_BYTES: 127,
+        "pattern": egn_core::notify::schema::ARG_VALUE,
+    });
     t
 }

@@ -43,9 +43,18 @@ const PACK_OVERHEAD: usize = 40;
 const WRITE_CONCURRENCY: usize = 6;
 
 /// The per-owner event id of a fan-out: deterministic, so a retried fan-out de-duplicates.
+/// `{eventId}:{owner}`, or, when that is over the id limit while the template's own id is
+/// within it, `fanout:` and the SHA-256 of both: an owner near its own limit must not make
+/// an event invalid (no schema can state a limit on the sum of two fields). A template id over
+/// the limit keeps the long form, which validation refuses as before.
 #[must_use]
 pub fn fan_out_event_id(event_id: &str, owner: &str) -> String {
-    format!("{event_id}:{owner}")
+    let id = format!("{event_id}:{owner}");
+    if id.len() <= super::limits::ID || event_id.len() >= super::limits::ID {
+        return id;
+    }
+    let digest = crate::ip::sha256_hex(format!("{event_id}\0{owner}").as_bytes());
+    format!("fanout:{digest}")
 }
 
 /// Expands a fan-out template into one raw event per owner.
@@ -801,6 +810,20 @@ pub fn retry_delay_seconds(attempts: u32, base: u32, cap: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fan_out_ids_fit_the_id_limit_whatever_the_owner() {
+        assert_eq!(fan_out_event_id("e1", "u1"), "e1:u1");
+        let owner = "ü".repeat(64); // 128 bytes, the owner limit
+        let long = fan_out_event_id("e1", &owner);
+        assert!(long.starts_with("fanout:") && long.len() <= super::super::limits::ID);
+        assert_eq!(long, fan_out_event_id("e1", &owner), "deterministic");
+        assert_ne!(long, fan_out_event_id("e2", &owner));
+        assert_ne!(long, fan_out_event_id("e1", &"ü".repeat(63)));
+        // A template id over the limit is not hidden by the digest: validation refuses it.
+        let over = "x".repeat(128);
+        assert_eq!(fan_out_event_id(&over, "u"), format!("{over}:u"));
+    }
     use crate::notify::event::tests::{raw, NOW};
 
     fn ev(owner: &str, item: &str, sender: &str, t: i64) -> NotificationEvent {

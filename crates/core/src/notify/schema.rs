@@ -18,10 +18,15 @@ pub const IDENT: &str = "^[A-Za-z0-9_.-]+$";
 /// A URL: no whitespace or control characters.
 const URL: &str = "^[^\\s\\u0000-\\u001F\\u007F-\\u009F]+$";
 
-/// An id or key: 1..=`max` (the parser counts UTF-8 bytes), [`TEXT`].
+/// The parsers' limits are UTF-8 bytes, which JSON Schema cannot state (`maxLength` counts
+/// characters): `maxLength` is the same number (more characters are more bytes), and this
+/// extension states the bytes. `scripts/schemathesis.sh` keeps generated values within it.
+pub const MAX_BYTES: &str = "x-max-bytes";
+
+/// An id or key: 1..=`max` bytes, [`TEXT`].
 #[must_use]
 pub fn text(max: usize) -> Schema {
-    json_schema!({ "type": "string", "minLength": 1, "maxLength": max, "pattern": TEXT })
+    json_schema!({ "type": "string", "minLength": 1, "maxLength": max, MAX_BYTES: max, "pattern": TEXT })
 }
 
 /// A type name: 1..=`max`, [`IDENT`].
@@ -62,7 +67,7 @@ pub fn muted_categories(g: &mut SchemaGenerator) -> Schema {
 
 /// An avatar or landing URL (null is the same as absent).
 pub fn url(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({ "type": ["string", "null"], "minLength": 1, "maxLength": limits::URL, "pattern": URL })
+    json_schema!({ "type": ["string", "null"], "minLength": 1, "maxLength": limits::URL, MAX_BYTES: limits::URL, "pattern": URL })
 }
 
 /// One of the configured categories (the defaults; a deployment's own list is its config).
@@ -77,7 +82,7 @@ pub fn message_arguments(_: &mut SchemaGenerator) -> Schema {
         "type": "object",
         "maxProperties": limits::ARGS,
         "propertyNames": { "pattern": names },
-        "additionalProperties": { "type": "string", "maxLength": limits::ARG_VALUE, "pattern": ARG_VALUE },
+        "additionalProperties": { "type": "string", "maxLength": limits::ARG_VALUE, MAX_BYTES: limits::ARG_VALUE, "pattern": ARG_VALUE },
     })
 }
 
