@@ -93,7 +93,8 @@ test("a deployed worker refuses the example and .dev.vars values by name, never 
   published.REDIS_REST_URL = gw.bindings.REDIS_REST_URL;
   for (const [label, vars, expected] of [
     ["secrets.example.json", { ...published, AUTH_ISSUER: "REPLACE-with-the-staging-token-issuer", AUTH_AUDIENCE: "app" },
-      ["AUTH_HS256_SECRET", "SERVICE_TOKEN", "DATA_API_KEY", "REDIS_REST_TOKEN", "AUTH_ISSUER"]],
+      ["AUTH_HS256_SECRET", "SERVICE_TOKEN", "DATA_API_KEY", "REDIS_REST_TOKEN", "AUTH_ISSUER",
+        "MAXMIND_ACCOUNT_ID", "MAXMIND_LICENSE_KEY"]],
     [".dev.vars.example", { ...DEV_VARS, ENVIRONMENT: "", DATA_API_URL: gw.bindings.DATA_API_URL, REDIS_REST_URL: gw.bindings.REDIS_REST_URL },
       ["AUTH_HS256_SECRET", "SERVICE_TOKEN", "DATA_API_KEY", "REDIS_REST_TOKEN"]],
   ]) {
