@@ -64,7 +64,14 @@ const short = (text, n = 400) => (text.length > n ? `${text.slice(0, n)}…` : t
 /** Compiles every schema of the document once; returns `{ doc, validateResponse, operations }`. */
 export function compileDocument(doc) {
   if (doc?.openapi !== "3.1.0") throw new OpenApiViolation(`not an OpenAPI 3.1.0 document: openapi=${doc?.openapi}`);
-  const ajv = new Ajv2020({ allErrors: true, strict: false });
+  // OpenAPI's numeric formats (https://spec.openapis.org/oas/v3.1.0#data-types), checked.
+  const formats = {
+    int32: { type: "number", validate: (n) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 },
+    int64: { type: "number", validate: (n) => Number.isInteger(n) },
+    float: { type: "number", validate: (n) => Number.isFinite(n) },
+    double: { type: "number", validate: (n) => Number.isFinite(n) },
+  };
+  const ajv = new Ajv2020({ allErrors: true, strict: false, formats });
   ajv.addSchema({ $id: COMPONENTS_ID, $defs: rewriteRefs(doc.components?.schemas ?? {}) });
   const cache = new Map();
   const validatorFor = (schema, where) => {

@@ -489,15 +489,9 @@ export interface components {
         };
         /** @description Badge counts over the live, unarchived inbox. */
         Counts: {
-            /**
-             * Format: uint64
-             * @description Items not read.
-             */
+            /** @description Items not read. */
             unread: number;
-            /**
-             * Format: uint64
-             * @description Items not seen: the badge ("mark all seen" clears it while items stay unread).
-             */
+            /** @description Items not seen: the badge ("mark all seen" clears it while items stay unread). */
             unseen: number;
         };
         /** @description `GET /v1/notifications/changes`: one page of the change feed. */
@@ -603,10 +597,7 @@ export interface components {
             coordinates: components["schemas"]["PointResult"] | null;
             /** @description Whether the sources that answered agree (null with fewer than two). */
             agree: boolean | null;
-            /**
-             * Format: uint32
-             * @description How many sources answered.
-             */
+            /** @description How many sources answered. */
             sources: number;
             /** @description The database. */
             ipdb: components["schemas"]["Ipdb"];
@@ -663,10 +654,7 @@ export interface components {
         Queued: {
             /** @description `queued`. */
             status: components["schemas"]["QueuedWord"];
-            /**
-             * Format: uint
-             * @description How many events.
-             */
+            /** @description How many events. */
             accepted: number;
         };
         /**
@@ -686,10 +674,7 @@ export interface components {
         RetractWord: "updated" | "deleted" | "not_found";
         /** @description Mark and bulk: how many items changed. */
         Updated: {
-            /**
-             * Format: uint64
-             * @description Items changed.
-             */
+            /** @description Items changed. */
             updated: number;
         };
         /** @description A deleted item. */
@@ -704,10 +689,7 @@ export interface components {
         };
         /** @description The oldest dead letters. */
         DeadLetters: {
-            /**
-             * Format: uint
-             * @description How many are in `items`.
-             */
+            /** @description How many are in `items`. */
             count: number;
             /** @description Oldest first. */
             items: components["schemas"]["DeadLetterView"][];
@@ -730,15 +712,9 @@ export interface components {
         };
         /** @description What a replay did. */
         ReplayResult: {
-            /**
-             * Format: uint
-             * @description Letters sent back to the queue.
-             */
+            /** @description Letters sent back to the queue. */
             replayed: number;
-            /**
-             * Format: uint64
-             * @description Letters removed after sending.
-             */
+            /** @description Letters removed after sending. */
             removed: number;
         };
         /** @description The owner's preferences. */
@@ -766,10 +742,7 @@ export interface components {
         };
         /** @description One invalid part of a request (`error.details`). */
         Issue: {
-            /**
-             * Format: uint
-             * @description Its position (an event's index in the batch).
-             */
+            /** @description Its position (an event's index in the batch). */
             index: number;
             /** @description Its stable code. */
             code: string;
@@ -815,20 +788,11 @@ export interface components {
             status: components["schemas"]["GeoStatus"];
             /** @description Why it did not open (an Error's `error` object). */
             error?: unknown;
-            /**
-             * Format: uint32
-             * @description The index format.
-             */
+            /** @description The index format. */
             format_version?: number;
-            /**
-             * Format: uint
-             * @description Countries in the index.
-             */
+            /** @description Countries in the index. */
             countries?: number;
-            /**
-             * Format: uint
-             * @description Bytes of the top-level index.
-             */
+            /** @description Bytes of the top-level index. */
             index_bytes?: number;
             /** @description Where the index comes from (`embedded`). */
             index_source?: string;
@@ -837,15 +801,9 @@ export interface components {
              * @description Time to open (validate) the index in this isolate, ms.
              */
             index_open_ms?: number;
-            /**
-             * Format: uint
-             * @description Tiles loaded so far.
-             */
+            /** @description Tiles loaded so far. */
             tiles_loaded?: number;
-            /**
-             * Format: uint
-             * @description Bytes of the tiles loaded so far.
-             */
+            /** @description Bytes of the tiles loaded so far. */
             tile_bytes_loaded?: number;
         };
         /**
@@ -870,10 +828,7 @@ export interface components {
              * @description Fetch (R2 only) + open time of the table's directory (ms).
              */
             load_ms: number | null;
-            /**
-             * Format: uint64
-             * @description Checks of the record so far.
-             */
+            /** @description Checks of the record so far. */
             checks: number;
             /** @description The last check's outcome, or the last page failure's. */
             last_check_outcome: string | null;
@@ -894,40 +849,22 @@ export interface components {
         };
         /** @description A served table's sizes and page loads. */
         TableHealth: {
-            /**
-             * Format: uint
-             * @description Directory bytes.
-             */
+            /** @description Directory bytes. */
             dir_bytes: number;
-            /**
-             * Format: uint
-             * @description Pages in the table.
-             */
+            /** @description Pages in the table. */
             pages: number;
-            /**
-             * Format: uint
-             * @description All pages, loaded or not (bytes).
-             */
+            /** @description All pages, loaded or not (bytes). */
             page_bytes: number;
-            /**
-             * Format: uint
-             * @description Pages loaded so far.
-             */
+            /** @description Pages loaded so far. */
             loaded_pages: number;
-            /**
-             * Format: uint
-             * @description Bytes of the pages loaded so far.
-             */
+            /** @description Bytes of the pages loaded so far. */
             loaded_page_bytes: number;
             /**
              * Format: double
              * @description Fetch + validation time of those pages (ms).
              */
             page_load_ms: number;
-            /**
-             * Format: uint
-             * @description Memory the reader keeps besides directory and pages: the /16 lookup array and the bucket indexes of the IPv6 chunks loaded so far (bytes).
-             */
+            /** @description Memory the reader keeps besides directory and pages: the /16 lookup array and the bucket indexes of the IPv6 chunks loaded so far (bytes). */
             derived_bytes: number;
         };
         /**
@@ -1013,24 +950,15 @@ export interface components {
              *     before the isolate serves one, or when the metadata has none.
              */
             built_at: string | null;
-            /**
-             * Format: uint64
-             * @description Whole days since then.
-             */
+            /** @description Whole days since then. */
             age_days: number | null;
-            /**
-             * Format: uint32
-             * @description The configured age after which it is stale.
-             */
+            /** @description The configured age after which it is stale. */
             stale_after_days: number;
             /** @description Older than that; `None` when the age is unknown. */
             stale: boolean | null;
             /** @description RFC 3339 time of the last scheduled update that ended `published` or `unchanged`. */
             last_success_at: string | null;
-            /**
-             * Format: uint64
-             * @description Seconds since then.
-             */
+            /** @description Seconds since then. */
             since_last_success_s: number | null;
             /** @description RFC 3339 time of the next scheduled update, from the cron expression of the last run. */
             next_check_at: string | null;
@@ -1070,10 +998,7 @@ export interface components {
         };
         /** @description The token verifier. */
         AuthHealth: {
-            /**
-             * Format: uint64
-             * @description JWKS fetches by this isolate.
-             */
+            /** @description JWKS fetches by this isolate. */
             jwks_fetches: number;
         };
         /** @description The bundled assets' sources, from their build manifest. */
@@ -1200,10 +1125,7 @@ export interface components {
         ReplayBody: {
             /** @description Letters to replay; absent = the oldest. */
             ids?: string[];
-            /**
-             * Format: uint32
-             * @description How many (1..=100).
-             */
+            /** @description How many (1..=100). */
             limit?: number;
         };
         /** @description `POST /v1/geo/country`: points as `{lat, lon}` objects or `[lat, lon]` pairs. */

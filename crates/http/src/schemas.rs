@@ -73,7 +73,38 @@ pub fn components() -> Map<String, Value> {
     }
     let template = event_template(&defs["NewEvent"]);
     defs.insert("EventTemplate".into(), template);
+    for schema in defs.values_mut() {
+        openapi_formats(schema);
+    }
     defs
+}
+
+/// `integer`, or a list of types with it (`["integer", "null"]`).
+fn integer(t: Option<&Value>) -> bool {
+    match t {
+        Some(Value::String(t)) => t == "integer",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "integer"),
+        _ => false,
+    }
+}
+
+/// Only the integer formats OpenAPI defines (`int32`, `int64`): schemars names Rust's widths
+/// (`uint64`, `uint`…), which validators warn about; `minimum: 0` already says unsigned.
+fn openapi_formats(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            let custom = o
+                .get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|f| integer(o.get("type")) && f != "int32" && f != "int64");
+            if custom {
+                o.remove("format");
+            }
+            o.values_mut().for_each(openapi_formats);
+        }
+        Value::Array(a) => a.iter_mut().for_each(openapi_formats),
+        _ => {}
+    }
 }
 
 /// The fan-out template: a `NewEvent` whose owner is absent (or empty: `owners` names them),
