@@ -13,6 +13,11 @@
 # (schemathesis.toml `[auth.openapi.<scheme>]`). Runs every check by default (`--checks all`:
 # also schema-valid requests the server rejects and schema-violating ones it accepts); exits
 # non-zero on any finding. Nothing leaves 127.0.0.1.
+#
+# Known false positive (schemathesis 4.32.5, seeds 3, 7, 19): ST201 on POST
+# /v1/admin/dead-letters/replay sent without a body, answered 200. The body is optional in the
+# document (`requestBody.required: false`; none replays the oldest 100); schemathesis counts the
+# case as negative while its own description of it is "Positive test case".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT_DIR=$PWD
