@@ -3,7 +3,7 @@
 use super::assets::{corrupt, fetch_asset};
 use super::{ok_json, ApiResult};
 use crate::api::geo::{self as geo_api, CountryCodes, CountryResults, PointResult};
-use crate::api::health::{GeoHealth, GeoStatus};
+use crate::api::health::{GeoHealth, GeoIndexHealth, GeoStatus};
 use crate::geo::{format, CountryIndex, GridPoint, LatLon, Tile};
 #[cfg(feature = "bench")]
 use serde_json::json;
@@ -136,24 +136,20 @@ pub async fn health(env: &Env) -> GeoHealth {
         Ok(s) => GeoHealth {
             status: GeoStatus::Ok,
             error: None,
-            format_version: Some(format::FORMAT_VERSION),
-            countries: Some(s.index.len()),
-            index_bytes: Some(s.index_bytes),
-            index_source: Some("embedded"),
-            index_open_ms: Some(s.open_ms),
-            tiles_loaded: Some(s.tiles.borrow().iter().filter(|t| t.is_some()).count()),
-            tile_bytes_loaded: Some(s.tile_bytes.get()),
+            index: Some(GeoIndexHealth {
+                format_version: format::FORMAT_VERSION,
+                countries: s.index.len(),
+                index_bytes: s.index_bytes,
+                index_source: "embedded",
+                index_open_ms: s.open_ms,
+                tiles_loaded: s.tiles.borrow().iter().filter(|t| t.is_some()).count(),
+                tile_bytes_loaded: s.tile_bytes.get(),
+            }),
         },
         Err(e) => GeoHealth {
             status: GeoStatus::Unavailable,
             error: Some(e.body()["error"].clone()),
-            format_version: None,
-            countries: None,
-            index_bytes: None,
-            index_source: None,
-            index_open_ms: None,
-            tiles_loaded: None,
-            tile_bytes_loaded: None,
+            index: None,
         },
     }
 }

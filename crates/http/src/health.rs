@@ -84,34 +84,29 @@ pub struct GeoHealth {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "Value"))]
     pub error: Option<Value>,
+    /// Its sizes, when it opened.
+    #[serde(flatten)]
+    pub index: Option<GeoIndexHealth>,
+}
+
+/// An open geo index's sizes and loads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct GeoIndexHealth {
     /// The index format.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "u32"))]
-    pub format_version: Option<u32>,
+    pub format_version: u32,
     /// Countries in the index.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "usize"))]
-    pub countries: Option<usize>,
+    pub countries: usize,
     /// Bytes of the top-level index.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "usize"))]
-    pub index_bytes: Option<usize>,
+    pub index_bytes: usize,
     /// Where the index comes from (`embedded`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "String"))]
-    pub index_source: Option<&'static str>,
+    pub index_source: &'static str,
     /// Time to open (validate) the index in this isolate, ms.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "f64"))]
-    pub index_open_ms: Option<f64>,
+    pub index_open_ms: f64,
     /// Tiles loaded so far.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "usize"))]
-    pub tiles_loaded: Option<usize>,
+    pub tiles_loaded: usize,
     /// Bytes of the tiles loaded so far.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(not(target_arch = "wasm32"), schemars(with = "usize"))]
-    pub tile_bytes_loaded: Option<usize>,
+    pub tile_bytes_loaded: usize,
 }
 
 /// The state of the Data API probe.

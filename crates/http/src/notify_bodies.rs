@@ -143,13 +143,8 @@ pub struct Updated {
 #[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
 pub struct Deleted {
     /// Always `true`.
-    #[cfg_attr(not(target_arch = "wasm32"), schemars(transform = always_true))]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(transform = egn_core::notify::schema::always_true))]
     pub deleted: bool,
-}
-
-#[cfg(not(target_arch = "wasm32"))]
-fn always_true(s: &mut schemars::Schema) {
-    *s = schemars::json_schema!({ "const": true });
 }
 
 /// The indexes ensured.

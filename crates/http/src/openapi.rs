@@ -99,10 +99,6 @@ fn lat_lon_params(required: bool) -> Vec<Value> {
     ]
 }
 
-fn ip_schema() -> Value {
-    super::ip::ip()
-}
-
 fn idempotency_key_param() -> Value {
     json!({
         "name": "Idempotency-Key",
@@ -219,7 +215,7 @@ fn detail(op: Op) -> Detail {
                 "ip",
                 true,
                 "IPv4 or IPv6 address (no zone id).",
-                ip_schema(),
+                super::ip::ip(),
             )],
             responses: vec![(200, json_response("The address's country", schema_ref("IpLookup")))],
             errors: vec![

@@ -163,13 +163,8 @@ pub struct Tombstone {
     /// The item that is gone.
     pub item_key: String,
     /// Always `true`.
-    #[cfg_attr(not(target_arch = "wasm32"), schemars(transform = always_true))]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(transform = super::schema::always_true))]
     pub deleted: bool,
-}
-
-#[cfg(not(target_arch = "wasm32"))]
-fn always_true(s: &mut schemars::Schema) {
-    *s = schemars::json_schema!({ "const": true });
 }
 
 /// A change-feed entry: an item, or the tombstone of one.

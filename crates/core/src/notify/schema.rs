@@ -148,3 +148,8 @@ pub fn one_of(s: &mut Schema) {
         s.insert("oneOf".into(), alts);
     }
 }
+
+/// A `bool` that is always `true` (`deleted` of a tombstone or a delete's answer).
+pub fn always_true(s: &mut Schema) {
+    *s = json_schema!({ "const": true });
+}
