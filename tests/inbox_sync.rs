@@ -456,14 +456,16 @@ fn muted_kinds_are_refused_in_the_reservation_round_trip() {
         "another owner's mutes don't apply"
     );
 
-    // Redis down: delivered anyway (a notification shown beats one lost).
+    // Redis down: the reservation also keeps the item's sender count, so the create answers
+    // 503 (retryable) rather than writing a count it could not check; the retry, with Redis
+    // back, is refused as muted: a mute is never skipped for want of Redis.
     stack.redis_faults(r#"{"rules":[{"match":"*","mode":"fail_before","count":1,"status":503}]}"#);
-    let (r, _) = block_on(svc.post_event(
-        &event_body("u1", "c", "system", "like", "e4"),
-        None,
-        now_ms(),
-    ));
-    assert_eq!(r.unwrap().body["status"], "created");
+    let body = event_body("u1", "c", "system", "like", "e4");
+    let (r, _) = block_on(svc.post_event(&body, None, now_ms()));
+    let e = r.unwrap_err();
+    assert_eq!((e.status, e.code.as_str()), (503, "backend_unavailable"));
+    let (r, _) = block_on(svc.post_event(&body, None, now_ms()));
+    assert_eq!(r.unwrap().body["status"], "muted");
 
     // The document is the truth: a lost mirror is rebuilt by the next read.
     block_on(stack.redis().command(&["DEL", "np:u1"])).unwrap();

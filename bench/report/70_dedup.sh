@@ -7,7 +7,8 @@ cat <<'MD'
 
 `cargo run --release -p edge-geo-notify-benches --example dedup_memory -- --ids 3600000` (3.6 M ids = the seed's 6 k/s ×
 10 min; a private redis-server on loopback; `used_memory` per id, and reserve throughput as a
-ratio of `SET NX` in the same run):
+ratio of `SET NX` in the same run, for the bare reserve and for the admission a create sends:
+the reserve with the owner's muted-set check and the item's roster join in the same `EVALSHA`):
 
 ```text
 MD

@@ -8,6 +8,10 @@ import { ROOT } from "./harness.mjs";
 
 const PYTHON = path.join(ROOT, ".venv/bin/python");
 
+// The sender count a stored document shows: the roster's tally when Redis counts the senders
+// (oc = changes * 2^24 + senders), else the document's own originsCount.
+export const countOf = (d) => (typeof d.oc === "number" ? d.oc % 2 ** 24 : d.originsCount);
+
 export async function startStack() {
   if (!existsSync(PYTHON)) throw new Error("no .venv: run bash scripts/setup.sh");
   const proc = spawn(PYTHON, ["-m", "stack", "--redis-rest-port", "0", "--data-api-port", "0", "--exit-with-parent"], {

@@ -17,6 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use edge_geo_notify::dedup::{self, DedupConfig};
+use edge_geo_notify::notify;
 
 const WINDOW_MS: u64 = 600_000;
 const BATCH: usize = 1_000;
@@ -108,6 +109,38 @@ impl Conn {
             .parse()
             .unwrap()
     }
+}
+
+/// Sends the admission a create makes (`dedup::reserve_unless_muted` with a roster): reserve,
+/// the muted-set check and the roster join in one EVALSHA.
+#[allow(clippy::too_many_arguments)]
+fn admit(
+    c: &mut Conn,
+    reserve: &edge_geo_notify::backend::Script,
+    (s, event_time): (&dedup::Slot, i64),
+    mutes: &str,
+    roster: &str,
+    fp: &str,
+    members: &[&[u8]],
+    ttl: &str,
+) {
+    let (at, te) = (s.expire_at_ms.to_string(), event_time.to_string());
+    let m = members.len().to_string();
+    let mut args: Vec<&[u8]> = vec![
+        b"EVALSHA",
+        reserve.sha1().as_bytes(),
+        b"3",
+        s.key.as_bytes(),
+        mutes.as_bytes(),
+        roster.as_bytes(),
+        s.field.as_bytes(),
+        b"30000",
+        at.as_bytes(),
+        m.as_bytes(),
+    ];
+    args.extend_from_slice(members);
+    args.extend([fp.as_bytes(), te.as_bytes(), ttl.as_bytes()]);
+    c.send(&args);
 }
 
 /// Runs `cmd(i)` for every id, pipelined in batches; returns ops/s.
@@ -350,30 +383,91 @@ fn main() {
         reserve_rate / set_rate
     );
 
-    // Round-trip-bound sample on fresh keys (next window), one request at a time.
+    // Round-trip-bound samples on fresh keys (later windows), one request at a time: SET NX,
+    // the bare reserve, and the admission a create sends (reserve + muted-set check + roster
+    // join, `reserve_unless_muted`), taking turns three times so drift hits all three alike.
     let n = sample.min(ids);
-    let set_seq = sequential(&mut c, n, |i, c| {
-        let key = format!("dd2:{}", id_strings[i]);
-        c.send(&[b"SET", key.as_bytes(), b"1", b"NX", b"PX", ttl.as_bytes()]);
-    });
-    let later: Vec<dedup::Slot> = (0..n)
-        .map(|i| dedup::slot(&cfg, &id_strings[i], time_of(i) + WINDOW_MS as i64))
-        .collect();
-    let res_seq = sequential(&mut c, n, |i, c| {
-        let s = &later[i];
-        let at = s.expire_at_ms.to_string();
-        c.send(&[
-            b"EVALSHA",
-            reserve.sha1().as_bytes(),
-            b"1",
-            s.key.as_bytes(),
-            s.field.as_bytes(),
-            lease,
-            at.as_bytes(),
-        ]);
-    });
+    let admit_ttl = (30 * 24 * 3_600_000_u64).to_string();
+    let mutes = "np:bench".to_string();
+    let (mut set_seq, mut res_seq, mut adm_seq) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..3_i64 {
+        set_seq.push(sequential(&mut c, n, |i, c| {
+            let key = format!("dd{round}:{}", id_strings[i]);
+            c.send(&[b"SET", key.as_bytes(), b"1", b"NX", b"PX", ttl.as_bytes()]);
+        }));
+        let slots_at = |w: i64| -> Vec<dedup::Slot> {
+            let t = |i: usize| time_of(i) + w * WINDOW_MS as i64;
+            (0..n)
+                .map(|i| dedup::slot(&cfg, &id_strings[i], t(i)))
+                .collect()
+        };
+        let later = slots_at(1 + round);
+        res_seq.push(sequential(&mut c, n, |i, c| {
+            let s = &later[i];
+            let at = s.expire_at_ms.to_string();
+            c.send(&[
+                b"EVALSHA",
+                reserve.sha1().as_bytes(),
+                b"1",
+                s.key.as_bytes(),
+                s.field.as_bytes(),
+                lease,
+                at.as_bytes(),
+            ]);
+        }));
+        let admit_slots = slots_at(4 + round);
+        adm_seq.push(sequential(&mut c, n, |i, c| {
+            // 1 000 items, each sender new to its item.
+            let roster = format!("rs:bench{round}:{}", i % 1000);
+            let fp = notify::roster::field(&format!("sender-{i}"));
+            let members: &[&[u8]] = &[b"c:social", b"t:like"];
+            let t = time_of(i) + (4 + round) * WINDOW_MS as i64;
+            let slot = (&admit_slots[i], t);
+            admit(c, reserve, slot, &mutes, &roster, &fp, members, &admit_ttl);
+        }));
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (set_seq, res_seq, adm_seq) = (
+        median(&mut set_seq),
+        median(&mut res_seq),
+        median(&mut adm_seq),
+    );
     println!(
-        "throughput, one at a time ({n} ops): SET NX {set_seq:.0}/s, reserve {res_seq:.0}/s, ratio {:.2}",
-        res_seq / set_seq
+        "throughput, one at a time ({n} ops, median of 3 turns): SET NX {set_seq:.0}/s, reserve {res_seq:.0}/s (ratio {:.2}), admission of a create {adm_seq:.0}/s (ratio {:.2})",
+        res_seq / set_seq,
+        adm_seq / set_seq
+    );
+
+    // A roster's memory: 100 000 distinct senders on one item, through the admission.
+    let senders = 100_000usize;
+    let roster = "rs:bench-big";
+    load(&mut c, senders, |i, c| {
+        let s = dedup::slot(&cfg, &format!("big-{i}"), time_of(i));
+        let fp = notify::roster::field(&format!("fan-{i}"));
+        admit(
+            c,
+            reserve,
+            (&s, time_of(i)),
+            &mutes,
+            roster,
+            &fp,
+            &[],
+            &admit_ttl,
+        );
+    });
+    let Reply::Int(bytes) = c.call(&[b"MEMORY", b"USAGE", roster.as_bytes(), b"SAMPLES", b"0"])
+    else {
+        panic!("MEMORY USAGE")
+    };
+    let Reply::Bulk(Some(count)) = c.call(&[b"HGET", roster.as_bytes(), b"n"]) else {
+        panic!("HGET n")
+    };
+    println!(
+        "roster of one item: {} senders counted (of {senders} sent), {:.1} B/sender (MEMORY USAGE)",
+        String::from_utf8_lossy(&count),
+        bytes as f64 / senders as f64
     );
 }

@@ -451,9 +451,15 @@ export interface components {
             revision: number;
             /**
              * Format: int64
-             * @description Distinct senders on the item.
+             * @description Distinct senders on the item (retracted ones excluded), whether or not their origin is
+             *     still among `origins`.
              */
             originsCount: number;
+            /**
+             * @description `originsCount` is exact. False only without Redis once the origins cap dropped a sender:
+             *     then it is an upper bound (a returning sender may count twice).
+             */
+            originsCountExact: boolean;
             /** @description Newest first; the first few */
             origins: components["schemas"]["Origin"][];
             /** @description Read flag. */

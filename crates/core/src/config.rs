@@ -140,7 +140,7 @@ pub const VARIABLES: &[Setting] = &[
     var("NOTIFY_COLLECTION", "text", Some("notifications"), "collection of the inbox items (dead letters go to `{NOTIFY_COLLECTION}_dead`)"),
     var("BACKEND_TIMEOUT_MS", "integer, ms, > 0", Some("5000"), "deadline of one Data API, Redis or JWKS call"),
     // Notifications.
-    var("NOTIFY_ORIGINS_CAP", "integer, ≥ 1", Some("100"), "senders kept per merged item (`originsCount` still counts all)"),
+    var("NOTIFY_ORIGINS_CAP", "integer, ≥ 1", Some("100"), "origins kept per merged item (`originsCount` counts every sender: exactly with Redis, see `originsCountExact`)"),
     var("NOTIFY_MAX_PER_OWNER", "integer", Some("100"), "items kept per owner by the cron trim"),
     var("NOTIFY_RETRACTED_CAP", "integer", Some("20"), "retracted senders remembered per item (so a late create cannot bring one back)"),
     var("NOTIFY_SYNC_SETTLE_MS", "integer, ms", Some("2000"), "how far behind now a change-feed position is held, so a late write is delivered again, never missed"),

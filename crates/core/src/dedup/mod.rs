@@ -17,17 +17,19 @@
 //! loads are ~Poisson(400): σ ≈ 20, and the fullest of `b` buckets sits near
 //! 400 + 20·√(2 ln b) ≈ 485 for b = 9,000 — under 512 with room (measured fullest: 475).
 //!
-//! Measured (`bench/rust/examples/dedup_memory.rs`, redis 7.0.15, 3.6 M UUID ids in one 10-min window):
-//! String per id 130.6 B/id, one Hash per window 97.3 B/id, this layout **13.4 B/id**, no bucket
-//! converted. Throughput of one reserve vs one `SET NX PX`: 0.89× one request at a time (what a
-//! worker does: round-trip-bound), 0.24× when pipelined (server CPU-bound: Lua + the listpack's
-//! linear scan — the price of its compactness).
+//! Measured (`bench/rust/examples/dedup_memory.rs`, figures in BENCHMARKS.md "Dedup memory on
+//! redis-server"): this layout takes a tenth of the memory of a String per id, with no bucket
+//! converted. The price is server time: one reserve runs a Lua script (and a create's
+//! admission also checks the muted set and joins the item's roster), so on loopback, where the
+//! server's time is most of a round trip, it is slower than a bare `SET NX`, and far slower
+//! pipelined. A worker calls Redis over the network, one call per create either way.
 
 mod store;
 
 pub use store::{
-    commit, parse_reserve_reply, release, reserve, reserve_many, reserve_unless_muted, scripts,
-    settle_many, MuteCheck, Reservation, Settle,
+    commit, parse_admission, parse_reserve_reply, release, reserve, reserve_many,
+    reserve_unless_muted, roster_leave, scripts, settle_many, Admission, Departure, MuteCheck,
+    Reservation, RosterCheck, Settle, Tally,
 };
 
 use sha2::{Digest, Sha256};

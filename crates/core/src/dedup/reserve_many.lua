@@ -1,20 +1,24 @@
--- Reserve the event ids of a whole batch in one round trip (reserve.lua, repeated).
--- KEYS = the events' bucket hashes, then the distinct muted sets they refer to.
--- ARGV[1] = lease ms; ARGV[2] = number of events n; then per event:
+-- Reserve the event ids of a whole batch in one round trip (reserve.lua, repeated); roster.lua
+-- is prepended.
+-- KEYS = the events' bucket hashes, then the distinct muted sets and rosters they refer to.
+-- ARGV[1] = lease ms; ARGV[2] = number of events n; ARGV[3] = roster ttl ms; then per event:
 --   field, key expire-at (unix ms), index into KEYS of its muted set (0 = none), member count m,
---   m members that would mute it.
--- Returns a flat list status1, token1, status2, token2, … with reserve.lua's statuses.
+--   m members that would mute it, index into KEYS of its roster (0 = none), the sender's
+--   fingerprint, event time (ms).
+-- Returns a flat list status, token, tally, added per event, with reserve.lua's statuses
+-- (tally '' and added 0 without a roster).
 local lease_ms = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
+local ttl = ARGV[3]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local lease = string.format('%d', now + lease_ms)
 local out = {}
-local a = 3
+local a = 4
 for i = 1, n do
   local key, field, at = KEYS[i], ARGV[a], tonumber(ARGV[a + 1])
   local mute, m = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-  local status, token = nil, ''
+  local status, token, tally, added = nil, '', '', 0
   if mute > 0 then
     for j = 1, m do
       if status == nil and redis.call('SISMEMBER', KEYS[mute], ARGV[a + 3 + j]) == 1 then
@@ -22,7 +26,8 @@ for i = 1, n do
       end
     end
   end
-  a = a + 4 + m
+  local roster, fp, te = tonumber(ARGV[a + 4 + m]), ARGV[a + 5 + m], tonumber(ARGV[a + 6 + m])
+  a = a + 7 + m
   if status == nil then
     if redis.call('HSETNX', key, field, lease) == 0 then
       local v = redis.call('HGET', key, field)
@@ -36,10 +41,26 @@ for i = 1, n do
     end
     if status == nil then
       status, token = 'reserved', lease
+    end
+    if status ~= 'duplicate' then
       redis.call('PEXPIREAT', key, string.format('%d', math.max(at, now + lease_ms)))
+      if roster > 0 then
+        local got
+        got, added = roster_join(KEYS[roster], fp, te, ttl)
+        if got == nil then
+          if status == 'reserved' then
+            redis.call('HSET', key, field, '1')
+          end
+          status, token, added = 'retracted', '', 0
+        else
+          tally = got
+        end
+      end
     end
   end
   out[#out + 1] = status
   out[#out + 1] = token
+  out[#out + 1] = tally
+  out[#out + 1] = added
 end
 return out

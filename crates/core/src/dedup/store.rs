@@ -7,11 +7,26 @@ use serde_json::Value;
 use super::Slot;
 use crate::backend::{BackendError, HttpClient, RedisRestClient, Script};
 
-static RESERVE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("reserve.lua")));
+static RESERVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("roster.lua"),
+        include_str!("reserve.lua")
+    ))
+});
 static COMMIT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("commit.lua")));
 static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("release.lua")));
-static RESERVE_MANY: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("reserve_many.lua")));
+static RESERVE_MANY: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("roster.lua"),
+        include_str!("reserve_many.lua")
+    ))
+});
+static ROSTER_LEAVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("roster.lua"),
+        include_str!("roster_leave.lua")
+    ))
+});
 static SETTLE_MANY: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("settle_many.lua")));
 
@@ -29,6 +44,48 @@ pub enum Reservation {
     InFlight,
     /// The recipient muted this kind of event (only from [`reserve_unless_muted`]).
     Muted,
+    /// The sender was retracted from the item at or after this event (only with a
+    /// [`RosterCheck`]): the id is marked done, there is nothing to write.
+    Retracted,
+}
+
+/// The item's sender roster and the sender to put on it, checked in the reservation's round
+/// trip (see `roster.lua`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RosterCheck<'a> {
+    /// Redis key of the item's roster.
+    pub key: &'a str,
+    /// The sender's fingerprint (decimal int64).
+    pub field: &'a str,
+    /// The event's time (ms): a retraction at or after it refuses the event.
+    pub event_time_ms: i64,
+}
+
+/// The roster's count after a reservation put its sender on the item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    /// `changes · 2^24 + senders`: the larger of two tallies is the newer.
+    pub packed: i64,
+    /// This call added the sender (the roster changed).
+    pub added: bool,
+}
+
+/// A reservation and, when a roster was checked and the event goes ahead, its tally.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admission {
+    /// What to do with the event.
+    pub reservation: Reservation,
+    /// The roster's count (`Reserved` and `InFlight` with a roster only).
+    pub tally: Option<Tally>,
+}
+
+/// What taking a sender off a roster did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Departure {
+    /// The roster's count after it.
+    pub tally: Tally,
+    /// When the retraction counts from: max(now, the sender's newest event time).
+    pub at_ms: i64,
 }
 
 /// The recipient's muted set and the members that would mute this event.
@@ -57,7 +114,8 @@ pub async fn reserve<H: HttpClient>(
     parse_reserve_reply(&reply)
 }
 
-/// [`reserve`], first checking the recipient's muted set in the same EVALSHA round trip.
+/// [`reserve`], first checking the recipient's muted set and then, when `roster` is given,
+/// putting the sender on the item's roster, in the same EVALSHA round trip.
 ///
 /// # Errors
 /// Backend failures; a malformed script reply is [`BackendError::Decode`].
@@ -66,15 +124,56 @@ pub async fn reserve_unless_muted<H: HttpClient>(
     slot: &Slot,
     lease_ms: u64,
     mute: &MuteCheck<'_>,
-) -> Result<Reservation, BackendError> {
+    roster: Option<(&RosterCheck<'_>, u64)>,
+) -> Result<Admission, BackendError> {
     let lease = lease_ms.max(1).to_string();
     let at = slot.expire_at_ms.to_string();
-    let mut args: Vec<&str> = vec![&slot.field, &lease, &at];
+    let m = mute.members.len().to_string();
+    let mut keys: Vec<&str> = vec![&slot.key, mute.key];
+    let mut args: Vec<&str> = vec![&slot.field, &lease, &at, &m];
     args.extend(mute.members.iter().map(String::as_str));
+    let (te, ttl) = roster
+        .map(|(r, ttl)| (r.event_time_ms.to_string(), ttl.max(1).to_string()))
+        .unwrap_or_default();
+    if let Some((r, _)) = roster {
+        keys.push(r.key);
+        args.extend([r.field, te.as_str(), ttl.as_str()]);
+    }
+    let reply = redis.evalsha_or_eval(&RESERVE, &keys, &args).await?;
+    parse_admission(&reply)
+}
+
+/// Takes a sender off an item's roster (a retraction) in one EVALSHA.
+///
+/// # Errors
+/// Backend failures; a malformed script reply is [`BackendError::Decode`].
+pub async fn roster_leave<H: HttpClient>(
+    redis: &RedisRestClient<H>,
+    key: &str,
+    field: &str,
+    now_ms: i64,
+    ttl_ms: u64,
+) -> Result<Departure, BackendError> {
+    let (now, ttl) = (now_ms.to_string(), ttl_ms.max(1).to_string());
     let reply = redis
-        .evalsha_or_eval(&RESERVE, &[slot.key.as_str(), mute.key], &args)
+        .evalsha_or_eval(&ROSTER_LEAVE, &[key], &[field, &now, &ttl])
         .await?;
-    parse_reserve_reply(&reply)
+    let num = |i: usize| -> Option<i64> {
+        let v = reply.get(i)?;
+        v.as_i64().or_else(|| v.as_str()?.parse().ok())
+    };
+    match (num(0), num(1), num(2)) {
+        (Some(packed), Some(at_ms), Some(was)) => Ok(Departure {
+            tally: Tally {
+                packed,
+                added: was == 1,
+            },
+            at_ms,
+        }),
+        _ => Err(BackendError::Decode(format!(
+            "roster leave: unexpected reply {reply}"
+        ))),
+    }
 }
 
 /// Marks the id done (after the write succeeded). `Ok(false)`: the reservation had vanished.
@@ -106,8 +205,9 @@ pub async fn release<H: HttpClient>(
     Ok(reply.as_i64() == Some(1))
 }
 
-/// [`reserve_unless_muted`] for a whole batch in ONE `EVALSHA`: one [`Reservation`] per slot,
-/// in order. `mutes[i]` is the muted-set check of slot `i` (`None`: not checked).
+/// [`reserve_unless_muted`] for a whole batch in ONE `EVALSHA`: one [`Admission`] per slot,
+/// in order. `mutes[i]` is the muted-set check of slot `i` and `rosters[i]` its roster
+/// (`None`: not checked); `roster_ttl_ms` is how long a roster outlives its last change.
 ///
 /// # Errors
 /// Backend failures; a malformed reply is [`BackendError::Decode`].
@@ -115,44 +215,60 @@ pub async fn reserve_many<H: HttpClient>(
     redis: &RedisRestClient<H>,
     slots: &[Slot],
     mutes: &[Option<MuteCheck<'_>>],
+    rosters: &[Option<RosterCheck<'_>>],
     lease_ms: u64,
-) -> Result<Vec<Reservation>, BackendError> {
+    roster_ttl_ms: u64,
+) -> Result<Vec<Admission>, BackendError> {
     if slots.is_empty() {
         return Ok(vec![]);
     }
     let mut keys: Vec<&str> = slots.iter().map(|s| s.key.as_str()).collect();
-    let mut args: Vec<String> = vec![lease_ms.max(1).to_string(), slots.len().to_string()];
+    let mut args: Vec<String> = vec![
+        lease_ms.max(1).to_string(),
+        slots.len().to_string(),
+        roster_ttl_ms.max(1).to_string(),
+    ];
+    // Each muted set and roster is passed once, however many events of the batch refer to it
+    // (Lua indexes KEYS from 1).
+    fn key_index<'k>(keys: &mut Vec<&'k str>, from: usize, k: &'k str) -> String {
+        let at = match keys[from..].iter().position(|x| *x == k) {
+            Some(p) => from + p,
+            None => {
+                keys.push(k);
+                keys.len() - 1
+            }
+        };
+        (at + 1).to_string()
+    }
+    let n = slots.len();
     for (i, slot) in slots.iter().enumerate() {
         args.push(slot.field.clone());
         args.push(slot.expire_at_ms.to_string());
         match mutes.get(i).and_then(Option::as_ref) {
             Some(m) => {
-                // Each muted set is passed once, however many events of the batch refer to it.
-                let at = match keys[slots.len()..].iter().position(|k| *k == m.key) {
-                    Some(p) => slots.len() + p,
-                    None => {
-                        keys.push(m.key);
-                        keys.len() - 1
-                    }
-                };
-                args.push((at + 1).to_string());
+                args.push(key_index(&mut keys, n, m.key));
                 args.push(m.members.len().to_string());
                 args.extend(m.members.iter().cloned());
             }
-            None => {
-                args.push("0".into());
-                args.push("0".into());
+            None => args.extend(["0".into(), "0".into()]),
+        }
+        match rosters.get(i).and_then(Option::as_ref) {
+            Some(r) => {
+                args.push(key_index(&mut keys, n, r.key));
+                args.push(r.field.to_owned());
+                args.push(r.event_time_ms.to_string());
             }
+            None => args.extend(["0".into(), String::new(), "0".into()]),
         }
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let reply = redis.evalsha_or_eval(&RESERVE_MANY, &keys, &args).await?;
     let flat = reply
         .as_array()
-        .filter(|a| a.len() == 2 * slots.len())
+        .filter(|a| a.len() == 4 * n)
         .ok_or_else(|| BackendError::Decode(format!("dedup reserve_many: reply {reply}")))?;
-    flat.chunks(2)
-        .map(|pair| parse_reserve_reply(&Value::Array(pair.to_vec())))
+    flat.chunks(4)
+        .map(|four| parse_admission(&Value::Array(four.to_vec())))
         .collect()
 }
 
@@ -191,6 +307,28 @@ pub async fn settle_many<H: HttpClient>(
     Ok(reply.as_u64().unwrap_or(0))
 }
 
+/// Decodes a reserve script's `{status, token[, tally, added]}` reply (an empty tally: none).
+///
+/// # Errors
+/// [`BackendError::Decode`] for anything else.
+pub fn parse_admission(reply: &Value) -> Result<Admission, BackendError> {
+    let reservation = parse_reserve_reply(reply)?;
+    let tally = match reply.get(2) {
+        None => None,
+        Some(Value::String(t)) if t.is_empty() => None,
+        Some(t) => {
+            let packed = t
+                .as_i64()
+                .or_else(|| t.as_str()?.parse().ok())
+                .ok_or_else(|| BackendError::Decode(format!("dedup reserve: tally {reply}")))?;
+            let added = reply.get(3).and_then(Value::as_i64) == Some(1)
+                || reply.get(3).and_then(Value::as_str) == Some("1");
+            Some(Tally { packed, added })
+        }
+    };
+    Ok(Admission { reservation, tally })
+}
+
 /// Decodes the reserve script's `{status, token}` reply.
 ///
 /// # Errors
@@ -205,6 +343,7 @@ pub fn parse_reserve_reply(reply: &Value) -> Result<Reservation, BackendError> {
         Some("duplicate") => Ok(Reservation::Duplicate),
         Some("in_flight") => Ok(Reservation::InFlight),
         Some("muted") => Ok(Reservation::Muted),
+        Some("retracted") => Ok(Reservation::Retracted),
         _ => Err(BackendError::Decode(format!(
             "dedup reserve: unexpected reply {reply}"
         ))),

@@ -13,11 +13,14 @@ use std::collections::BTreeSet;
 use futures_util::future::join_all;
 use serde_json::{json, Value};
 
+use super::roster;
 use super::rules::{self, origin};
 use super::{preferences, CreateOutcome, NewEvent, NotificationEvent, NotificationStore};
 use super::{NotifyConfig, NotifyError};
 use crate::backend::{ejson, BackendError, HttpClient, RedisRestClient};
-use crate::dedup::{self, DedupConfig, MuteCheck, Reservation, Settle};
+use crate::dedup::{
+    self, Admission, DedupConfig, MuteCheck, Reservation, RosterCheck, Settle, Tally,
+};
 
 /// Most events in one `{"events": [...]}` body.
 pub const MAX_EVENTS: usize = 100;
@@ -386,10 +389,12 @@ async fn upsert_group<H: HttpClient>(
     store: &NotificationStore<H>,
     events: &[NotificationEvent],
     idx: &[usize],
+    tally: Option<Tally>,
     now_ms: i64,
 ) -> Result<Vec<(usize, EventOutcome)>, Option<String>> {
     let evs: Vec<&NotificationEvent> = idx.iter().map(|&i| &events[i]).collect();
-    let (filter, update) = group_upsert(&evs, store.config(), now_ms);
+    let (filter, mut update) = group_upsert(&evs, store.config(), now_ms);
+    rules::with_tally(&mut update, tally.map(|t| t.packed));
     let r = store
         .api()
         .update_one(&store.config().collection, &filter, &update, true)
@@ -449,10 +454,23 @@ fn split_by_stored(
     })
 }
 
+/// The tally a group's writes store: the newest its reservations saw (any tally is a true
+/// count at its version, and `$max` keeps the newest), marked `added` when one of them put its
+/// sender on the roster.
+fn group_tally(tallies: &[Option<Tally>], idx: &[usize]) -> Option<Tally> {
+    let group: Vec<Tally> = idx.iter().filter_map(|&i| tallies[i]).collect();
+    let packed = group.iter().map(|t| t.packed).max()?;
+    Some(Tally {
+        packed,
+        added: group.iter().any(|t| t.added),
+    })
+}
+
 async fn write_group<H: HttpClient>(
     store: &NotificationStore<H>,
     events: &[NotificationEvent],
     idx: &[usize],
+    tally: Option<Tally>,
     now_ms: i64,
 ) -> Vec<(usize, EventOutcome)> {
     let failed = |idx: &[usize], why: &str| -> Vec<(usize, EventOutcome)> {
@@ -463,7 +481,7 @@ async fn write_group<H: HttpClient>(
     let mut rest: Vec<usize> = idx.to_vec();
     let mut out = Vec::with_capacity(idx.len());
     if idx.len() > 1 {
-        match upsert_group(store, events, idx, now_ms).await {
+        match upsert_group(store, events, idx, tally, now_ms).await {
             Ok(done) => return done,
             Err(Some(why)) => return failed(idx, &why),
             Err(None) => {}
@@ -495,7 +513,7 @@ async fn write_group<H: HttpClient>(
             Err(e) => return failed(idx, &e.to_string()),
         }
         if rest.len() > 1 {
-            match upsert_group(store, events, &rest, now_ms).await {
+            match upsert_group(store, events, &rest, tally, now_ms).await {
                 Ok(done) => {
                     out.extend(done);
                     return out;
@@ -508,8 +526,18 @@ async fn write_group<H: HttpClient>(
             }
         }
     }
+    if rest.is_empty() {
+        // Every sender was already there: the tally may still be news (see
+        // `NotificationStore::create_counted`).
+        if let Some(t) = tally.filter(|t| t.added) {
+            let e = &events[idx[0]];
+            if let Err(err) = store.store_tally(e.owner(), e.item_key(), t.packed).await {
+                return failed(idx, &err.to_string());
+            }
+        }
+    }
     for &i in &rest {
-        let o = match store.create(&events[i], now_ms).await {
+        let o = match store.create_counted(&events[i], tally, now_ms).await {
             Ok(o) => EventOutcome::Applied(o),
             Err(e) => EventOutcome::Failed(e.to_string()),
         };
@@ -518,10 +546,11 @@ async fn write_group<H: HttpClient>(
     out
 }
 
-/// Writes a batch of valid events: ONE `EVALSHA` reserves every id (and reads the owners'
-/// muted sets), one upsert per (owner, itemKey) group (groups run concurrently), ONE `EVALSHA`
-/// commits what was written and releases what was not. Without Redis (or with Redis down) the
-/// events are still written: the upserts are idempotent on their own.
+/// Writes a batch of valid events: ONE `EVALSHA` reserves every id (reads the owners' muted
+/// sets and puts the senders on their items' rosters), one upsert per (owner, itemKey) group
+/// (groups run concurrently), ONE `EVALSHA` commits what was written and releases what was not.
+/// Without Redis the events are still written (the upserts are idempotent on their own); with
+/// Redis down none is (they fail, to be retried: the count is the roster's).
 pub async fn apply<H: HttpClient>(
     store: &NotificationStore<H>,
     redis: Option<&RedisRestClient<H>>,
@@ -550,18 +579,54 @@ pub async fn apply<H: HttpClient>(
             })
         })
         .collect();
-    let reservations: Vec<Option<Reservation>> = match redis {
-        Some(r) => match dedup::reserve_many(r, &slots, &mutes, dedup_cfg.lease_ms).await {
-            Ok(v) => v.into_iter().map(Some).collect(),
-            Err(_) => vec![None; n],
-        },
+    let roster_keys: Vec<String> = events
+        .iter()
+        .map(|e| roster::key(e.owner(), e.item_key()))
+        .collect();
+    let roster_fields: Vec<String> = events.iter().map(|e| roster::field(&e.sender.id)).collect();
+    let rosters: Vec<Option<RosterCheck<'_>>> = (0..n)
+        .map(|i| {
+            Some(RosterCheck {
+                key: &roster_keys[i],
+                field: &roster_fields[i],
+                event_time_ms: events[i].created_time_msec(),
+            })
+        })
+        .collect();
+    let ttl = roster::ttl_ms(store.config());
+    let admissions: Vec<Option<Admission>> = match redis {
+        Some(r) => {
+            match dedup::reserve_many(r, &slots, &mutes, &rosters, dedup_cfg.lease_ms, ttl).await {
+                Ok(v) => v.into_iter().map(Some).collect(),
+                // The count is the roster's: without the reservation nothing is written, and
+                // every event is retried (a failed event of a queue message goes out again).
+                Err(e) => {
+                    let why = format!("reservation failed: {e}");
+                    return BatchReport {
+                        outcomes: vec![EventOutcome::Failed(why); n],
+                        changed_owners: vec![],
+                    };
+                }
+            }
+        }
         None => vec![None; n],
     };
+    let reservations: Vec<Option<Reservation>> = admissions
+        .iter()
+        .map(|a| a.as_ref().map(|a| a.reservation.clone()))
+        .collect();
+    let tallies: Vec<Option<Tally>> = admissions
+        .iter()
+        .map(|a| a.as_ref().and_then(|a| a.tally))
+        .collect();
     let mut outcomes: Vec<Option<EventOutcome>> = vec![None; n];
     for (i, r) in reservations.iter().enumerate() {
         outcomes[i] = match r {
             Some(Reservation::Muted) => Some(EventOutcome::Muted),
             Some(Reservation::Duplicate) => Some(EventOutcome::Duplicate),
+            Some(Reservation::Retracted) => {
+                Some(EventOutcome::Applied(CreateOutcome::AlreadyApplied))
+            }
             // Reserved, in flight elsewhere, or no Redis: write (the upsert is idempotent).
             _ => None,
         };
@@ -571,7 +636,11 @@ pub async fn apply<H: HttpClient>(
     // A few groups at a time: workerd holds at most 6 connections open per invocation, and a
     // request waiting for one would spend its backend timeout in that wait.
     for run in groups.chunks(WRITE_CONCURRENCY) {
-        let written = join_all(run.iter().map(|g| write_group(store, events, g, now_ms))).await;
+        let written = join_all(
+            run.iter()
+                .map(|g| write_group(store, events, g, group_tally(&tallies, g), now_ms)),
+        )
+        .await;
         for (i, o) in written.into_iter().flatten() {
             outcomes[i] = Some(o);
         }

@@ -81,8 +81,12 @@ pub struct StoredNotification {
     pub expire_at: Option<i64>,
     /// List order (a write clock, so a late event still lands on top).
     pub revision: i64,
-    /// Distinct senders on the item.
+    /// Distinct senders on the item, as the document counts them (`$inc` behind "not already
+    /// here": exact until the origins cap drops a sender).
     pub origins_count: i64,
+    /// The roster's tally when Redis counts the senders (see [`super::roster`]).
+    #[serde(rename = "oc")]
+    pub tally: Option<i64>,
     /// Newest first, at most the origins cap.
     pub origins: Vec<StoredOrigin>,
     /// Retracted senders (capped).

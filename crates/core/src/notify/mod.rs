@@ -7,7 +7,7 @@
 //! ```text
 //! { _id: notificationId, owner, itemKey, serviceType, categoryType, notificationType, templateType,
 //!   createdTime: Date, expireAt: Date, purgeAt: Date, revision: i64, sync: Date,
-//!   originsCount: i32,
+//!   originsCount: i32, oc?: i64,                       // oc: the roster's tally (roster)
 //!   origins: [ { s: senderId, n: name, a?: avatar, t: createdTimeMsec, l?: landing, e: eventId } ],
 //!   x?: [ { s: senderId, t: retractedAtMsec } ],          // retracted senders, capped
 //!   read, seen, archived, deleted, landing?, messageArguments? }
@@ -28,6 +28,7 @@ pub(crate) mod limits;
 pub mod preferences;
 mod query;
 mod render;
+pub mod roster;
 mod rules;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod schema;

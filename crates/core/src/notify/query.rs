@@ -170,6 +170,7 @@ fn list_projection(list_origins: u32) -> Value {
         "expireAt",
         "revision",
         "originsCount",
+        "oc",
         "read",
         "seen",
         "archived",

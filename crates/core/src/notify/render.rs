@@ -13,7 +13,7 @@ use crate::backend::ejson;
 
 /// "Ana", "Ana and Ben", "Ana and 3 others": newest origin first, `originsCount` for the rest.
 fn actor(doc: &StoredNotification) -> Option<String> {
-    let count = doc.origins_count;
+    let (count, _) = senders(doc, None);
     let names: Vec<&str> = doc.origins.iter().map(|o| o.name.as_str()).collect();
     Some(match (names.as_slice(), count) {
         (_, c) if c <= 0 => return None,
@@ -23,6 +23,21 @@ fn actor(doc: &StoredNotification) -> Option<String> {
         ([first, ..], 2) => format!("{first} and 1 other"),
         ([first, ..], c) => format!("{first} and {} others", c - 1),
     })
+}
+
+/// Distinct senders on the item and whether that is exact: the roster's count when Redis keeps
+/// one; else the document's own, exact while the cap has dropped no origin (past it, a
+/// returning sender may have been counted twice: an upper bound). `cap`: the origins cap, when
+/// known; else the stored origins tell (a list page reads only the first few).
+fn senders(doc: &StoredNotification, cap: Option<u32>) -> (i64, bool) {
+    let kept = cap.map_or(doc.origins.len(), |c| c as usize);
+    match doc.tally {
+        Some(t) => (super::roster::count(t), true),
+        None => (
+            doc.origins_count,
+            doc.origins_count <= i64::try_from(kept).unwrap_or(i64::MAX),
+        ),
+    }
 }
 
 /// The item's one-line text, re-rendered after merges and retractions; `None` for an empty item.
@@ -100,9 +115,13 @@ pub struct NotificationView {
     pub expire_at_msec: i64,
     /// List order.
     pub revision: i64,
-    /// Distinct senders on the item.
+    /// Distinct senders on the item (retracted ones excluded), whether or not their origin is
+    /// still among `origins`.
     #[cfg_attr(not(target_arch = "wasm32"), schemars(range(min = 0)))]
     pub origins_count: i64,
+    /// `originsCount` is exact. False only without Redis once the origins cap dropped a sender:
+    /// then it is an upper bound (a returning sender may count twice).
+    pub origins_count_exact: bool,
     /// Newest first; the first few
     pub origins: Vec<OriginView>,
     /// Read flag.
@@ -120,9 +139,15 @@ pub struct NotificationView {
 }
 
 /// The API shape of a stored (normalized) document: long names, dates as epoch ms, a summary.
+/// The document must hold all its origins (a list page's are sliced: [`PageView::of`]).
 #[must_use]
 pub fn view(doc: &Value) -> NotificationView {
+    view_capped(doc, None)
+}
+
+fn view_capped(doc: &Value, cap: Option<u32>) -> NotificationView {
     let d = StoredNotification::read(doc);
+    let (origins_count, origins_count_exact) = senders(&d, cap);
     NotificationView {
         summary: summary_of(&d),
         origins: d
@@ -145,7 +170,8 @@ pub fn view(doc: &Value) -> NotificationView {
         created_time_msec: d.created_time.unwrap_or_default(),
         expire_at_msec: d.expire_at.unwrap_or_default(),
         revision: d.revision,
-        origins_count: d.origins_count,
+        origins_count,
+        origins_count_exact,
         read: d.read,
         seen: d.seen,
         archived: d.archived,
@@ -185,6 +211,10 @@ pub enum ChangeEntry {
 /// item past its expiry (which the cron has not turned into a tombstone yet).
 #[must_use]
 pub fn change_view(doc: &Value, now_ms: i64) -> ChangeEntry {
+    change_view_capped(doc, now_ms, None)
+}
+
+fn change_view_capped(doc: &Value, now_ms: i64, cap: Option<u32>) -> ChangeEntry {
     let gone = doc.get("deleted").and_then(Value::as_bool) == Some(true)
         || doc
             .get("expireAt")
@@ -200,7 +230,7 @@ pub fn change_view(doc: &Value, now_ms: i64) -> ChangeEntry {
             deleted: true,
         })
     } else {
-        ChangeEntry::Item(Box::new(view(doc)))
+        ChangeEntry::Item(Box::new(view_capped(doc, cap)))
     }
 }
 
@@ -227,7 +257,11 @@ impl PageView {
     #[must_use]
     pub fn of(page: &Page) -> Self {
         Self {
-            items: page.items.iter().map(view).collect(),
+            items: page
+                .items
+                .iter()
+                .map(|d| view_capped(d, Some(page.origins_cap)))
+                .collect(),
             next_cursor: page.next_cursor.clone(),
             counts: page.counts,
             sync: page.sync.clone(),
@@ -254,7 +288,11 @@ impl ChangesView {
     #[must_use]
     pub fn of(page: &Changes, now_ms: i64) -> Self {
         Self {
-            items: page.items.iter().map(|d| change_view(d, now_ms)).collect(),
+            items: page
+                .items
+                .iter()
+                .map(|d| change_view_capped(d, now_ms, Some(page.origins_cap)))
+                .collect(),
             sync: page.sync.clone(),
             has_more: page.has_more,
         }

@@ -88,6 +88,13 @@ pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) ->
     (filter, update)
 }
 
+/// Stores a roster tally with the write (`$max`: the newest tally wins, see [`super::roster`]).
+pub fn with_tally(update: &mut Value, tally: Option<i64>) {
+    if let Some(t) = tally {
+        update["$max"]["oc"] = json!(t);
+    }
+}
+
 /// The compact origin an event adds to its item.
 pub(super) fn origin(ev: &NotificationEvent) -> Value {
     json!(StoredOrigin {

@@ -5,10 +5,12 @@
 //! answers. The adapter runs the deferred work after the response (`waitUntil`); `cargo test`
 //! drives the same flow against the local stack.
 //!
-//! Redis is an optimisation here, never a dependency: when it is unset or down, or another request
-//! holds the event's lease, the event is still written (the upsert's filter makes it idempotent on
-//! its own). The owner's muted set is checked inside the same reservation script (see
-//! [`preferences`]).
+//! Redis is optional: without it events are still written (the upsert's filter makes them
+//! idempotent on their own) and counts are exact until the origins cap drops a sender. With it,
+//! the reservation also checks the owner's muted set (see [`preferences`]) and keeps the item's
+//! roster, the exact count (see [`super::roster`]); then a reservation that fails fails the
+//! create (503, retryable) rather than writing a count it could not check. Another request
+//! holding the event's lease is no failure: the event is written (idempotent).
 
 use super::batch::{self, EventOutcome, EventQueue, QueuedMessage, Settled};
 use super::dead_letters::{self, DeadLetter};
@@ -402,20 +404,45 @@ impl<H: HttpClient> NotifyService<H> {
             key: &key,
             members: &members,
         };
-        let reservation = match &self.redis {
-            Some(r) => dedup::reserve_unless_muted(r, &slot, self.dedup.lease_ms, &mute)
-                .await
-                .ok(),
+        let roster_key = super::roster::key(ev.owner(), ev.item_key());
+        let roster_field = super::roster::field(&ev.sender.id);
+        let roster = dedup::RosterCheck {
+            key: &roster_key,
+            field: &roster_field,
+            event_time_ms: ev.created_time_msec(),
+        };
+        let ttl = super::roster::ttl_ms(self.store.config());
+        // With Redis the count is the roster's, so the reservation is required: a failure is
+        // the client's to retry (503), not a write with an unknown count.
+        let admission = match &self.redis {
+            Some(r) => Some(
+                dedup::reserve_unless_muted(
+                    r,
+                    &slot,
+                    self.dedup.lease_ms,
+                    &mute,
+                    Some((&roster, ttl)),
+                )
+                .await?,
+            ),
             None => None,
         };
-        let token = match reservation {
+        let tally = admission.as_ref().and_then(|a| a.tally);
+        let token = match admission.map(|a| a.reservation) {
             Some(Reservation::Muted) => return Ok(Written::only(Created::Muted)),
             Some(Reservation::Duplicate) => return Ok(Written::only(Created::Duplicate)),
+            // Retracted at or after this event: what the document's filter would answer.
+            Some(Reservation::Retracted) => {
+                return Ok(Written::only(Created::Applied {
+                    outcome: CreateOutcome::AlreadyApplied,
+                    notification_id: super::notification_id(ev.owner(), ev.item_key()),
+                }))
+            }
             Some(Reservation::Reserved { token }) => Some(token),
-            // In flight elsewhere or Redis unavailable: write anyway (idempotent upsert).
+            // In flight elsewhere or no Redis: write anyway (idempotent upsert).
             Some(Reservation::InFlight) | None => None,
         };
-        match self.store.create(&ev, now_ms).await {
+        match self.store.create_counted(&ev, tally, now_ms).await {
             Ok(outcome) => Ok(Written {
                 value: Created::Applied {
                     outcome,
@@ -450,9 +477,24 @@ impl<H: HttpClient> NotifyService<H> {
         r: Retraction,
         now_ms: i64,
     ) -> Result<Written<RetractOutcome>, NotifyError> {
+        // The roster first (its tally and the time the retraction counts from), then the
+        // document; a failure of either is retried by the client and both steps are idempotent.
+        let left = match &self.redis {
+            Some(redis) => Some(
+                dedup::roster_leave(
+                    redis,
+                    &super::roster::key(&r.owner, &r.item_key),
+                    &super::roster::field(&r.sender_id),
+                    now_ms,
+                    super::roster::ttl_ms(self.store.config()),
+                )
+                .await?,
+            ),
+            None => None,
+        };
         let outcome = self
             .store
-            .retract(&r.owner, &r.item_key, &r.sender_id, now_ms)
+            .retract_counted(&r.owner, &r.item_key, &r.sender_id, left, now_ms)
             .await?;
         Ok(Written {
             value: outcome,

@@ -1,13 +1,14 @@
 //! The rules wired to a [`DataApiClient`]; the create flow with dedup is in [`super::service`].
 //! Still platform-free: the worker adapter passes a `worker::Fetch`-backed client.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::{
     query, rules, CreateOutcome, CreateStep, ListParams, NotificationEvent, NotifyConfig,
     NotifyError, RetractOutcome,
 };
 use crate::backend::{DataApiClient, HttpClient};
+use crate::dedup::{Departure, Tally};
 
 /// One list page.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,6 +21,8 @@ pub struct Page {
     pub counts: Option<Counts>,
     /// Change-feed position that this page is a snapshot of (pass it to `changes`).
     pub sync: String,
+    /// The origins cap the items were written with (how exact a count without Redis is).
+    pub origins_cap: u32,
 }
 
 /// Badge counts over the live, unarchived inbox.
@@ -41,6 +44,8 @@ pub struct Changes {
     pub sync: String,
     /// More changes are ready now (call again at once with `sync`).
     pub has_more: bool,
+    /// The origins cap the items were written with (how exact a count without Redis is).
+    pub origins_cap: u32,
 }
 
 fn count(facet: &Value, name: &str) -> u64 {
@@ -102,19 +107,60 @@ impl<H: HttpClient> NotificationStore<H> {
         ev: &NotificationEvent,
         now_ms: i64,
     ) -> Result<CreateOutcome, NotifyError> {
-        let (filter, update) = rules::create_upsert(ev, &self.cfg, now_ms);
+        self.create_counted(ev, None, now_ms).await
+    }
+
+    /// [`Self::create`], storing the roster's tally with the write (see [`super::roster`]).
+    /// When the sender's origin is already there (or the document refuses it) but this
+    /// reservation is the one that put it on the roster, one more call stores the tally.
+    ///
+    /// # Errors
+    /// Backend failures.
+    pub async fn create_counted(
+        &self,
+        ev: &NotificationEvent,
+        tally: Option<Tally>,
+        now_ms: i64,
+    ) -> Result<CreateOutcome, NotifyError> {
+        let (filter, mut update) = rules::create_upsert(ev, &self.cfg, now_ms);
+        rules::with_tally(&mut update, tally.map(|t| t.packed));
         for attempt in 0.. {
             let r = self
                 .api
                 .update_one(&self.cfg.collection, &filter, &update, true)
                 .await;
             match rules::classify_create_result(r, attempt) {
+                CreateStep::Done(CreateOutcome::AlreadyApplied) => {
+                    if let Some(t) = tally.filter(|t| t.added) {
+                        self.store_tally(&ev.owner, &ev.item_key, t.packed).await?;
+                    }
+                    return Ok(CreateOutcome::AlreadyApplied);
+                }
                 CreateStep::Done(o) => return Ok(o),
                 CreateStep::Retry => {}
                 CreateStep::Fail(e) => return Err(e.into()),
             }
         }
         unreachable!("classify_create_result finishes by the second attempt")
+    }
+
+    /// Stores a roster tally on an existing item (`$max`, no upsert).
+    ///
+    /// # Errors
+    /// Backend failures.
+    pub async fn store_tally(
+        &self,
+        owner: &str,
+        item_key: &str,
+        packed: i64,
+    ) -> Result<(), NotifyError> {
+        let filter = json!({ "owner": owner, "itemKey": item_key });
+        let mut update = json!({ "$currentDate": { "sync": true } });
+        rules::with_tally(&mut update, Some(packed));
+        self.api
+            .update_one(&self.cfg.collection, &filter, &update, false)
+            .await?;
+        Ok(())
     }
 
     /// Removes a sender's origin; tombstones the item when no stored origin is left; always
@@ -130,12 +176,34 @@ impl<H: HttpClient> NotificationStore<H> {
         sender_id: &str,
         now_ms: i64,
     ) -> Result<RetractOutcome, NotifyError> {
+        self.retract_counted(owner, item_key, sender_id, None, now_ms)
+            .await
+    }
+
+    /// [`Self::retract`] after the sender left the item's roster: the retraction counts from
+    /// `left.at_ms` and each step stores the roster's tally (see [`super::roster`]).
+    ///
+    /// # Errors
+    /// Validation of the keys, backend failures.
+    pub async fn retract_counted(
+        &self,
+        owner: &str,
+        item_key: &str,
+        sender_id: &str,
+        left: Option<Departure>,
+        now_ms: i64,
+    ) -> Result<RetractOutcome, NotifyError> {
         check_keys(owner, Some(item_key))?;
         super::event::text("sender.id", sender_id, super::event::limits::ID)?;
         let (coll, cfg) = (&self.cfg.collection, &self.cfg);
-        let (f1, u1) = rules::retract_update(owner, item_key, sender_id, cfg, now_ms);
-        let (f2, u2) = rules::retract_delete(owner, item_key, sender_id, cfg, now_ms);
-        let (f3, u3) = rules::retract_record(owner, item_key, sender_id, cfg, now_ms);
+        let at = left.map_or(now_ms, |l| l.at_ms.max(now_ms));
+        let tally = left.map(|l| l.tally.packed);
+        let (f1, mut u1) = rules::retract_update(owner, item_key, sender_id, cfg, at);
+        let (f2, mut u2) = rules::retract_delete(owner, item_key, sender_id, cfg, at);
+        let (f3, mut u3) = rules::retract_record(owner, item_key, sender_id, cfg, at);
+        for u in [&mut u1, &mut u2, &mut u3] {
+            rules::with_tally(u, tally);
+        }
         // Rounds: a concurrent create can flip a guard between two calls; each round re-reads.
         for _ in 0..3 {
             if self.api.update_one(coll, &f1, &u1, false).await?.matched > 0 {
@@ -207,6 +275,7 @@ impl<H: HttpClient> NotificationStore<H> {
             next_cursor,
             counts,
             sync: query::encode_cursor(&sync),
+            origins_cap: self.cfg.origins_cap,
         })
     }
 
@@ -272,6 +341,7 @@ impl<H: HttpClient> NotificationStore<H> {
             sync: query::encode_cursor(&pos),
             // A held-back position would hand out the same page again: wait for the next poll.
             has_more: full && !held,
+            origins_cap: self.cfg.origins_cap,
         })
     }
 

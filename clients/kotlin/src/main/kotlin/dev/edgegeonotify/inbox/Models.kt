@@ -52,6 +52,8 @@ data class Notification(
     val landing: String?,
     val messageArguments: Map<String, String>,
     val summary: String?,
+    /** `originsCount` is exact; false only on a server without Redis once the cap dropped a sender (an upper bound). */
+    val originsCountExact: Boolean = true,
 ) : JsonModel {
     override fun toJson(): Map<String, Any?> = linkedMapOf(
         "notificationId" to notificationId,
@@ -64,6 +66,7 @@ data class Notification(
         "expireAtMsec" to expireAtMsec,
         "revision" to revision,
         "originsCount" to originsCount,
+        "originsCountExact" to originsCountExact,
         "origins" to origins.map { it.toJson() },
         "read" to read,
         "seen" to seen,
@@ -91,6 +94,7 @@ data class Notification(
         key("expireAtMsec").append(expireAtMsec)
         key("revision").append(revision)
         key("originsCount").append(originsCount)
+        key("originsCountExact").append(originsCountExact)
         key("origins").append('[')
         origins.forEachIndexed { i, o ->
             if (i > 0) sb.append(',')
@@ -139,6 +143,8 @@ data class Notification(
             landing = m.strOrNull("landing"),
             messageArguments = m.obj("messageArguments").mapValues { (_, v) -> v.toString() },
             summary = m.strOrNull("summary"),
+            // Absent in a store persisted before the field existed.
+            originsCountExact = m["originsCountExact"] as? Boolean ?: true,
         )
     }
 }
@@ -341,12 +347,12 @@ object Contract {
             "Notification", listOf("components", "schemas", "Notification"),
             setOf(
                 "notificationId", "itemKey", "serviceType", "categoryType", "notificationType", "templateType",
-                "createdTimeMsec", "expireAtMsec", "revision", "originsCount", "origins", "read", "seen", "archived",
+                "createdTimeMsec", "expireAtMsec", "revision", "originsCount", "originsCountExact", "origins", "read", "seen", "archived",
                 "landing", "messageArguments", "summary",
             ),
             setOf(
                 "notificationId", "itemKey", "serviceType", "categoryType", "notificationType", "templateType",
-                "createdTimeMsec", "expireAtMsec", "revision", "originsCount", "origins", "read", "seen", "archived",
+                "createdTimeMsec", "expireAtMsec", "revision", "originsCount", "originsCountExact", "origins", "read", "seen", "archived",
                 "landing", "messageArguments", "summary",
             ),
         ),
