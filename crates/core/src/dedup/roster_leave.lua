@@ -6,15 +6,15 @@
 local key = KEYS[1]
 local cur = tonumber(redis.call('HGET', key, ARGV[1]) or '')
 local at = tonumber(ARGV[2])
-local was = 0
+local was, tally = 0, nil
 if cur ~= nil and cur > 0 then
   at = math.max(at, cur - 1)
-  redis.call('HINCRBY', key, 'n', -1)
-  redis.call('HINCRBY', key, 'v', 1)
+  local n = redis.call('HINCRBY', key, 'n', -1)
+  tally = roster_pack(n, redis.call('HINCRBY', key, 'v', 1))
   was = 1
 elseif cur ~= nil then
   at = math.max(at, -cur - 1)
 end
 redis.call('HSET', key, ARGV[1], string.format('%d', -(at + 1)))
 redis.call('PEXPIRE', key, ARGV[3])
-return {roster_tally(key), string.format('%d', at), was}
+return {tally or roster_tally(key), string.format('%d', at), was}
