@@ -103,13 +103,15 @@ test("create, merge, duplicate, already-applied — with round trips counted", a
 });
 
 test("retract re-renders, deletes the item with its last sender", async () => {
+  // Load the roster script (a script's first EVALSHA falls back to EVAL once).
+  await retract("rae-warm", "post:0", "nobody");
   await createCommitted(event({ owner: "rae", itemKey: "post:9", sender: { id: "s1", name: "Sam" } }));
   await createCommitted(event({ owner: "rae", itemKey: "post:9", sender: { id: "s2", name: "Kim" } }));
   await createCommitted(event({ owner: "rae", itemKey: "post:9", sender: { id: "s3", name: "Lee" } }));
   let d = await delta(() => retract("rae", "post:9", "s2"));
   assert.equal(d.result.body.status, "updated");
   assert.deepEqual(d.data, { updateOne: 1 }, "retract from a merged item: one call");
-  assert.equal(d.redisTotal, 0);
+  assert.deepEqual(d.redis, { evalsha: 1 }, "the sender leaves the item's roster first: one call");
   let items = (await list("rae")).body.items;
   assert.equal(items[0].originsCount, 2);
   assert.ok(!items[0].origins.some((o) => o.senderId === "s2"));
@@ -118,7 +120,7 @@ test("retract re-renders, deletes the item with its last sender", async () => {
   d = await delta(() => retract("rae", "post:9", "s3"));
   assert.equal(d.result.body.status, "deleted");
   assert.deepEqual(d.data, { updateOne: 2 }, "last sender: the pull misses, the tombstone hits");
-  assert.equal(d.redisTotal, 0);
+  assert.deepEqual(d.redis, { evalsha: 1 });
   assert.equal((await list("rae")).body.items.length, 0);
   d = await delta(() => retract("rae", "post:9", "s3"));
   assert.equal(d.result.body.status, "not_found");
@@ -217,11 +219,20 @@ test("backend down: 503 with Retry-After, nothing half-written, the retry succee
   // The reservation was released, so the same event id is not mistaken for a duplicate.
   r = await create(ev);
   assert.equal(r.body.status, "created");
-  // Redis down: the write still happens (the upsert is idempotent on its own).
+  // Redis down: the reservation also keeps the item's sender count, so the create answers 503
+  // (retryable) and writes nothing; the retry once Redis is back is written.
+  const q = event({ owner: "dee", itemKey: "q", sender: { id: "z", name: "Zed" } });
   await stack.faults("redis", [{ match: "*", mode: "fail_before", probability: 1 }]);
-  r = await create(event({ owner: "dee", itemKey: "q", sender: { id: "z", name: "Zed" } }));
+  try {
+    r = await create(q);
+    assert.deepEqual([r.status, r.body.error?.code], [503, "backend_unavailable"]);
+    assert.ok(r.headers.get("retry-after"));
+  } finally {
+    await stack.clearFaults();
+  }
+  assert.deepEqual((await list("dee")).body.items.map((i) => i.itemKey), ["p"]);
+  r = await create(q);
   assert.equal(r.body.status, "created");
-  await stack.clearFaults();
 });
 
 test("cron housekeeping trims an owner to the cap, newest kept", async () => {
@@ -311,9 +322,10 @@ test("Idempotency-Key on retractions: replay flagged, other body 422", async () 
   await createCommitted(event({ owner: "idr", itemKey: "i1", sender: { id: "a", name: "A" } }));
   await createCommitted(event({ owner: "idr", itemKey: "i1", sender: { id: "b", name: "B" } }));
   const body = { owner: "idr", itemKey: "i1", senderId: "a" };
-  const d = await delta(() => w.post("/v1/notifications/retractions", body, withKey("r-1")), 2);
+  const d = await delta(() => w.post("/v1/notifications/retractions", body, withKey("r-1")), 3);
   assert.deepEqual([d.result.status, d.result.body.status], [200, "updated"]);
-  assert.deepEqual(d.redis, { evalsha: 1, set: 1 }, "claim before, record after");
+  // evalsha ×2 = the claim and the roster (the sender leaves it); set = the stored result.
+  assert.deepEqual(d.redis, { evalsha: 2, set: 1 }, "claim before, record after");
   const again = await w.post("/v1/notifications/retractions", body, withKey("r-1"));
   assert.equal(again.headers.get("idempotent-replayed"), "true");
   assert.deepEqual(again.body, { status: "updated" }, "replayed, not re-run (a re-run would say not_found)");
