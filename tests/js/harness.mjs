@@ -161,3 +161,15 @@ export async function startWorker({ assetsDir, buildDir, bindings = {}, options 
     async stop() { validators.delete(base); await mf.dispose(); },
   };
 }
+
+// Polls `/healthz` until its `ipdb` report satisfies `pred`, each round after one IP lookup (the
+// hot-swap check runs after a lookup's response, in waitUntil); returns that report.
+export async function pollIpdbHealth(w, pred, ip = "81.2.69.160") {
+  for (let i = 0; i < 200; i++) {
+    await w.get(`/v1/geo/ip?ip=${ip}`);
+    const h = await w.get("/healthz");
+    if (pred(h.body.ipdb)) return h.body.ipdb;
+    await new Promise((res) => setTimeout(res, 10));
+  }
+  throw new Error("/healthz never reported the expected ipdb state");
+}

@@ -10,7 +10,7 @@ import path from "node:path";
 import zlib from "node:zlib";
 import { execFileSync } from "node:child_process";
 import { Reader } from "mmdb-lib";
-import { startWorker, ROOT } from "./harness.mjs";
+import { startWorker, ROOT, pollIpdbHealth } from "./harness.mjs";
 
 const BUNDLED = path.join(ROOT, "assets/ip/default.mmdb");
 // CC BY 4.0 asks for this exact link text on pages that show DB-IP results (its DBIP-LICENSE).
@@ -175,16 +175,7 @@ test("/v1/geo/me combines edge country, IPDB and coordinates", async () => {
   assert.equal(only.agree, null);
 });
 
-async function pollHealth(pred) {
-  for (let i = 0; i < 200; i++) {
-    // Each request is answered with the current DB; the check runs after it (waitUntil).
-    await w.get("/v1/geo/ip?ip=81.2.69.160");
-    const h = await w.get("/healthz");
-    if (pred(h.body.ipdb)) return h.body.ipdb;
-    await new Promise((res) => setTimeout(res, 10));
-  }
-  assert.fail("condition not reached");
-}
+const pollHealth = (pred) => pollIpdbHealth(w, pred);
 
 test("hot swap: new version picked up without restart; bad ones rejected, old one keeps serving", async () => {
   const kv = await w.mf.getKVNamespace("IPDB_CONFIG");
@@ -311,7 +302,7 @@ test("cron update: .mmdb.gz decompressed in the worker; bad, oversized, slow and
       pageObjs.push(await object(`${rec.table_key}/page-${String(i).padStart(3, "0")}.bin`));
       assert.equal(sha256(pageObjs[i]), h, `page ${i}`);
     }
-    const h = await pollHealthOf(w2, (ipdb) => ipdb.version === rec.version);
+    const h = await pollIpdbHealth(w2, (ipdb) => ipdb.version === rec.version);
     assert.equal(h.source, "r2");
     assert.equal(h.table.dir_bytes, dirObj.length);
     assert.equal(h.table.pages, pageObjs.length);
@@ -333,7 +324,7 @@ test("cron update: .mmdb.gz decompressed in the worker; bad, oversized, slow and
       await bucket.put(`ipdb/corrupt.table/page-${String(i).padStart(3, "0")}.bin`, bad);
     }
     await kv.put("ipdb/current", JSON.stringify({ ...rec, version: "corrupt-pages", table_key: "ipdb/corrupt.table" }));
-    const after = await pollHealthOf(w2, (ipdb) => /^rejected: corrupt-pages: /.test(ipdb.last_check_outcome ?? ""), "9.9.9.9");
+    const after = await pollIpdbHealth(w2, (ipdb) => /^rejected: corrupt-pages: /.test(ipdb.last_check_outcome ?? ""), "9.9.9.9");
     assert.equal(after.version, rec.version);
     for (const ip of ["9.9.9.9", "2a02:2e0::1"]) {
       const a = await w2.get(`/v1/geo/ip?ip=${ip}`);
@@ -345,13 +336,3 @@ test("cron update: .mmdb.gz decompressed in the worker; bad, oversized, slow and
     server.close();
   }
 });
-
-async function pollHealthOf(worker, pred, ip = "81.2.69.160") {
-  for (let i = 0; i < 200; i++) {
-    await worker.get(`/v1/geo/ip?ip=${ip}`);
-    const h = await worker.get("/healthz");
-    if (pred(h.body.ipdb)) return h.body.ipdb;
-    await new Promise((res) => setTimeout(res, 10));
-  }
-  assert.fail("condition not reached");
-}

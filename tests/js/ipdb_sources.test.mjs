@@ -15,7 +15,7 @@ import os from "node:os";
 import path from "node:path";
 import zlib from "node:zlib";
 import { execFileSync } from "node:child_process";
-import { startWorker, ROOT } from "./harness.mjs";
+import { startWorker, ROOT, pollIpdbHealth } from "./harness.mjs";
 
 const BUNDLED = fs.readFileSync(path.join(ROOT, "assets/ip/default.mmdb"));
 const sha256 = (b) => crypto.createHash("sha256").update(b).digest("hex");
@@ -59,15 +59,6 @@ const runCron = async (w) => {
   return { status, record: record && JSON.parse(record) };
 };
 
-async function pollHealth(w, pred) {
-  for (let i = 0; i < 200; i++) {
-    await w.get("/v1/geo/ip?ip=81.2.69.160");
-    const h = await w.get("/healthz");
-    if (pred(h.body.ipdb)) return h.body.ipdb;
-    await new Promise((res) => setTimeout(res, 10));
-  }
-  assert.fail("condition not reached");
-}
 
 const common = { IPDB_CHECK_INTERVAL_SECONDS: "0", IPDB_DOWNLOAD_TIMEOUT_MS: "10000" };
 
@@ -97,7 +88,7 @@ test("DB-IP URL template: this month's 404 takes last month's file; an older per
     assert.equal(record.sha256, sha256(BUNDLED));
     assert.deepEqual(record.origin, status.origin);
     // The isolate swaps to it; /healthz names where it came from and how fresh it is.
-    const h = await pollHealth(w, (s) => s.version === record.version);
+    const h = await pollIpdbHealth(w, (s) => s.version === record.version);
     assert.deepEqual([h.origin.kind, h.origin.period], ["template", previous]);
     assert.equal(h.freshness.last_success_at, status.at);
     assert.equal(typeof h.freshness.since_last_success_s, "number");
@@ -178,7 +169,7 @@ test("MaxMind: basic auth, wrong credentials answer 401 (never shown), the tar.g
     assert.match(record.attribution.text, /GeoLite2 data created by MaxMind/);
     const text = JSON.stringify(status) + JSON.stringify((await w.get("/healthz")).body);
     assert.ok(!text.includes(LICENSE) && !text.includes(Buffer.from(`${ACCOUNT}:${LICENSE}`).toString("base64")));
-    const h = await pollHealth(w, (s) => s.version === record.version);
+    const h = await pollIpdbHealth(w, (s) => s.version === record.version);
     assert.equal(h.origin.release, "2026-12-01");
     assert.match(h.attribution.text, /GeoLite2/);
 
@@ -262,7 +253,7 @@ test("staging before production: waiting while young or unprobed, promoted once 
     assert.deepEqual([p.record.sha256, p.record.table_pages], [s.record.sha256, s.record.table_pages]);
     const bucket = await production.mf.getR2Bucket("IPDB_BUCKET");
     assert.equal(sha256(Buffer.from(await (await bucket.get(p.record.object_key)).arrayBuffer())), p.record.sha256, "objects copied into production's bucket");
-    const h = await pollHealth(production, (x) => x.version === v);
+    const h = await pollIpdbHealth(production, (x) => x.version === v);
     assert.equal(h.origin.promoted_from, "ipdb/current");
     assert.equal((await runCron(production)).status.outcome, "unchanged");
 
