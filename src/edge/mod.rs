@@ -561,9 +561,9 @@ async fn data_api_probe(cfg: &Config) -> DataApiProbe {
             DATA_API_PROBED.with(|p| p.set(true));
             DataApiProbe::state(ProbeState::Ok)
         }
-        Some((code, message)) => DataApiProbe {
+        Some((problem, message)) => DataApiProbe {
             probe: ProbeState::Failed,
-            error: Some(ProbeError::of(code)),
+            error: Some(ProbeError::from(problem)),
             message: Some(message),
         },
     }

@@ -2,6 +2,7 @@
 //! document's `Health` schema is generated from it. 200 when it is `ok`, 503 with the same body
 //! when `degraded`.
 
+use egn_core::backend::data_api::ProbeProblem;
 use egn_core::ip::freshness::Freshness;
 use egn_core::ip::serving::Health as IpdbHealth;
 use serde::Serialize;
@@ -135,13 +136,12 @@ pub enum ProbeError {
     DataApiUnavailable,
 }
 
-impl ProbeError {
-    /// The error for a probe problem's code (`egn_core::backend::data_api::probe_problem`).
-    #[must_use]
-    pub fn of(code: &str) -> Self {
-        match code {
-            "data_api_not_found" => Self::DataApiNotFound,
-            "data_api_unauthorized" => Self::DataApiUnauthorized,
+impl From<ProbeProblem> for ProbeError {
+    fn from(p: ProbeProblem) -> Self {
+        match p {
+            ProbeProblem::NotFound => Self::DataApiNotFound,
+            ProbeProblem::Unauthorized => Self::DataApiUnauthorized,
+            // `non_exhaustive`: a new problem reads as "unavailable" until it has its own code.
             _ => Self::DataApiUnavailable,
         }
     }

@@ -382,16 +382,28 @@ fn error_from(status: u16, parsed: Option<&Value>, raw: &[u8]) -> BackendError {
     status_error(status, code, message)
 }
 
+/// Why a probe `find` shows the deployment cannot use its Data API (see [`probe_problem`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ProbeProblem {
+    /// `DATA_API_URL` answers 404: it does not lead to `/action/…`.
+    NotFound,
+    /// The key is refused (401/403).
+    Unauthorized,
+    /// It cannot be reached, or does not answer in time.
+    Unavailable,
+}
+
 /// What `/healthz` reports about a probe `find` (one document, matching nothing in particular):
-/// `None` when the Data API answered it, else a stable code and a message naming the variable to
+/// `None` when the Data API answered it, else the problem and a message naming the variable to
 /// fix (never a secret's value). A 404 means the base URL does not lead to `/action/…`: every
 /// call of the deployment would be a 404.
 #[must_use]
-pub fn probe_problem<T>(result: &Result<T, BackendError>) -> Option<(&'static str, String)> {
+pub fn probe_problem<T>(result: &Result<T, BackendError>) -> Option<(ProbeProblem, String)> {
     match result {
         Ok(_) => None,
         Err(BackendError::Rejected { status: 404, .. }) => Some((
-            "data_api_not_found",
+            ProbeProblem::NotFound,
             "DATA_API_URL answers 404 to POST {DATA_API_URL}/action/find: it must be the base URL \
              just before /action, e.g. https://host or https://host/app/<app-id>/endpoint/data/v1"
                 .to_owned(),
@@ -401,7 +413,7 @@ pub fn probe_problem<T>(result: &Result<T, BackendError>) -> Option<(&'static st
             code,
             ..
         }) => Some((
-            "data_api_unauthorized",
+            ProbeProblem::Unauthorized,
             format!(
                 "the Data API refused DATA_API_KEY (HTTP {status} {code}); check DATA_API_KEY, \
                  DATA_API_AUTH and the gateway's database/collection allowlist"
@@ -410,7 +422,7 @@ pub fn probe_problem<T>(result: &Result<T, BackendError>) -> Option<(&'static st
         Err(BackendError::Unavailable {
             status, timed_out, ..
         }) => Some((
-            "data_api_unavailable",
+            ProbeProblem::Unavailable,
             match (status, timed_out) {
                 (_, true) => "the Data API did not answer in time".to_owned(),
                 (Some(s), _) => format!("the Data API answered HTTP {s}"),
@@ -465,7 +477,7 @@ mod probe_tests {
         assert_eq!(probe_problem(&Ok(())), None);
         assert_eq!(
             probe_problem(&rejected(404)).unwrap().0,
-            "data_api_not_found"
+            ProbeProblem::NotFound
         );
         assert!(probe_problem(&rejected(404))
             .unwrap()
@@ -473,7 +485,7 @@ mod probe_tests {
             .contains("DATA_API_URL"));
         assert_eq!(
             probe_problem(&rejected(401)).unwrap().0,
-            "data_api_unauthorized"
+            ProbeProblem::Unauthorized
         );
         assert_eq!(probe_problem(&rejected(400)), None);
         let down: Result<(), _> = Err(BackendError::Unavailable {
@@ -481,6 +493,6 @@ mod probe_tests {
             timed_out: false,
             message: "connect".into(),
         });
-        assert_eq!(probe_problem(&down).unwrap().0, "data_api_unavailable");
+        assert_eq!(probe_problem(&down).unwrap().0, ProbeProblem::Unavailable);
     }
 }
