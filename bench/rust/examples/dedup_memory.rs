@@ -111,6 +111,24 @@ impl Conn {
     }
 }
 
+/// Sends a bare reserve (one id, no muted set, no roster) with a 30 s lease.
+fn bare_reserve(
+    c: &mut Conn,
+    reserve: &edge_geo_notify::backend::Script,
+    s: &dedup::Slot,
+    at: &str,
+) {
+    c.send(&[
+        b"EVALSHA",
+        reserve.sha1().as_bytes(),
+        b"1",
+        s.key.as_bytes(),
+        s.field.as_bytes(),
+        b"30000",
+        at.as_bytes(),
+    ]);
+}
+
 /// Sends the admission a create makes (`dedup::reserve_unless_muted` with a roster): reserve,
 /// the muted-set check and the roster join in one EVALSHA.
 #[allow(clippy::too_many_arguments)]
@@ -328,25 +346,13 @@ fn main() {
             })
         },
     );
-    let lease = b"30000";
     let mut reserve_rate = 0.0;
     measure(
         &mut c,
         "3. Ours (sub-bucketed listpack, reserve+commit)",
         &mut |c| {
             let at: Vec<String> = slots.iter().map(|s| s.expire_at_ms.to_string()).collect();
-            reserve_rate = load(c, ids, |i, c| {
-                let s = &slots[i];
-                c.send(&[
-                    b"EVALSHA",
-                    reserve.sha1().as_bytes(),
-                    b"1",
-                    s.key.as_bytes(),
-                    s.field.as_bytes(),
-                    lease,
-                    at[i].as_bytes(),
-                ]);
-            });
+            reserve_rate = load(c, ids, |i, c| bare_reserve(c, reserve, &slots[i], &at[i]));
             load(c, ids, |i, c| {
                 let s = &slots[i];
                 c.send(&[
@@ -403,17 +409,8 @@ fn main() {
         };
         let later = slots_at(1 + round);
         res_seq.push(sequential(&mut c, n, |i, c| {
-            let s = &later[i];
-            let at = s.expire_at_ms.to_string();
-            c.send(&[
-                b"EVALSHA",
-                reserve.sha1().as_bytes(),
-                b"1",
-                s.key.as_bytes(),
-                s.field.as_bytes(),
-                lease,
-                at.as_bytes(),
-            ]);
+            let at = later[i].expire_at_ms.to_string();
+            bare_reserve(c, reserve, &later[i], &at);
         }));
         let admit_slots = slots_at(4 + round);
         adm_seq.push(sequential(&mut c, n, |i, c| {

@@ -52,11 +52,11 @@ pub enum Reservation {
 /// The item's sender roster and the sender to put on it, checked in the reservation's round
 /// trip (see `roster.lua`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RosterCheck<'a> {
+pub struct RosterCheck {
     /// Redis key of the item's roster.
-    pub key: &'a str,
+    pub key: String,
     /// The sender's fingerprint (decimal int64).
-    pub field: &'a str,
+    pub field: String,
     /// The event's time (ms): a retraction at or after it refuses the event.
     pub event_time_ms: i64,
 }
@@ -82,8 +82,8 @@ pub struct Admission {
 /// What taking a sender off a roster did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Departure {
-    /// The roster's count after it.
-    pub tally: Tally,
+    /// The roster's tally after it (see [`Tally::packed`]).
+    pub tally: i64,
     /// When the retraction counts from: max(now, the sender's newest event time).
     pub at_ms: i64,
 }
@@ -124,7 +124,7 @@ pub async fn reserve_unless_muted<H: HttpClient>(
     slot: &Slot,
     lease_ms: u64,
     mute: &MuteCheck<'_>,
-    roster: Option<(&RosterCheck<'_>, u64)>,
+    roster: Option<(&RosterCheck, u64)>,
 ) -> Result<Admission, BackendError> {
     let lease = lease_ms.max(1).to_string();
     let at = slot.expire_at_ms.to_string();
@@ -136,8 +136,8 @@ pub async fn reserve_unless_muted<H: HttpClient>(
         .map(|(r, ttl)| (r.event_time_ms.to_string(), ttl.max(1).to_string()))
         .unwrap_or_default();
     if let Some((r, _)) = roster {
-        keys.push(r.key);
-        args.extend([r.field, te.as_str(), ttl.as_str()]);
+        keys.push(&r.key);
+        args.extend([r.field.as_str(), te.as_str(), ttl.as_str()]);
     }
     let reply = redis.evalsha_or_eval(&RESERVE, &keys, &args).await?;
     parse_admission(&reply)
@@ -158,18 +158,9 @@ pub async fn roster_leave<H: HttpClient>(
     let reply = redis
         .evalsha_or_eval(&ROSTER_LEAVE, &[key], &[field, &now, &ttl])
         .await?;
-    let num = |i: usize| -> Option<i64> {
-        let v = reply.get(i)?;
-        v.as_i64().or_else(|| v.as_str()?.parse().ok())
-    };
-    match (num(0), num(1), num(2)) {
-        (Some(packed), Some(at_ms), Some(was)) => Ok(Departure {
-            tally: Tally {
-                packed,
-                added: was == 1,
-            },
-            at_ms,
-        }),
+    let num = |i: usize| reply.get(i).and_then(reply_int);
+    match (num(0), num(1)) {
+        (Some(tally), Some(at_ms)) => Ok(Departure { tally, at_ms }),
         _ => Err(BackendError::Decode(format!(
             "roster leave: unexpected reply {reply}"
         ))),
@@ -215,7 +206,7 @@ pub async fn reserve_many<H: HttpClient>(
     redis: &RedisRestClient<H>,
     slots: &[Slot],
     mutes: &[Option<MuteCheck<'_>>],
-    rosters: &[Option<RosterCheck<'_>>],
+    rosters: &[Option<RosterCheck>],
     lease_ms: u64,
     roster_ttl_ms: u64,
 ) -> Result<Vec<Admission>, BackendError> {
@@ -254,8 +245,8 @@ pub async fn reserve_many<H: HttpClient>(
         }
         match rosters.get(i).and_then(Option::as_ref) {
             Some(r) => {
-                args.push(key_index(&mut keys, n, r.key));
-                args.push(r.field.to_owned());
+                args.push(key_index(&mut keys, n, &r.key));
+                args.push(r.field.clone());
                 args.push(r.event_time_ms.to_string());
             }
             None => args.extend(["0".into(), String::new(), "0".into()]),
@@ -317,16 +308,19 @@ pub fn parse_admission(reply: &Value) -> Result<Admission, BackendError> {
         None => None,
         Some(Value::String(t)) if t.is_empty() => None,
         Some(t) => {
-            let packed = t
-                .as_i64()
-                .or_else(|| t.as_str()?.parse().ok())
+            let packed = reply_int(t)
                 .ok_or_else(|| BackendError::Decode(format!("dedup reserve: tally {reply}")))?;
-            let added = reply.get(3).and_then(Value::as_i64) == Some(1)
-                || reply.get(3).and_then(Value::as_str) == Some("1");
+            let added = reply.get(3).and_then(reply_int) == Some(1);
             Some(Tally { packed, added })
         }
     };
     Ok(Admission { reservation, tally })
+}
+
+/// An integer a script returned: a Lua number arrives as an integer, a `string.format`ted one
+/// (past 2^53-safe Lua arithmetic) as its decimal text.
+fn reply_int(v: &Value) -> Option<i64> {
+    v.as_i64().or_else(|| v.as_str()?.parse().ok())
 }
 
 /// Decodes the reserve script's `{status, token}` reply.

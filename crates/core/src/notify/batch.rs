@@ -579,20 +579,7 @@ pub async fn apply<H: HttpClient>(
             })
         })
         .collect();
-    let roster_keys: Vec<String> = events
-        .iter()
-        .map(|e| roster::key(e.owner(), e.item_key()))
-        .collect();
-    let roster_fields: Vec<String> = events.iter().map(|e| roster::field(&e.sender.id)).collect();
-    let rosters: Vec<Option<RosterCheck<'_>>> = (0..n)
-        .map(|i| {
-            Some(RosterCheck {
-                key: &roster_keys[i],
-                field: &roster_fields[i],
-                event_time_ms: events[i].created_time_msec(),
-            })
-        })
-        .collect();
+    let rosters: Vec<Option<RosterCheck>> = events.iter().map(|e| Some(roster::check(e))).collect();
     let ttl = roster::ttl_ms(store.config());
     let admissions: Vec<Option<Admission>> = match redis {
         Some(r) => {

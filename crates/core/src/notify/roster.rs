@@ -24,7 +24,8 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{notification_id, NotifyConfig};
+use super::{notification_id, NotificationEvent, NotifyConfig};
+use crate::dedup::RosterCheck;
 
 /// Counts saturate below this (2^24 − 1 senders per item); the rest of a tally is the version.
 pub const SPAN: i64 = 1 << 24;
@@ -41,6 +42,16 @@ pub fn key(owner: &str, item_key: &str) -> String {
 pub fn field(sender_id: &str) -> String {
     let d = Sha256::digest(sender_id.as_bytes());
     i64::from_be_bytes(d[..8].try_into().expect("8 bytes")).to_string()
+}
+
+/// The roster check of an event's reservation: its item's roster, its sender, its time.
+#[must_use]
+pub fn check(ev: &NotificationEvent) -> RosterCheck {
+    RosterCheck {
+        key: key(ev.owner(), ev.item_key()),
+        field: field(&ev.sender.id),
+        event_time_ms: ev.created_time_msec(),
+    }
 }
 
 /// How long a roster outlives its last change: the item's lifetime and its tombstone's.

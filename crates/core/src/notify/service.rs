@@ -404,13 +404,7 @@ impl<H: HttpClient> NotifyService<H> {
             key: &key,
             members: &members,
         };
-        let roster_key = super::roster::key(ev.owner(), ev.item_key());
-        let roster_field = super::roster::field(&ev.sender.id);
-        let roster = dedup::RosterCheck {
-            key: &roster_key,
-            field: &roster_field,
-            event_time_ms: ev.created_time_msec(),
-        };
+        let roster = super::roster::check(&ev);
         let ttl = super::roster::ttl_ms(self.store.config());
         // With Redis the count is the roster's, so the reservation is required: a failure is
         // the client's to retry (503), not a write with an unknown count.

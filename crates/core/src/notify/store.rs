@@ -197,7 +197,7 @@ impl<H: HttpClient> NotificationStore<H> {
         super::event::text("sender.id", sender_id, super::event::limits::ID)?;
         let (coll, cfg) = (&self.cfg.collection, &self.cfg);
         let at = left.map_or(now_ms, |l| l.at_ms.max(now_ms));
-        let tally = left.map(|l| l.tally.packed);
+        let tally = left.map(|l| l.tally);
         let (f1, mut u1) = rules::retract_update(owner, item_key, sender_id, cfg, at);
         let (f2, mut u2) = rules::retract_delete(owner, item_key, sender_id, cfg, at);
         let (f3, mut u3) = rules::retract_record(owner, item_key, sender_id, cfg, at);
