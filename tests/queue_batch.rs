@@ -15,7 +15,7 @@ use edge_geo_notify::notify::batch::{
 };
 use edge_geo_notify::notify::store::NotificationStore;
 use edge_geo_notify::notify::{
-    CreateOutcome, NewEvent, NewSender, NotificationEvent, NotifyConfig, NotifyService,
+    roster, CreateOutcome, NewEvent, NewSender, NotificationEvent, NotifyConfig, NotifyService,
 };
 use serde_json::{json, Value};
 use stack_support::{now_ms, Stack};
@@ -368,8 +368,8 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
     let (_stack, svc) = start();
     let t0 = now_ms() - 10_000;
     let q = VecQueue::default();
-    // A fan-out to 250 owners: packed into 3 messages (100 + 100 + 50 events, each within the
-    // 64 KB operation unit), one sendBatch call, per-owner event ids.
+    // A fan-out to 250 owners: packed into 25 messages of 10 events (each within the 64 KB
+    // operation unit), one sendBatch call, per-owner event ids.
     let mut template = raw("", "post:9", "ana", t0);
     template.event_id = "like-9".into();
     let owners: Vec<String> = (0..250).map(|i| format!("f{i}")).collect();
@@ -381,7 +381,7 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
         (202, &json!({"status": "queued", "accepted": 250}))
     );
     let sizes: Vec<usize> = q.batches.borrow().iter().map(Vec::len).collect();
-    assert_eq!(sizes, vec![3]);
+    assert_eq!(sizes, vec![25]);
     let events: Vec<usize> = q.batches.borrow()[0]
         .iter()
         .map(|m| {
@@ -389,7 +389,7 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
             batch::unpack(m).0.len()
         })
         .collect();
-    assert_eq!(events, vec![100, 100, 50]);
+    assert_eq!(events, vec![batch::MAX_EVENTS_PER_MESSAGE; 25]);
     let first: Value =
         serde_json::from_str(&batch::unpack(&q.batches.borrow()[0][0]).0[0]).unwrap();
     assert_eq!(
@@ -493,4 +493,72 @@ fn dead_letters_are_kept_listed_and_replayed() {
     assert_eq!((e.status, e.code.as_str()), (503, "not_configured"));
     let e = block_on(svc.post_replay(br#"{"limit":0}"#, Some(&q))).unwrap_err();
     assert_eq!(e.code.as_str(), "invalid_parameter");
+}
+
+#[test]
+fn single_creates_are_written_at_once_until_their_item_is_hot_then_queued() {
+    let (stack, base) = start();
+    // Windows far longer than the test, so a slow machine cannot split the burst in two.
+    let mut cfg = DedupConfig::default();
+    cfg.hot.window_ms = 600_000;
+    cfg.hot.cooldown_ms = 600_000;
+    let hot = cfg.hot;
+    let svc = NotifyService::new(base.store().clone(), Some(stack.redis()), cfg);
+    let t0 = now_ms() - 10_000;
+    let q = VecQueue::default();
+    let post = |svc: &NotifyService<UreqClient>, ev: &NewEvent| {
+        let body = serde_json::to_vec(ev).unwrap();
+        let (reply, _) = block_on(svc.post_events(&body, None, now_ms(), Some(&q)));
+        reply.unwrap()
+    };
+    // An ordinary item: each create is written now (201, then 200 merged), nothing queued.
+    for (i, s) in ["ana", "bo"].iter().enumerate() {
+        let r = post(&svc, &raw("h1", "calm", s, t0 + i as i64));
+        assert_eq!(r.status, if i == 0 { 201 } else { 200 }, "{}", r.body);
+    }
+    assert!(q.batches.borrow().is_empty());
+    // A burst on one item: the first `limit` are written, the rest are queued (202) without a
+    // reservation, and the item stays hot (each event restarts the cool-down).
+    let fans: Vec<String> = (0..30).map(|i| format!("fan{i}")).collect();
+    let statuses: Vec<u16> = fans
+        .iter()
+        .enumerate()
+        .map(|(i, s)| post(&svc, &raw("h1", "burst", s, t0 + i as i64)).status)
+        .collect();
+    let direct = hot.limit as usize;
+    assert_eq!(&statuses[..direct], &[201, 200, 200, 200][..direct]);
+    assert!(statuses[direct..].iter().all(|s| *s == 202), "{statuses:?}");
+    // The queued events are one-event messages; consumed as one batch they are one upsert.
+    let msgs: Vec<QueuedMessage> = q
+        .batches
+        .borrow()
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, b)| QueuedMessage {
+            id: format!("m{i}"),
+            body: b.clone(),
+            attempts: 1,
+        })
+        .collect();
+    assert_eq!(msgs.len(), fans.len() - direct);
+    stack.reset_stats();
+    let r = consume(&svc, &msgs, None);
+    assert!(r.dispositions.iter().all(|d| *d == Disposition::Ack));
+    assert_eq!(stack.data_api_calls(), json!({"updateOne": 1}));
+    let d = doc(&svc, "h1", "burst");
+    let mut got = senders(&d);
+    got.sort();
+    let mut want = fans.clone();
+    want.sort();
+    assert_eq!(got, want);
+    // Exact, from the roster: the queued events joined it in the consumer's reservation.
+    assert_eq!(roster::count(d["oc"].as_i64().unwrap()), 30);
+    // With limit 0 every single create is queued, without a Redis call (the old rule).
+    let mut cfg = DedupConfig::default();
+    cfg.hot.limit = 0;
+    let svc0 = NotifyService::new(svc.store().clone(), Some(stack.redis()), cfg);
+    stack.reset_stats();
+    assert_eq!(post(&svc0, &raw("h2", "any", "ana", t0)).status, 202);
+    assert_eq!(stack.redis_calls(), json!({}));
 }

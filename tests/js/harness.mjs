@@ -90,14 +90,14 @@ export const asUser = (sub) => ({ authorization: `Bearer ${userToken(sub)}`, "co
 
 /// Miniflare options that bind the events queue (NOTIFY_QUEUE) and its dead-letter queue, both
 /// consumed by the worker itself. Opt-in (`startWorker({ queue: {...} })`): without it the worker
-/// has no binding and creates take the synchronous path. `maxBatchSize` is wrangler.toml's: a
-/// message may carry up to 100 packed events, so 10 messages bound an invocation to 1 000 events.
-export function queueOptions({ maxRetries = 3, maxBatchTimeout = 1, dlqMaxRetries = 10, maxBatchSize = 10 } = {}) {
+/// has no binding and creates take the synchronous path. The batch sizes are wrangler.toml's: a
+/// message carries up to 10 packed events, so 100 messages bound an invocation to 1 000 events.
+export function queueOptions({ maxRetries = 3, maxBatchTimeout = 1, dlqMaxRetries = 10, maxBatchSize = 100, dlqMaxBatchSize = 10 } = {}) {
   return {
     queueProducers: { NOTIFY_QUEUE: { queueName: "notify-events" } },
     queueConsumers: {
       "notify-events": { maxBatchSize, maxBatchTimeout, maxRetries, deadLetterQueue: "notify-events-dlq" },
-      "notify-events-dlq": { maxBatchSize, maxBatchTimeout, maxRetries: dlqMaxRetries },
+      "notify-events-dlq": { maxBatchSize: dlqMaxBatchSize, maxBatchTimeout, maxRetries: dlqMaxRetries },
     },
   };
 }

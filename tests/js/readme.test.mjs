@@ -57,7 +57,7 @@ test("the README's first calls answer as shown when pasted", { timeout: 120_000 
     assert.equal(r.status, 0, `${sh}\n${r.stderr}`);
     assert.deepEqual(normalize(JSON.parse(r.stdout)), normalize(JSON.parse(json)), sh);
   }
-  // "The item shows in the list a moment later": the queue consumer writes it.
+  // "The item is in the list now" (polled all the same: a queued create would land later).
   const token = spawnSync("bash", ["-c", "source scripts/env.sh && cargo run --quiet --bin dev-token -- --sub ana"], { cwd: ROOT, encoding: "utf8" }).stdout.trim();
   let page;
   for (;;) {

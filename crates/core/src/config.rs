@@ -152,6 +152,9 @@ pub const VARIABLES: &[Setting] = &[
     var("DEDUP_WINDOW_MS", "integer, ms", Some("600000"), "event-time window of the dedup hashes"),
     var("DEDUP_EXPECTED_PER_WINDOW", "integer", Some("3600000"), "expected event ids per window (sizes the sub-buckets so they stay compact)"),
     var("DEDUP_LEASE_MS", "integer, ms", Some("10000"), "how long a reservation holds an event id before another request may take it"),
+    var("NOTIFY_HOT_EVENTS", "integer", Some("4"), "with the queue bound, single creates one item takes per `NOTIFY_HOT_WINDOW_MS` before it is hot and its creates are queued and coalesced (needs Redis; 0 queues every single create)"),
+    var("NOTIFY_HOT_WINDOW_MS", "integer, ms, > 0", Some("1000"), "the window those creates are counted in"),
+    var("NOTIFY_HOT_COOLDOWN_MS", "integer, ms, > 0", Some("10000"), "how long a hot item stays hot after its last create"),
     // Callers.
     var("SERVICE_KEYS", "list `name:scope[:scope]`, comma-separated", None, "named service keys and their scopes (`notify:write`, `admin`); each value is secret `SERVICE_KEY_<NAME>`; unset = only `SERVICE_TOKEN`"),
     Setting {
@@ -570,6 +573,17 @@ impl Config {
             v.num("DEDUP_WINDOW_MS", 600_000)?,
         );
         dedup.lease_ms = v.num("DEDUP_LEASE_MS", 10_000)?;
+        dedup.hot.limit = v.num("NOTIFY_HOT_EVENTS", dedup.hot.limit)?;
+        dedup.hot.window_ms = v.num("NOTIFY_HOT_WINDOW_MS", dedup.hot.window_ms)?;
+        dedup.hot.cooldown_ms = v.num("NOTIFY_HOT_COOLDOWN_MS", dedup.hot.cooldown_ms)?;
+        for (name, ms) in [
+            ("NOTIFY_HOT_WINDOW_MS", dedup.hot.window_ms),
+            ("NOTIFY_HOT_COOLDOWN_MS", dedup.hot.cooldown_ms),
+        ] {
+            if ms == 0 {
+                return Err(bad(name, "must be > 0"));
+            }
+        }
         let declared_keys =
             crate::auth::service_keys::parse_declarations(&v.text("SERVICE_KEYS", ""))
                 .map_err(|e| bad("SERVICE_KEYS", e))?;
@@ -720,6 +734,9 @@ mod tests {
             (vec![("DATA_API_AUTH", "bearr")], "DATA_API_AUTH"),
             (vec![("BACKEND_TIMEOUT_MS", "5s")], "BACKEND_TIMEOUT_MS"),
             (vec![("NOTIFY_ORIGINS_CAP", "-1")], "NOTIFY_ORIGINS_CAP"),
+            (vec![("NOTIFY_HOT_WINDOW_MS", "0")], "NOTIFY_HOT_WINDOW_MS"),
+            (vec![("NOTIFY_HOT_COOLDOWN_MS", "0")], "NOTIFY_HOT_COOLDOWN_MS"),
+            (vec![("NOTIFY_HOT_EVENTS", "-1")], "NOTIFY_HOT_EVENTS"),
             (vec![("ENABLE_BENCH", "yes")], "ENABLE_BENCH"),
             (
                 vec![("IPDB_SOURCE_URL", "https://h/{MONTH}.mmdb")],

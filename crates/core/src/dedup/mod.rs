@@ -28,8 +28,8 @@ mod store;
 
 pub use store::{
     commit, parse_admission, parse_reserve_reply, release, reserve, reserve_many,
-    reserve_unless_muted, roster_leave, scripts, settle_many, Admission, Departure, MuteCheck,
-    Reservation, RosterCheck, Settle, Tally,
+    reserve_unless_muted, roster_leave, scripts, settle_many, Admission, Departure, HotCheck,
+    MuteCheck, Reservation, RosterCheck, Settle, Tally,
 };
 
 use sha2::{Digest, Sha256};
@@ -57,6 +57,45 @@ pub struct DedupConfig {
     pub lease_ms: u64,
     /// Hashes per window, from [`buckets_for`].
     pub buckets: u32,
+    /// When a single create goes through the queue instead of straight to the document.
+    pub hot: HotConfig,
+}
+
+/// Burst detection for single creates with a queue bound: an item that takes more than `limit`
+/// events in `window_ms` is hot, and stays hot until `cooldown_ms` pass without an event; a hot
+/// item's events are queued (and coalesced: the consumer writes a batch's events for one item in
+/// one upsert), every other event is written at once. `limit` 0 queues every single create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HotConfig {
+    /// Events one window admits directly.
+    pub limit: u32,
+    /// Width of the counting window.
+    pub window_ms: u64,
+    /// How long a hot item stays hot after its last event.
+    pub cooldown_ms: u64,
+}
+
+impl Default for HotConfig {
+    fn default() -> Self {
+        Self {
+            limit: 4,
+            window_ms: 1_000,
+            cooldown_ms: 10_000,
+        }
+    }
+}
+
+impl HotConfig {
+    /// The check of the item whose counter is at `key`.
+    #[must_use]
+    pub fn check(&self, key: String) -> HotCheck {
+        HotCheck {
+            key,
+            limit: self.limit,
+            window_ms: self.window_ms,
+            cooldown_ms: self.cooldown_ms,
+        }
+    }
 }
 
 impl DedupConfig {
@@ -69,6 +108,7 @@ impl DedupConfig {
             retention_ms: window_ms,
             lease_ms: 30_000,
             buckets: buckets_for(expected_per_window),
+            hot: HotConfig::default(),
         }
     }
 }

@@ -5,10 +5,14 @@
 -- ARGV[4] = m, ARGV[5..4+m] = members that mute this event (c:{category}, t:{notificationType}).
 -- Optional roster, in the same round trip: KEYS[3] = the item's roster (roster.lua),
 -- ARGV[5+m] = the sender's fingerprint, ARGV[6+m] = event time (ms), ARGV[7+m] = roster ttl.
+-- Optional hot check, with the roster only: KEYS[4] = the item's event counter (hc:{id}),
+-- ARGV[8+m] = events one window admits, ARGV[9+m] = window ms, ARGV[10+m] = cool-down ms.
 -- Field values: '1' = done; any other value = pending, holding its lease expiry (unix ms).
 -- Returns {status, token[, tally, added]}: 'reserved' + lease token | 'duplicate' | 'in_flight'
 -- + current token | 'muted' | 'retracted' (the sender was retracted at or after this event:
--- marked done, nothing to write). A roster is joined for 'reserved' and 'in_flight' only.
+-- marked done, nothing to write) | 'hot' (the item is taking a burst: nothing reserved or joined,
+-- the caller queues the event and the consumer reserves it). A roster is joined for 'reserved'
+-- and 'in_flight' only.
 -- HSETNX first: the common case (a new id) costs one listpack scan, not two (HGET + HSET).
 local m = tonumber(ARGV[4]) or 0
 if KEYS[2] then
@@ -16,6 +20,18 @@ if KEYS[2] then
     if redis.call('SISMEMBER', KEYS[2], ARGV[i]) == 1 then
       return {'muted', ''}
     end
+  end
+end
+-- A fixed window counts the item's events; past the limit the item stays hot until a cool-down
+-- passes without an event, so a long burst is coalesced as a whole, not one window at a time.
+if KEYS[4] then
+  local c = redis.call('INCR', KEYS[4])
+  if c == 1 then
+    redis.call('PEXPIRE', KEYS[4], ARGV[9 + m])
+  end
+  if c > tonumber(ARGV[8 + m]) then
+    redis.call('PEXPIRE', KEYS[4], ARGV[10 + m])
+    return {'hot', ''}
   end
 end
 local lease_ms = tonumber(ARGV[2])

@@ -47,6 +47,24 @@ pub enum Reservation {
     /// The sender was retracted from the item at or after this event (only with a
     /// [`RosterCheck`]): the id is marked done, there is nothing to write.
     Retracted,
+    /// The item is taking a burst (only with a [`HotCheck`]): nothing was reserved; queue the
+    /// event, whose consumer reserves it with the rest of its batch.
+    Hot,
+}
+
+/// The item's event counter, checked before the reservation in the same round trip: an item
+/// that takes more than `limit` events in `window_ms` is hot until `cooldown_ms` pass without
+/// one (see `reserve.lua`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HotCheck {
+    /// Redis key of the item's counter.
+    pub key: String,
+    /// Events one window admits before the item is hot.
+    pub limit: u32,
+    /// Width of the counting window.
+    pub window_ms: u64,
+    /// How long a hot item stays hot after its last event.
+    pub cooldown_ms: u64,
 }
 
 /// The item's sender roster and the sender to put on it, checked in the reservation's round
@@ -115,7 +133,8 @@ pub async fn reserve<H: HttpClient>(
 }
 
 /// [`reserve`], first checking the recipient's muted set and then, when `roster` is given,
-/// putting the sender on the item's roster, in the same EVALSHA round trip.
+/// putting the sender on the item's roster, in the same EVALSHA round trip. `hot` (used only
+/// with a roster) counts the item's events first and answers [`Reservation::Hot`] past its limit.
 ///
 /// # Errors
 /// Backend failures; a malformed script reply is [`BackendError::Decode`].
@@ -125,6 +144,7 @@ pub async fn reserve_unless_muted<H: HttpClient>(
     lease_ms: u64,
     mute: &MuteCheck<'_>,
     roster: Option<(&RosterCheck, u64)>,
+    hot: Option<&HotCheck>,
 ) -> Result<Admission, BackendError> {
     let lease = lease_ms.max(1).to_string();
     let at = slot.expire_at_ms.to_string();
@@ -138,6 +158,17 @@ pub async fn reserve_unless_muted<H: HttpClient>(
     if let Some((r, _)) = roster {
         keys.push(&r.key);
         args.extend([r.field.as_str(), te.as_str(), ttl.as_str()]);
+    }
+    let hot_args = hot.filter(|_| roster.is_some()).map(|h| {
+        [
+            h.limit.to_string(),
+            h.window_ms.max(1).to_string(),
+            h.cooldown_ms.max(1).to_string(),
+        ]
+    });
+    if let (Some(h), Some(a)) = (hot, &hot_args) {
+        keys.push(&h.key);
+        args.extend(a.iter().map(String::as_str));
     }
     let reply = redis.evalsha_or_eval(&RESERVE, &keys, &args).await?;
     parse_admission(&reply)
@@ -338,6 +369,7 @@ pub fn parse_reserve_reply(reply: &Value) -> Result<Reservation, BackendError> {
         Some("in_flight") => Ok(Reservation::InFlight),
         Some("muted") => Ok(Reservation::Muted),
         Some("retracted") => Ok(Reservation::Retracted),
+        Some("hot") => Ok(Reservation::Hot),
         _ => Err(BackendError::Decode(format!(
             "dedup reserve: unexpected reply {reply}"
         ))),

@@ -36,6 +36,12 @@ pub fn key(owner: &str, item_key: &str) -> String {
     format!("rs:{}", notification_id(owner, item_key))
 }
 
+/// The Redis key of an item's event counter (burst detection, see [`crate::dedup::HotConfig`]).
+#[must_use]
+pub fn hot_key(owner: &str, item_key: &str) -> String {
+    format!("hc:{}", notification_id(owner, item_key))
+}
+
 /// A sender's roster field: 64 bits of SHA-256 of its id, as a canonical decimal int64 (which
 /// a small hash stores as an 8-byte integer).
 #[must_use]

@@ -53,6 +53,19 @@ pub struct Written<T> {
     pub deferred: Vec<Deferred>,
 }
 
+/// What a direct create did: written (or answered without a write), or found its item hot and
+/// handed the event back for the queue.
+enum Direct {
+    Written(Written<Created>),
+    Hot(NewEvent),
+}
+
+impl Direct {
+    fn only(value: Created) -> Self {
+        Direct::Written(Written::only(value))
+    }
+}
+
 impl<T> Written<T> {
     fn only(value: T) -> Self {
         Written {
@@ -157,6 +170,12 @@ impl<H: HttpClient> NotifyService<H> {
         &self.store
     }
 
+    /// Whether a single create with a queue bound is written directly unless its item is hot:
+    /// it needs Redis (the counter is in the reservation) and a limit above 0.
+    fn checks_hot(&self) -> bool {
+        self.redis.is_some() && self.dedup.hot.limit > 0
+    }
+
     /// The Redis client, when configured (the HTTP layer's Idempotency-Key guard uses it).
     #[must_use]
     pub fn redis(&self) -> Option<&RedisRestClient<H>> {
@@ -224,13 +243,19 @@ impl<H: HttpClient> NotifyService<H> {
         queue: Option<&Q>,
     ) -> Result<Written<EventsOutcome>, NotifyError> {
         let raws = match input {
-            EventsInput::One(raw) if queue.is_none() => {
-                let w = self.create(raw, now_ms).await?;
-                return Ok(Written {
-                    value: EventsOutcome::One(w.value),
-                    changed: w.changed,
-                    deferred: w.deferred,
-                });
+            // One event goes straight to the document unless the item is hot (or every single
+            // create is configured to queue, or no Redis can tell): see [`dedup::HotConfig`].
+            EventsInput::One(raw) if queue.is_none() || self.checks_hot() => {
+                match self.create_unless_hot(raw, now_ms, queue.is_some()).await? {
+                    Direct::Written(w) => {
+                        return Ok(Written {
+                            value: EventsOutcome::One(w.value),
+                            changed: w.changed,
+                            deferred: w.deferred,
+                        })
+                    }
+                    Direct::Hot(raw) => vec![raw],
+                }
             }
             EventsInput::One(raw) => vec![raw],
             EventsInput::Many(v) => v,
@@ -396,7 +421,28 @@ impl<H: HttpClient> NotifyService<H> {
         raw: NewEvent,
         now_ms: i64,
     ) -> Result<Written<Created>, NotifyError> {
+        match self.create_unless_hot(raw, now_ms, false).await? {
+            Direct::Written(w) => Ok(w),
+            Direct::Hot(_) => Err(NotifyError::Backend(crate::backend::BackendError::Decode(
+                "dedup reserve: 'hot' without a hot check".into(),
+            ))),
+        }
+    }
+
+    /// [`Self::create`], unless `hot_check` is set and the item is taking a burst: then nothing
+    /// is written and the event comes back for the queue ([`Direct::Hot`]). The check is a
+    /// counter in the reservation's own round trip, so an ordinary event costs nothing more.
+    async fn create_unless_hot(
+        &self,
+        raw: NewEvent,
+        now_ms: i64,
+        hot_check: bool,
+    ) -> Result<Direct, NotifyError> {
+        let kept = hot_check.then(|| raw.clone());
         let ev = NotificationEvent::new(raw, self.store.config(), now_ms)?;
+        let hot = kept
+            .is_some()
+            .then(|| self.dedup.hot.check(super::roster::hot_key(ev.owner(), ev.item_key())));
         let slot = dedup::slot(&self.dedup, ev.event_id(), ev.created_time_msec());
         let key = preferences::mute_key(ev.owner());
         let members = preferences::mute_members(ev.category_type(), &ev.notification_type);
@@ -416,6 +462,7 @@ impl<H: HttpClient> NotifyService<H> {
                     self.dedup.lease_ms,
                     &mute,
                     Some((&roster, ttl)),
+                    hot.as_ref(),
                 )
                 .await?,
             ),
@@ -423,21 +470,28 @@ impl<H: HttpClient> NotifyService<H> {
         };
         let tally = admission.as_ref().and_then(|a| a.tally);
         let token = match admission.map(|a| a.reservation) {
-            Some(Reservation::Muted) => return Ok(Written::only(Created::Muted)),
-            Some(Reservation::Duplicate) => return Ok(Written::only(Created::Duplicate)),
+            Some(Reservation::Muted) => return Ok(Direct::only(Created::Muted)),
+            Some(Reservation::Duplicate) => return Ok(Direct::only(Created::Duplicate)),
             // Retracted at or after this event: what the document's filter would answer.
             Some(Reservation::Retracted) => {
-                return Ok(Written::only(Created::Applied {
+                return Ok(Direct::only(Created::Applied {
                     outcome: CreateOutcome::AlreadyApplied,
                     notification_id: super::notification_id(ev.owner(), ev.item_key()),
                 }))
+            }
+            Some(Reservation::Hot) => {
+                return kept.map(Direct::Hot).ok_or_else(|| {
+                    NotifyError::Backend(crate::backend::BackendError::Decode(
+                        "dedup reserve: 'hot' without a hot check".into(),
+                    ))
+                })
             }
             Some(Reservation::Reserved { token }) => Some(token),
             // In flight elsewhere or no Redis: write anyway (idempotent upsert).
             Some(Reservation::InFlight) | None => None,
         };
         match self.store.create_counted(&ev, tally, now_ms).await {
-            Ok(outcome) => Ok(Written {
+            Ok(outcome) => Ok(Direct::Written(Written {
                 value: Created::Applied {
                     outcome,
                     notification_id: super::notification_id(ev.owner(), ev.item_key()),
@@ -450,7 +504,7 @@ impl<H: HttpClient> NotifyService<H> {
                     .map(|_| Deferred::Commit(slot.clone()))
                     .into_iter()
                     .collect(),
-            }),
+            })),
             Err(e) => {
                 if let (Some(r), Some(t)) = (&self.redis, &token) {
                     // On the request path: the client's retry must not look like a duplicate.
