@@ -12,6 +12,7 @@ import path from "node:path";
 import { startWorker, AUTH, asUser, ROOT } from "../../tests/js/harness.mjs";
 import { startStack } from "../../tests/js/stack.mjs";
 import { BadgeSocket } from "../../tests/js/badge.mjs";
+import { createHash } from "node:crypto";
 
 const arg = (name, dflt) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : dflt; };
 const FAN_OUT = Number(arg("--fan-out", 2000));
@@ -28,8 +29,12 @@ const onLog = ({ message }) => {
 };
 const stack = await startStack();
 const bindings = { ...stack.bindings, SERVICE_TOKEN: "t", ...AUTH };
+// The default configuration (queue bound, single creates written at once unless their item is
+// hot), the default before (every single create queued), and no queue at all.
 const queued = await startWorker({ bindings, queue: { maxBatchTimeout: 1 }, options: { handleStructuredLogs: onLog } });
+const allQueued = await startWorker({ bindings: { ...bindings, NOTIFY_HOT_EVENTS: "0" }, queue: { maxBatchTimeout: 1 }, options: { handleStructuredLogs: onLog } });
 const direct = await startWorker({ bindings, options: { handleStructuredLogs: () => {} } });
+const HOT_LIMIT = 4; // NOTIFY_HOT_EVENTS's default
 await direct.post("/v1/admin/indexes", {}, SERVICE);
 
 let seq = 0;
@@ -44,8 +49,8 @@ const post = async (w, body) => {
 };
 
 const totals = (s) => ({ redis: s.redisTotal, data: s.dataTotal });
-/** Runs `fn`, waits until the consumer has taken `events` more events and the stack is idle, and
- * returns the counts it caused. */
+/** Runs `fn`, waits until the consumer has taken `events` more events (a number, or a function
+ * read after `fn`) and the stack is idle, and returns the counts it caused. */
 async function measure(fn, { events = 0, scripts = 0 } = {}) {
   await stack.until(() => true, "idle", 60_000);
   const c0 = consumed.length;
@@ -55,8 +60,9 @@ async function measure(fn, { events = 0, scripts = 0 } = {}) {
   const since = () => consumed.slice(c0);
   const taken = () => since().reduce((n, l) => n + (l.events ?? 0), 0);
   const deadline = Date.now() + 120_000;
-  while (taken() < events) {
-    if (Date.now() > deadline) throw new Error(`consumer took ${taken()}/${events} events`);
+  const want = typeof events === "function" ? events() : events;
+  while (taken() < want) {
+    if (Date.now() > deadline) throw new Error(`consumer took ${taken()}/${want} events`);
     await new Promise((r) => setTimeout(r, 50));
   }
   // Work after the response (a direct create's dedup commit runs in waitUntil).
@@ -78,12 +84,38 @@ const per = (m, n) => Object.fromEntries(Object.entries(m).map(([k, v]) => [k, v
 
 const ops = [];
 const N = 100;
-// Creates, one event per request: queued (one message per event, the format of every queued event
-// before packing), and direct.
-ops.push({ name: "create, queued, one event per request", unit: "event", ...per(await measure(async () => {
-  for (let i = 0; i < N; i++) await post(queued, event(`q${i % 10}`, `item-q${i}`));
+// Creates, one event per request: on ordinary items (the default writes them at once), all
+// queued (the default before: one message per event), on one hot item, and with no queue.
+const ORDINARY = "create, one per request, ordinary item (default: written at once)";
+const QUEUED_SINGLE = "create, one per request, every one queued (the default before)";
+const HOT = "create, one per request, 1 000 likes on one hot item (default)";
+ops.push({ name: ORDINARY, unit: "event", ...per(await measure(async () => {
+  for (let i = 0; i < N; i++) await post(queued, event(`o${i % 10}`, `item-o${i}`));
+  return { requests: N, pokes: N }; // every one created an item: one poke each
+}, { scripts: 2 * N }), N) });
+ops.push({ name: QUEUED_SINGLE, unit: "event", ...per(await measure(async () => {
+  for (let i = 0; i < N; i++) await post(allQueued, event(`q${i % 10}`, `item-q${i}`));
   return { requests: N };
 }, { events: N }), N) });
+const LIKES = 1000;
+// 8 requests at a time; the consumer is waited for until it took every event answered 202.
+let hotQueued = 0;
+const likes = Array.from({ length: LIKES }, () => event("star", "post:viral"));
+ops.push({ name: HOT, unit: "event", ...per(await measure(async () => {
+  const answered = [];
+  let i = 0;
+  await Promise.all(Array.from({ length: 8 }, async () => {
+    while (i < likes.length) {
+      const r = await fetch(`${queued.base}/v1/notifications/events`, { method: "POST", headers: SERVICE, body: JSON.stringify(likes[i++]) });
+      if (!r.ok) throw new Error(`${r.status} ${await r.text()}`);
+      answered.push(r.status);
+      await r.arrayBuffer();
+    }
+  }));
+  hotQueued = answered.filter((x) => x === 202).length;
+  // Written at once: the producer poked their owner (the consumer logs its own pokes).
+  return { requests: LIKES, pokes: LIKES - hotQueued };
+}, { events: () => hotQueued }), LIKES) });
 ops.push({ name: "create, direct (no queue)", unit: "event", ...per(await measure(async () => {
   for (let i = 0; i < N; i++) await post(direct, event(`d${i % 10}`, `item-d${i}`));
   return { requests: N, pokes: N }; // every one created an item: one poke each
@@ -101,6 +133,18 @@ ops.push({ name: `create, queued, fan-out to ${FAN_OUT} owners`, unit: "event", 
   await post(queued, { template, owners: Array.from({ length: FAN_OUT }, (_, i) => `f${i}`) });
   return { requests: 1 };
 }, { events: FAN_OUT }), FAN_OUT) });
+
+// Roster bytes in Redis per event, for the scenario's senders per item (MEMORY USAGE of the
+// rosters of items written with that many senders each).
+const notificationId = (owner, itemKey) => createHash("sha256").update(`${owner}\0${itemKey}`).digest().subarray(0, 12).toString("base64url");
+const redisCall = async (cmd) => (await (await fetch(stack.info.redis_rest_url, { method: "POST", headers: { authorization: `Bearer ${stack.info.redis_token}` }, body: JSON.stringify(cmd) })).json()).result;
+const SPI = P.scenario.senders_per_item, ITEMS = 100;
+for (let b = 0; b < ITEMS * SPI / 100; b++) {
+  await post(direct, { events: Array.from({ length: 100 }, (_, i) => event("mem", `mem-${Math.floor((b * 100 + i) / SPI)}`)) });
+}
+let rosterBytes = 0;
+for (let i = 0; i < ITEMS; i++) rosterBytes += await redisCall(["MEMORY", "USAGE", `rs:${notificationId("mem", `mem-${i}`)}`, "SAMPLES", "0"]);
+const rosterBytesPerEvent = rosterBytes / (ITEMS * SPI);
 
 // Reads and marks as user b0 (100 items).
 const user = asUser("b0");
@@ -147,6 +191,7 @@ ops.push({ name: "geo lookup, one point", unit: "lookup", requests: 1, invocatio
 ops.push({ name: "geo lookup, batch of 100 points", unit: "lookup", requests: 1 / 100, invocations: 0, messages: 0, pokes: 0, do_requests: 0, redis: 0, data: 0 });
 
 await queued.stop();
+await allQueued.stop();
 await direct.stop();
 await stack.stop();
 
@@ -172,8 +217,10 @@ const f = (x) => (Number.isInteger(x) ? String(x) : x.toFixed(x < 0.1 ? 3 : 2));
 const byName = Object.fromEntries(ops.map((o) => [o.name, o]));
 const sc = P.scenario, days = sc.days_per_month;
 const fanOut = ops.find((o) => o.name.startsWith("create, queued, fan-out"));
+const singles = sc.events_per_day * sc.single_event_share;
 const mix = [
-  ["create, queued, one event per request", sc.events_per_day * sc.single_event_share],
+  [ORDINARY, singles * (1 - sc.hot_single_share)],
+  [HOT, singles * sc.hot_single_share],
   ["create, queued, in a batch of 100", sc.events_per_day * (1 - sc.single_event_share)],
   ["list page, with counts", sc.list_feed_calls_per_day / 2],
   ["change feed page", sc.list_feed_calls_per_day / 2],
@@ -181,11 +228,11 @@ const mix = [
   ["WebSocket connect (with its badge)", sc.connects_per_day],
   ["badge push (poke + counts read)", sc.events_per_day * sc.pushes_per_event],
 ];
-function month(sampling, override = {}) {
+function month(sampling, override = {}, rename = {}) {
   const use = { workers: 0, queues: 0, durable_objects: 0, redis: 0, logs: 0 };
   const units = { requests: 0, queueOps: 0, doRequests: 0, doRows: 0, logEvents: 0 };
   for (const [name, perDay] of mix) {
-    const o = { ...byName[name], ...(override[name] ?? {}) };
+    const o = { ...byName[rename[name] ?? name], ...(override[name] ?? {}) };
     const n = perDay * days;
     const p = price(o, sampling);
     for (const k of Object.keys(use)) use[k] += p[k] * n;
@@ -202,15 +249,29 @@ function month(sampling, override = {}) {
   use.durable_objects += Math.max(0, units.doRows - d.rows_written_included_per_month) * d.rows_written_per_million / 1e6;
   use.logs -= Math.min(units.logEvents, lg.events_included_per_month) * lg.events_per_million / 1e6;
   use.plan = w.plan_per_month;
+  // Redis: pay-as-you-go (commands, and storage past the included GB) or the smallest fixed plan
+  // that holds the data, whichever is cheaper. The data is the rosters (they live as long as
+  // their item and its tombstone); the dedup hashes hold minutes of ids, a rounding error.
+  const paygRedis = use.redis + Math.max(0, redisGb - r.storage_included_gb) * r.storage_per_gb_month;
+  const plan = r.fixed_plans.filter((p) => p.gb >= redisGb).sort((a, b) => a.per_month - b.per_month)[0];
+  units.redisPayg = paygRedis;
+  units.redisPlan = plan;
+  use.redis = plan ? Math.min(paygRedis, plan.per_month) : paygRedis;
+  units.redisChoice = plan && plan.per_month < paygRedis ? plan.name : "pay-as-you-go";
   return { use, total: Object.values(use).reduce((a, b) => a + b, 0), units };
 }
+const rosterDays = (30 + 7); // NOTIFY_TTL (30 days) + NOTIFY_TOMBSTONE_TTL_HOURS (168 h)
+const redisGb = sc.events_per_day * rosterDays * rosterBytesPerEvent / 1e9;
 // Before this change, in the same run: a batched event was one message (as a single create is
 // measured above), a connect wrote the owner (one row), and production logged every request.
 const before = month(SAMPLING.every, {
-  "create, queued, in a batch of 100": { messages: 1, invocations: byName["create, queued, one event per request"].invocations },
+  "create, queued, in a batch of 100": { messages: 1, invocations: byName[QUEUED_SINGLE].invocations },
   "WebSocket connect (with its badge)": { do_rows: 1 },
-});
+}, { [ORDINARY]: QUEUED_SINGLE, [HOT]: QUEUED_SINGLE });
 const after = month(SAMPLING.production);
+// The same month with every single create queued (NOTIFY_HOT_EVENTS=0): the cheaper, slower choice.
+const QUEUE_ALL = { [ORDINARY]: QUEUED_SINGLE, [HOT]: QUEUED_SINGLE };
+const afterAllQueued = month(SAMPLING.production, {}, QUEUE_ALL);
 
 const out = [];
 out.push("## Cost model");
@@ -223,16 +284,37 @@ for (const o of ops) {
   const p = price(o);
   out.push(`| ${o.name} (per ${o.unit}) | ${f(o.requests)} | ${f(o.invocations)} | ${f(o.messages)} | ${f(o.redis)} | ${f(o.data)} | ${f(o.do_requests + o.pokes)} | ${$(p.total * 1e6)} | ${$(p.queues * 1e6)} | ${$(p.redis * 1e6)} |`);
 }
-const single = byName["create, queued, one event per request"], batched = byName["create, queued, in a batch of 100"];
+const single = byName[QUEUED_SINGLE], batched = byName["create, queued, in a batch of 100"];
 out.push("");
 out.push(`Queue messages per event, same run: ${f(single.messages)} sent one per request (the format of every queued event before packing) → ${f(batched.messages)} in a batch of 100 (${f(single.messages / Math.max(batched.messages, 1e-9))}× fewer) and ${f(fanOut.messages)} in a fan-out (${f(single.messages / Math.max(fanOut.messages, 1e-9))}× fewer).`);
 out.push("");
-out.push(`**Scenario "${sc.name}"**, a month of ${days} days: ${(sc.events_per_day / 1e6).toFixed(1)} M events a day (${sc.single_event_share * 100} in 100 one per request, the rest in batches of 100), ${(sc.list_feed_calls_per_day / 1e6).toFixed(0)} M list/feed calls (half each), ${(sc.geo_lookups_per_day / 1e6).toFixed(0)} M geo lookups, ${(sc.connects_per_day / 1e6).toFixed(0)} M connects and ${sc.pushes_per_event} badge pushes per event; allowances of the Workers Paid plan applied.`);
+const hot = byName[HOT], ordinary = byName[ORDINARY];
 out.push("");
-out.push("| line item | before (one message per event, owner written per connect, logs at 1) | now |");
-out.push("|---|---:|---:|");
-for (const k of ["workers", "queues", "durable_objects", "redis", "logs", "plan"]) out.push(`| ${k.replace("_", " ")} | ${$(before.use[k])} | ${$(after.use[k])} |`);
-out.push(`| **total a month** | **${$(before.total)}** | **${$(after.total)}** |`);
+out.push(`A hot item, same run: ${LIKES} likes, ${HOT_LIMIT} written at once and ${hotQueued} queued, cost ${f(hot.data * LIKES)} Data API calls in all (${(1 / Math.max(hot.data, 1e-9)).toFixed(0)}× fewer than one per like) and ${f(hot.messages)} queue messages per like; an ordinary create costs ${f(ordinary.redis)} Redis commands (the reservation with its hot check, and the commit) and no queue message.`);
+out.push("");
+out.push(`**Scenario "${sc.name}"**, a month of ${days} days: ${(sc.events_per_day / 1e6).toFixed(1)} M events a day (${sc.single_event_share * 100} in 100 one per request, ${sc.hot_single_share * 100} in 100 of those on hot items, the rest in batches of 100), ${(sc.list_feed_calls_per_day / 1e6).toFixed(0)} M list/feed calls (half each), ${(sc.geo_lookups_per_day / 1e6).toFixed(0)} M geo lookups, ${(sc.connects_per_day / 1e6).toFixed(0)} M connects and ${sc.pushes_per_event} badge pushes per event; allowances of the Workers Paid plan applied.`);
+out.push("");
+out.push("| line item | before (every single create queued, one message per event, owner written per connect, logs at 1) | now (default: hot items queued) | now with `NOTIFY_HOT_EVENTS=0` (every single create queued) |");
+out.push("|---|---:|---:|---:|");
+for (const k of ["workers", "queues", "durable_objects", "redis", "logs", "plan"]) out.push(`| ${k.replace("_", " ")} | ${$(before.use[k])} | ${$(after.use[k])} | ${$(afterAllQueued.use[k])} |`);
+out.push(`| **total a month** | **${$(before.total)}** | **${$(after.total)}** | **${$(afterAllQueued.total)}** |`);
+out.push("");
+out.push(`Redis holds ${redisGb.toFixed(1)} GB of rosters in this scenario (${rosterBytesPerEvent.toFixed(1)} B per event at ${SPI} senders per item, measured with \`MEMORY USAGE\` in this run, kept ${rosterDays} days); each month is priced on the cheaper of pay-as-you-go (${$(before.units.redisPayg)} before, ${$(after.units.redisPayg)} now, ${$(afterAllQueued.units.redisPayg)} with every single create queued) and the smallest fixed plan that holds it (${after.units.redisPlan ? `${after.units.redisPlan.name}, ${$(after.units.redisPlan.per_month)}` : "none"}). A create written at once costs ${f(ordinary.redis)} Redis commands (the reservation and its commit), a queued one ${f(single.redis)}: the default buys a badge within milliseconds instead of the consumer's batch timeout (section "Burst-only queueing") with about ${$(after.total - afterAllQueued.total)} a month here.`);
+// Per 1 M creates in the scenario's mix (singles, hot singles, batches), Redis either way.
+const createMix = mix.filter(([n]) => n.startsWith("create"));
+const createEvents = createMix.reduce((a, [, d]) => a + d, 0);
+// Redis per event either on pay-as-you-go, or as the month's bill spread over the month's events
+// when that bill is a fixed plan.
+const perCreate = (m, rename = {}) => {
+  const fixed = m.units.redisChoice !== "pay-as-you-go";
+  return createMix.reduce((a, [n, d]) => {
+    const p = price(byName[rename[n] ?? n]);
+    return a + (p.total - (fixed ? p.redis : 0)) * d;
+  }, 0) / createEvents * 1e6 + (fixed ? m.use.redis / (createEvents * days) * 1e6 : 0);
+};
+const connect = price(byName["WebSocket connect (with its badge)"]).total * 1e6;
+out.push("");
+out.push(`Issue #31's goal (≤ $0.60 per 1 M, database excluded), by this model: a create in the scenario's mix costs ${$(perCreate(after))} per 1 M by default and ${$(perCreate(afterAllQueued, QUEUE_ALL))} with every single create queued (Redis as billed above); an event in a batch of 100 ${$(price(batched).total * 1e6)}, in a fan-out ${$(price(fanOut).total * 1e6)}; a WebSocket connect ${$(connect)}. A single create stays above the goal either way: its own request ($${w.requests_per_million.toFixed(2)} per 1 M) and its owner's poke ($${d.requests_per_million.toFixed(2)}) leave $${(0.6 - w.requests_per_million - d.requests_per_million).toFixed(2)} for the rest, less than one queue message (three operations, $${(3 * q.operations_per_million).toFixed(2)}) or one pay-as-you-go Redis command ($${(r.commands_per_100k * 10).toFixed(2)} per 1 M, and a direct create takes two).`);
 out.push("");
 const eventsMonth = sc.events_per_day * days;
 out.push(`Hosted peers for the same ${(eventsMonth / 1e6).toFixed(0)} M notifications a month, at their list prices (bench/prices.toml; database and delivery channels excluded on both sides):`);

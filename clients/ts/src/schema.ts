@@ -319,7 +319,7 @@ export interface paths {
         put?: never;
         /**
          * Create or merge notifications: one event, a batch, or a fan-out
-         * @description Events with the same (owner, itemKey) merge into one item; `eventId` de-duplicates redeliveries. Three forms: one event; `{"events": [...]}` (1–100); or a fan-out `{"template": {event without owner}, "owners": [...]}` (1–10 000; each owner's `eventId` is `{eventId}:{owner}`). Every event is validated before anything is accepted. With the queue (`NOTIFY_QUEUE`) configured, all forms are enqueued and answered `202 queued`; without it, one event is written as before and a batch of at most 100 events is written at once (`processed`, one result per event); more needs the queue (`503 not_configured`).
+         * @description Events with the same (owner, itemKey) merge into one item; `eventId` de-duplicates redeliveries. Three forms: one event; `{"events": [...]}` (1–100); or a fan-out `{"template": {event without owner}, "owners": [...]}` (1–10 000; each owner's `eventId` is `{eventId}:{owner}`). Every event is validated before anything is accepted. With the queue (`NOTIFY_QUEUE`) configured, batches and fan-outs are enqueued and answered `202 queued`, and one event is written at once unless its item is hot (`NOTIFY_HOT_EVENTS`: then it is queued too); without the queue, one event is written at once and a batch of at most 100 events is written at once (`processed`, one result per event); more needs the queue (`503 not_configured`).
          */
         post: operations["createEvent"];
         delete?: never;
