@@ -735,7 +735,10 @@ mod tests {
             (vec![("BACKEND_TIMEOUT_MS", "5s")], "BACKEND_TIMEOUT_MS"),
             (vec![("NOTIFY_ORIGINS_CAP", "-1")], "NOTIFY_ORIGINS_CAP"),
             (vec![("NOTIFY_HOT_WINDOW_MS", "0")], "NOTIFY_HOT_WINDOW_MS"),
-            (vec![("NOTIFY_HOT_COOLDOWN_MS", "0")], "NOTIFY_HOT_COOLDOWN_MS"),
+            (
+                vec![("NOTIFY_HOT_COOLDOWN_MS", "0")],
+                "NOTIFY_HOT_COOLDOWN_MS",
+            ),
             (vec![("NOTIFY_HOT_EVENTS", "-1")], "NOTIFY_HOT_EVENTS"),
             (vec![("ENABLE_BENCH", "yes")], "ENABLE_BENCH"),
             (

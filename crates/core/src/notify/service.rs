@@ -57,7 +57,7 @@ pub struct Written<T> {
 /// handed the event back for the queue.
 enum Direct {
     Written(Written<Created>),
-    Hot(NewEvent),
+    Hot(Box<NewEvent>),
 }
 
 impl Direct {
@@ -254,7 +254,7 @@ impl<H: HttpClient> NotifyService<H> {
                             deferred: w.deferred,
                         })
                     }
-                    Direct::Hot(raw) => vec![raw],
+                    Direct::Hot(raw) => vec![*raw],
                 }
             }
             EventsInput::One(raw) => vec![raw],
@@ -440,9 +440,11 @@ impl<H: HttpClient> NotifyService<H> {
     ) -> Result<Direct, NotifyError> {
         let kept = hot_check.then(|| raw.clone());
         let ev = NotificationEvent::new(raw, self.store.config(), now_ms)?;
-        let hot = kept
-            .is_some()
-            .then(|| self.dedup.hot.check(super::roster::hot_key(ev.owner(), ev.item_key())));
+        let hot = kept.is_some().then(|| {
+            self.dedup
+                .hot
+                .check(super::roster::hot_key(ev.owner(), ev.item_key()))
+        });
         let slot = dedup::slot(&self.dedup, ev.event_id(), ev.created_time_msec());
         let key = preferences::mute_key(ev.owner());
         let members = preferences::mute_members(ev.category_type(), &ev.notification_type);
@@ -480,7 +482,7 @@ impl<H: HttpClient> NotifyService<H> {
                 }))
             }
             Some(Reservation::Hot) => {
-                return kept.map(Direct::Hot).ok_or_else(|| {
+                return kept.map(|raw| Direct::Hot(Box::new(raw))).ok_or_else(|| {
                     NotifyError::Backend(crate::backend::BackendError::Decode(
                         "dedup reserve: 'hot' without a hot check".into(),
                     ))
