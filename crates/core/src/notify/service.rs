@@ -10,7 +10,9 @@
 //! the reservation also checks the owner's muted set (see [`preferences`]) and keeps the item's
 //! roster, the exact count (see [`super::roster`]); then a reservation that fails fails the
 //! create (503, retryable) rather than writing a count it could not check. Another request
-//! holding the event's lease is no failure: the event is written (idempotent).
+//! holding the event's lease is no failure: the event is written (idempotent). With a queue
+//! bound, one event is still written at once unless its item is hot (a counter in the same
+//! reservation, see [`dedup::HotConfig`]); a hot item's events are queued and coalesced.
 
 use super::batch::{self, EventOutcome, EventQueue, QueuedMessage, Settled};
 use super::dead_letters::{self, DeadLetter};
@@ -58,6 +60,13 @@ pub struct Written<T> {
 enum Direct {
     Written(Written<Created>),
     Hot(Box<NewEvent>),
+}
+
+/// The reservation answered `hot` to a call that sent no hot check: a script out of step.
+fn hot_unasked() -> NotifyError {
+    NotifyError::Backend(crate::backend::BackendError::Decode(
+        "dedup reserve: 'hot' without a hot check".into(),
+    ))
 }
 
 impl Direct {
@@ -423,9 +432,8 @@ impl<H: HttpClient> NotifyService<H> {
     ) -> Result<Written<Created>, NotifyError> {
         match self.create_unless_hot(raw, now_ms, false).await? {
             Direct::Written(w) => Ok(w),
-            Direct::Hot(_) => Err(NotifyError::Backend(crate::backend::BackendError::Decode(
-                "dedup reserve: 'hot' without a hot check".into(),
-            ))),
+            // Only with a hot check, which `create` does not ask for.
+            Direct::Hot(_) => Err(hot_unasked()),
         }
     }
 
@@ -482,11 +490,9 @@ impl<H: HttpClient> NotifyService<H> {
                 }))
             }
             Some(Reservation::Hot) => {
-                return kept.map(|raw| Direct::Hot(Box::new(raw))).ok_or_else(|| {
-                    NotifyError::Backend(crate::backend::BackendError::Decode(
-                        "dedup reserve: 'hot' without a hot check".into(),
-                    ))
-                })
+                return kept
+                    .map(|raw| Direct::Hot(Box::new(raw)))
+                    .ok_or_else(hot_unasked)
             }
             Some(Reservation::Reserved { token }) => Some(token),
             // In flight elsewhere or no Redis: write anyway (idempotent upsert).
