@@ -2,7 +2,8 @@
 // written at once (201) and moves the owner's badge without waiting for the queue; the creates of
 // a hot item are answered 202, written by the consumer a batch to an upsert, and counted exactly.
 // The hot windows are a minute long here, so a slow machine cannot split the burst (the window
-// rules themselves are tested natively in tests/queue_batch.rs).
+// rules themselves are tested natively in tests/queue_batch.rs). The same burst under ~10 % faults
+// on both backends is counted exactly once.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker, AUTH, asUser } from "./harness.mjs";
@@ -15,8 +16,11 @@ let stack, w;
 before(async () => {
   stack = await startStack();
   w = await startWorker({
-    bindings: { ...stack.bindings, SERVICE_TOKEN: "t", ...AUTH, NOTIFY_HOT_WINDOW_MS: "60000", NOTIFY_HOT_COOLDOWN_MS: "60000" },
-    queue: { maxBatchTimeout: 1 },
+    bindings: {
+      ...stack.bindings, SERVICE_TOKEN: "t", ...AUTH, NOTIFY_HOT_WINDOW_MS: "60000", NOTIFY_HOT_COOLDOWN_MS: "60000",
+      NOTIFY_QUEUE_RETRY_SECONDS: "1", NOTIFY_QUEUE_RETRY_MAX_SECONDS: "2",
+    },
+    queue: { maxBatchTimeout: 1, maxRetries: 3 },
   });
   await w.post("/v1/admin/indexes", {}, SERVICE);
 });
@@ -78,4 +82,54 @@ test("a hot item's creates are queued, coalesced into a few upserts and counted 
   const writes = ((await stack.stats()).data.updateOne ?? 0) - before;
   // One write per like would be FANS; coalesced, the queued ones share an upsert per batch.
   assert.ok(writes < FANS / 5, `${writes} Data API writes for ${FANS} likes`);
+});
+
+test("a hot burst under ~10% faults on both backends: every like counted once", { timeout: 300_000 }, async () => {
+  const FANS = 200;
+  const t0 = Date.now() - 10_000;
+  // Fail before applying, and apply then fail (the reply lost): retried by the clients (503),
+  // by the queue (redelivery) and, past its retries, through the dead-letter replay.
+  const rules = [
+    { match: "*", mode: "fail_before", probability: 0.05 },
+    { match: "*", mode: "fail_after", probability: 0.05 },
+  ];
+  await stack.faults("redis", rules, 31);
+  await stack.faults("data", rules, 32);
+  const retried = { 503: 0 };
+  const answers = { 201: 0, 200: 0, 202: 0 };
+  let next = 0;
+  await Promise.all(Array.from({ length: 8 }, async () => {
+    while (next < FANS) {
+      const body = like("storm", "post:faulty", `fan${next}`, t0 + next);
+      next++;
+      for (;;) {
+        const r = await post(body);
+        const text = await r.text();
+        if (r.status === 503) { retried[503]++; continue; }
+        assert.ok(r.status in answers, `${r.status} ${text}`);
+        answers[r.status]++;
+        break;
+      }
+    }
+  }));
+  assert.ok(answers[202] > 0, `the item was hot: ${JSON.stringify(answers)}`);
+  // Wait on the list: every like counted; dead letters replayed as they appear.
+  const admin = (path, init = {}) => fetch(`${w.base}${path}`, { headers: SERVICE, ...init });
+  let item;
+  for (;;) {
+    item = await firstItem("storm").catch(() => undefined);
+    if (item?.originsCount === FANS) break;
+    assert.ok((item?.originsCount ?? 0) <= FANS, `counted ${item?.originsCount} of ${FANS}`);
+    const dead = await admin("/v1/admin/dead-letters?limit=100").then((r) => (r.ok ? r.json() : { count: 0 }));
+    if (dead.count > 0) await admin("/v1/admin/dead-letters/replay", { method: "POST", body: JSON.stringify({ limit: 100 }) });
+    await new Promise((r) => setTimeout(r, 200)); // polls the list: the condition itself
+  }
+  const fired = [...(await stack.faultsFired("redis")), ...(await stack.faultsFired("data"))];
+  assert.ok(fired.every((n) => n > 0), `every kind of fault fired on both backends: ${fired}`);
+  await stack.clearFaults();
+  // Nothing left to land that could move it again.
+  await stack.until(() => true, "idle");
+  item = await firstItem("storm");
+  assert.equal(item.originsCount, FANS, JSON.stringify({ answers, retried }));
+  assert.equal(item.originsCountExact, true);
 });
