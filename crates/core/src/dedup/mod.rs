@@ -28,8 +28,8 @@ mod store;
 
 pub use store::{
     commit, parse_admission, parse_reserve_reply, release, reserve, reserve_many,
-    reserve_unless_muted, roster_leave, scripts, settle_many, Admission, Departure, HotCheck,
-    MuteCheck, Reservation, RosterCheck, Settle, Tally,
+    reserve_unless_muted, roster_leave, scripts, settle_many, Admission, Departure, MuteCheck,
+    Reservation, RosterCheck, Settle, Tally,
 };
 
 use sha2::{Digest, Sha256};
@@ -81,19 +81,6 @@ impl Default for HotConfig {
             limit: 4,
             window_ms: 1_000,
             cooldown_ms: 10_000,
-        }
-    }
-}
-
-impl HotConfig {
-    /// The check of the item whose counter is at `key`.
-    #[must_use]
-    pub fn check(&self, key: String) -> HotCheck {
-        HotCheck {
-            key,
-            limit: self.limit,
-            window_ms: self.window_ms,
-            cooldown_ms: self.cooldown_ms,
         }
     }
 }

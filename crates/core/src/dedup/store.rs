@@ -4,7 +4,7 @@ use std::sync::LazyLock;
 
 use serde_json::Value;
 
-use super::Slot;
+use super::{HotConfig, Slot};
 use crate::backend::{BackendError, HttpClient, RedisRestClient, Script};
 
 static RESERVE: LazyLock<Script> = LazyLock::new(|| {
@@ -47,24 +47,9 @@ pub enum Reservation {
     /// The sender was retracted from the item at or after this event (only with a
     /// [`RosterCheck`]): the id is marked done, there is nothing to write.
     Retracted,
-    /// The item is taking a burst (only with a [`HotCheck`]): nothing was reserved; queue the
+    /// The item is taking a burst (only with a hot check): nothing was reserved; queue the
     /// event, whose consumer reserves it with the rest of its batch.
     Hot,
-}
-
-/// The item's event counter, checked before the reservation in the same round trip: an item
-/// that takes more than `limit` events in `window_ms` is hot until `cooldown_ms` pass without
-/// one (see `reserve.lua`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HotCheck {
-    /// Redis key of the item's counter.
-    pub key: String,
-    /// Events one window admits before the item is hot.
-    pub limit: u32,
-    /// Width of the counting window.
-    pub window_ms: u64,
-    /// How long a hot item stays hot after its last event.
-    pub cooldown_ms: u64,
 }
 
 /// The item's sender roster and the sender to put on it, checked in the reservation's round
@@ -133,8 +118,9 @@ pub async fn reserve<H: HttpClient>(
 }
 
 /// [`reserve`], first checking the recipient's muted set and then, when `roster` is given,
-/// putting the sender on the item's roster, in the same EVALSHA round trip. `hot` (used only
-/// with a roster) counts the item's events first and answers [`Reservation::Hot`] past its limit.
+/// putting the sender on the item's roster, in the same EVALSHA round trip. `hot` (the item's
+/// counter key and the rule; used only with a roster) counts the item's events first and
+/// answers [`Reservation::Hot`] past the limit (see `reserve.lua`).
 ///
 /// # Errors
 /// Backend failures; a malformed script reply is [`BackendError::Decode`].
@@ -144,7 +130,7 @@ pub async fn reserve_unless_muted<H: HttpClient>(
     lease_ms: u64,
     mute: &MuteCheck<'_>,
     roster: Option<(&RosterCheck, u64)>,
-    hot: Option<&HotCheck>,
+    hot: Option<(&str, &HotConfig)>,
 ) -> Result<Admission, BackendError> {
     let lease = lease_ms.max(1).to_string();
     let at = slot.expire_at_ms.to_string();
@@ -159,16 +145,13 @@ pub async fn reserve_unless_muted<H: HttpClient>(
         keys.push(&r.key);
         args.extend([r.field.as_str(), te.as_str(), ttl.as_str()]);
     }
-    let hot_args = hot.filter(|_| roster.is_some()).map(|h| {
-        [
-            h.limit.to_string(),
-            h.window_ms.max(1).to_string(),
-            h.cooldown_ms.max(1).to_string(),
-        ]
+    let hot_args = hot.filter(|_| roster.is_some()).map(|(key, h)| {
+        let rule = [u64::from(h.limit), h.window_ms.max(1), h.cooldown_ms.max(1)];
+        (key, rule.map(|x| x.to_string()))
     });
-    if let (Some(h), Some(a)) = (hot, &hot_args) {
-        keys.push(&h.key);
-        args.extend(a.iter().map(String::as_str));
+    if let Some((key, rule)) = &hot_args {
+        keys.push(key);
+        args.extend(rule.iter().map(String::as_str));
     }
     let reply = redis.evalsha_or_eval(&RESERVE, &keys, &args).await?;
     parse_admission(&reply)

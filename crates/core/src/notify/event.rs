@@ -198,6 +198,30 @@ impl Sender {
     }
 }
 
+/// Back to the wire form, unchanged ([`NotificationEvent::new`] only checks and moves fields):
+/// what a hot create hands to the queue.
+impl From<NotificationEvent> for NewEvent {
+    fn from(ev: NotificationEvent) -> Self {
+        NewEvent {
+            owner: ev.owner,
+            item_key: ev.item_key,
+            service_type: ev.service_type,
+            category_type: ev.category_type,
+            notification_type: ev.notification_type,
+            template_type: ev.template_type,
+            event_id: ev.event_id,
+            sender: NewSender {
+                id: ev.sender.id,
+                name: ev.sender.name,
+                avatar: ev.sender.avatar,
+            },
+            landing: ev.landing,
+            message_arguments: ev.message_arguments,
+            created_time_msec: ev.created_time_msec,
+        }
+    }
+}
+
 /// A validated notification event (private fields: only [`NotificationEvent::new`] makes one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotificationEvent {

@@ -446,13 +446,8 @@ impl<H: HttpClient> NotifyService<H> {
         now_ms: i64,
         hot_check: bool,
     ) -> Result<Direct, NotifyError> {
-        let kept = hot_check.then(|| raw.clone());
         let ev = NotificationEvent::new(raw, self.store.config(), now_ms)?;
-        let hot = kept.is_some().then(|| {
-            self.dedup
-                .hot
-                .check(super::roster::hot_key(ev.owner(), ev.item_key()))
-        });
+        let hot_key = hot_check.then(|| super::roster::hot_key(ev.owner(), ev.item_key()));
         let slot = dedup::slot(&self.dedup, ev.event_id(), ev.created_time_msec());
         let key = preferences::mute_key(ev.owner());
         let members = preferences::mute_members(ev.category_type(), &ev.notification_type);
@@ -472,7 +467,7 @@ impl<H: HttpClient> NotifyService<H> {
                     self.dedup.lease_ms,
                     &mute,
                     Some((&roster, ttl)),
-                    hot.as_ref(),
+                    hot_key.as_deref().map(|k| (k, &self.dedup.hot)),
                 )
                 .await?,
             ),
@@ -490,9 +485,11 @@ impl<H: HttpClient> NotifyService<H> {
                 }))
             }
             Some(Reservation::Hot) => {
-                return kept
-                    .map(|raw| Direct::Hot(Box::new(raw)))
-                    .ok_or_else(hot_unasked)
+                return if hot_check {
+                    Ok(Direct::Hot(Box::new(ev.into())))
+                } else {
+                    Err(hot_unasked())
+                }
             }
             Some(Reservation::Reserved { token }) => Some(token),
             // In flight elsewhere or no Redis: write anyway (idempotent upsert).
