@@ -10,9 +10,8 @@ import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { startWorker, AUTH, asUser, ROOT } from "../../tests/js/harness.mjs";
-import { startStack } from "../../tests/js/stack.mjs";
+import { startStack, notificationId } from "../../tests/js/stack.mjs";
 import { BadgeSocket } from "../../tests/js/badge.mjs";
-import { createHash } from "node:crypto";
 
 const arg = (name, dflt) => { const i = process.argv.indexOf(name); return i > 0 ? process.argv[i + 1] : dflt; };
 const FAN_OUT = Number(arg("--fan-out", 2000));
@@ -136,14 +135,12 @@ ops.push({ name: `create, queued, fan-out to ${FAN_OUT} owners`, unit: "event", 
 
 // Roster bytes in Redis per event, for the scenario's senders per item (MEMORY USAGE of the
 // rosters of items written with that many senders each).
-const notificationId = (owner, itemKey) => createHash("sha256").update(`${owner}\0${itemKey}`).digest().subarray(0, 12).toString("base64url");
-const redisCall = async (cmd) => (await (await fetch(stack.info.redis_rest_url, { method: "POST", headers: { authorization: `Bearer ${stack.info.redis_token}` }, body: JSON.stringify(cmd) })).json()).result;
 const SPI = P.scenario.senders_per_item, ITEMS = 100;
 for (let b = 0; b < ITEMS * SPI / 100; b++) {
   await post(direct, { events: Array.from({ length: 100 }, (_, i) => event("mem", `mem-${Math.floor((b * 100 + i) / SPI)}`)) });
 }
 let rosterBytes = 0;
-for (let i = 0; i < ITEMS; i++) rosterBytes += await redisCall(["MEMORY", "USAGE", `rs:${notificationId("mem", `mem-${i}`)}`, "SAMPLES", "0"]);
+for (let i = 0; i < ITEMS; i++) rosterBytes += await stack.redis(["MEMORY", "USAGE", `rs:${notificationId("mem", `mem-${i}`)}`, "SAMPLES", "0"]);
 const rosterBytesPerEvent = rosterBytes / (ITEMS * SPI);
 
 // Reads and marks as user b0 (100 items).

@@ -6,9 +6,8 @@
 // Run: source scripts/env.sh && node bench/probes/senders.mjs [--sizes 10,1000,100000] [--out FILE]
 import { writeFileSync } from "node:fs";
 import os from "node:os";
-import { createHash } from "node:crypto";
 import { startWorker, AUTH, asUser } from "../../tests/js/harness.mjs";
-import { startStack } from "../../tests/js/stack.mjs";
+import { startStack, notificationId } from "../../tests/js/stack.mjs";
 
 const arg = (name, dflt) => {
   const i = process.argv.indexOf(name);
@@ -53,16 +52,6 @@ function bsonSize(v) {
   return value(v);
 }
 
-const notificationId = (owner, itemKey) =>
-  createHash("sha256").update(`${owner}\0${itemKey}`).digest().subarray(0, 12).toString("base64url");
-
-async function redis(cmd) {
-  const r = await fetch(stack.info.redis_rest_url, {
-    method: "POST", headers: { authorization: `Bearer ${stack.info.redis_token}` }, body: JSON.stringify(cmd),
-  });
-  return (await r.json()).result;
-}
-
 const rows = [];
 for (const n of SIZES) {
   const owner = `bench-${n}`, itemKey = "post:1";
@@ -102,8 +91,8 @@ for (const n of SIZES) {
   const r = await fetch(`${w.base}/v1/notifications?limit=5&counts=false`, { headers: asUser(owner) });
   const item = (await r.json()).items.find((x) => x.itemKey === itemKey);
   const docs = (await stack.dataApi("find", { collection: "notifications", filter: { owner, itemKey }, limit: 1 })).documents;
-  const rosterBytes = await redis(["MEMORY", "USAGE", `rs:${notificationId(owner, itemKey)}`, "SAMPLES", "0"]);
-  const encoding = await redis(["OBJECT", "ENCODING", `rs:${notificationId(owner, itemKey)}`]);
+  const rosterBytes = await stack.redis(["MEMORY", "USAGE", `rs:${notificationId(owner, itemKey)}`, "SAMPLES", "0"]);
+  const encoding = await stack.redis(["OBJECT", "ENCODING", `rs:${notificationId(owner, itemKey)}`]);
   lat.sort((a, b) => a - b);
   const q = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))].toFixed(1);
   rows.push({
@@ -124,7 +113,7 @@ await pool(Array.from({ length: 10 }, (_, b) => async () => {
   await r.arrayBuffer();
 }), 4);
 let soloBytes = 0;
-for (const e of small) soloBytes += await redis(["MEMORY", "USAGE", `rs:${notificationId(e.owner, e.itemKey)}`, "SAMPLES", "0"]);
+for (const e of small) soloBytes += await stack.redis(["MEMORY", "USAGE", `rs:${notificationId(e.owner, e.itemKey)}`, "SAMPLES", "0"]);
 await w.stop();
 await stack.stop();
 
@@ -135,7 +124,7 @@ const md = [
   "| ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: |",
   ...rows.map((r) => `| ${r.n.toLocaleString("en")} | ${r.sent.toLocaleString("en")} | ${r.shown.toLocaleString("en")} | ${r.shown === r.n && r.exact ? "yes" : "**no**"} | ${r.p50} | ${r.p95} | ${r.seconds} | ${r.redisPerSender} (${r.encoding}) | ${r.docBytes.toLocaleString("en")} |`),
   "",
-  `An item with one sender: ${(soloBytes / small.length).toFixed(0)} B of roster in Redis (`MEMORY USAGE`, mean over 1 000 such items); every item written while Redis is configured has one, for its lifetime and its tombstone's.`,
+  `An item with one sender: ${(soloBytes / small.length).toFixed(0)} B of roster in Redis (\`MEMORY USAGE\`, mean over 1 000 such items); every item written while Redis is configured has one, for its lifetime and its tombstone's.`,
   "",
   "All but the last 1 000 events go in bodies of 100 (the batch path); the last 1 000 are single creates, 4 at a time, and their latency is the one shown (the item at its largest; the local Data API emulator, one Python process, is most of it). The document's size stops growing at the origins cap; the roster's bytes per sender are Redis `MEMORY USAGE` over the distinct senders (a hash past `hash-max-listpack-entries` fields, 512 by default, leaves the compact listpack encoding).",
 ].join("\n");

@@ -3,6 +3,7 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createInterface } from "node:readline";
+import { createHash } from "node:crypto";
 import path from "node:path";
 import { ROOT } from "./harness.mjs";
 
@@ -11,6 +12,10 @@ const PYTHON = path.join(ROOT, ".venv/bin/python");
 // The sender count a stored document shows: the roster's tally when Redis counts the senders
 // (oc = changes * 2^24 + senders), else the document's own originsCount.
 export const countOf = (d) => (typeof d.oc === "number" ? d.oc % 2 ** 24 : d.originsCount);
+
+// An item's id, as the worker derives it (notify::notification_id); its Redis keys end in it.
+export const notificationId = (owner, itemKey) =>
+  createHash("sha256").update(`${owner}\0${itemKey}`).digest().subarray(0, 12).toString("base64url");
 
 export async function startStack() {
   if (!existsSync(PYTHON)) throw new Error("no .venv: run bash scripts/setup.sh");
@@ -30,6 +35,11 @@ export async function startStack() {
   };
   return {
     info,
+    // One command through the REST bridge, as the worker sends it; the reply's result.
+    async redis(cmd) {
+      const r = await fetch(info.redis_rest_url, { method: "POST", headers: { authorization: `Bearer ${info.redis_token}` }, body: JSON.stringify(cmd) });
+      return (await r.json()).result;
+    },
     bindings: {
       DATA_API_URL: info.data_api_url,
       DATA_API_KEY: info.data_api_key,
