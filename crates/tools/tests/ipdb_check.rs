@@ -22,8 +22,11 @@ fn tmp_dir(name: &str) -> PathBuf {
 }
 
 /// The five-network GeoIP2-layout fixture: opens, has countries, but knows almost nothing.
-fn fixture() -> PathBuf {
-    let out = tmp_dir("fixture").join("geoip2.mmdb");
+/// Written to a file of the calling test's own: tests run in parallel threads of one process,
+/// and a shared file can be read while the other test's writer has truncated it (seen once in
+/// a `flaky.sh 5` run).
+fn fixture(test: &str) -> PathBuf {
+    let out = tmp_dir(&format!("fixture-{test}")).join("geoip2.mmdb");
     let status = Command::new(root().join(".venv/bin/python"))
         .arg(root().join("tests/fixtures/make_geoip2_mmdb.py"))
         .arg(&out)
@@ -58,7 +61,7 @@ fn agreement_of_a_database_with_itself_and_with_a_tiny_one() {
     assert_eq!(same.disagreement(), 0.0);
     assert!(same.candidate_countries >= 50, "{same:?}");
 
-    let tiny = IpDb::from_bytes(std::fs::read(fixture()).unwrap()).unwrap();
+    let tiny = IpDb::from_bytes(std::fs::read(fixture("agreement")).unwrap()).unwrap();
     let d = compare(&a, &tiny, &probes);
     assert!(d.disagreement() > 0.9, "{d:?}");
     assert_eq!(d.lost + d.agree + d.changed + d.gained, d.compared);
@@ -97,7 +100,7 @@ fn cli_accepts_an_agreeing_database_and_prints_the_record() {
 fn cli_rejects_disagreeing_unreadable_and_countryless_files() {
     let baseline = bundled_path();
     let baseline = baseline.to_str().unwrap();
-    let fx = fixture();
+    let fx = fixture("rejects");
     let fx = fx.to_str().unwrap();
 
     let (code, report) = check(&[fx, "--against", baseline]);
