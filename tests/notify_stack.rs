@@ -139,13 +139,16 @@ fn retract_rerenders_then_deletes_the_last_origin() {
     let cfg = NotifyConfig::default();
     let store = setup(&stack, cfg.clone());
     let t = now_ms();
+    // Retractions at an explicit time after the creates' events, and a late create between
+    // them: nothing depends on how many milliseconds the calls take.
+    let retracted_at = t + 1_000;
     for (i, s) in ["ana", "ben", "cy"].iter().enumerate() {
         block_on(store.create(&event(&cfg, "u1", "post:1", s, t + i as i64), write_clock()))
             .unwrap();
     }
     stack.reset_stats();
     assert_eq!(
-        block_on(store.retract("u1", "post:1", "cy", now_ms())).unwrap(),
+        block_on(store.retract("u1", "post:1", "cy", retracted_at)).unwrap(),
         RetractOutcome::Updated
     );
     assert_eq!(
@@ -158,16 +161,16 @@ fn retract_rerenders_then_deletes_the_last_origin() {
     assert_eq!(doc["originsCount"], 2);
 
     assert_eq!(
-        block_on(store.retract("u1", "post:1", "cy", now_ms())).unwrap(),
+        block_on(store.retract("u1", "post:1", "cy", retracted_at)).unwrap(),
         RetractOutcome::NotFound
     );
     assert_eq!(
-        block_on(store.retract("u1", "post:1", "ana", now_ms())).unwrap(),
+        block_on(store.retract("u1", "post:1", "ana", retracted_at)).unwrap(),
         RetractOutcome::Updated
     );
     stack.reset_stats();
     assert_eq!(
-        block_on(store.retract("u1", "post:1", "ben", now_ms())).unwrap(),
+        block_on(store.retract("u1", "post:1", "ben", retracted_at)).unwrap(),
         RetractOutcome::Deleted
     );
     assert_eq!(
@@ -187,7 +190,7 @@ fn retract_rerenders_then_deletes_the_last_origin() {
     assert_eq!(get(&store, "u1", "post:1").unwrap()["deleted"], true);
     // …while a new event (the sender acted again) revives the item from its tombstone.
     let again = block_on(store.create(
-        &event(&cfg, "u1", "post:1", "ben", now_ms() + 1),
+        &event(&cfg, "u1", "post:1", "ben", retracted_at + 1),
         write_clock(),
     ))
     .unwrap();
