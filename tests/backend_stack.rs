@@ -344,7 +344,7 @@ fn dedup_reserve_commit_release_and_leases() {
         };
 
         // Commit → duplicate forever after (within retention); release cannot undo it.
-        assert!(dedup::commit(&redis, &s).await.unwrap());
+        assert!(dedup::commit(&redis, &s, None).await.unwrap());
         assert_eq!(
             dedup::reserve(&redis, &s, 30_000).await.unwrap(),
             Reservation::Duplicate
@@ -386,7 +386,7 @@ fn dedup_reserve_commit_release_and_leases() {
 
         // Commit after the hash is gone does not resurrect it without a TTL.
         let s3 = dedup::slot(&cfg, "evt-3", now);
-        assert!(!dedup::commit(&redis, &s3).await.unwrap());
+        assert!(!dedup::commit(&redis, &s3, None).await.unwrap());
         assert_eq!(redis.command(&["EXISTS", &s3.key]).await.unwrap(), json!(0));
 
         // An event older than the retention still gets a hash that outlives its lease.

@@ -459,7 +459,7 @@ fn create_flow_dedups_defers_the_commit_and_releases_on_write_failure() {
         "dedup = one EVALSHA before the write"
     );
     assert!(
-        matches!(deferred.as_slice(), [Deferred::Commit(_)]),
+        matches!(deferred.as_slice(), [Deferred::Commit(..)]),
         "{deferred:?}"
     );
     // Until the deferred commit runs, the id is leased: a concurrent redelivery is written
@@ -508,7 +508,7 @@ fn idempotency_key_claims_before_and_records_after() {
     assert!(!first.replayed);
     assert!(matches!(
         deferred.as_slice(),
-        [Deferred::Commit(_), Deferred::StoreResult { .. }]
+        [Deferred::Commit(..), Deferred::StoreResult { .. }]
     ));
     // While the record is not yet stored, the key is in flight.
     let (r, _) = block_on(svc.post_event(&ev, Some("k-1"), now_ms()));

@@ -3,7 +3,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker, AUTH, asUser } from "./harness.mjs";
-import { startStack } from "./stack.mjs";
+import { startStack, notificationId } from "./stack.mjs";
 
 const SERVICE = { authorization: "Bearer test-service-token", "content-type": "application/json" };
 let stack, w;
@@ -125,6 +125,27 @@ test("retract re-renders, deletes the item with its last sender", async () => {
   d = await delta(() => retract("rae", "post:9", "s3"));
   assert.equal(d.result.body.status, "not_found");
   assert.deepEqual(d.data, { updateOne: 3 }, "not there: both guards miss, the retraction is recorded");
+});
+
+test("an idle item's roster expires, and its next event rebuilds it from the document", async () => {
+  const item = (owner) => ({ owner, itemKey: "post:idle" });
+  const key = (owner) => `rs:${notificationId(owner, "post:idle")}`;
+  // Warm the rebuild script (its first EVALSHA falls back to EVAL once).
+  await createCommitted(event({ ...item("ivy-warm"), sender: { id: "w1", name: "W" } }));
+  await stack.redis(["DEL", key("ivy-warm")]);
+  await delta(() => create(event({ ...item("ivy-warm"), sender: { id: "w2", name: "W" } })), 3);
+  for (const s of ["i1", "i2", "i3"]) await createCommitted(event({ ...item("ivy"), sender: { id: s, name: s.toUpperCase() } }));
+  const ttl = await stack.redis(["PTTL", key("ivy")]);
+  assert.ok(ttl > 0 && ttl <= 24 * 3_600_000, `a small item's roster is kept an idle day, not the item's life (${ttl} ms)`);
+  assert.equal(await stack.redis(["HEXISTS", key("ivy"), "f"]), 0, "the insert's commit marked it complete");
+  assert.equal(await stack.redis(["DEL", key("ivy")]), 1, "what the idle expiry does");
+  const d = await delta(() => create(event({ ...item("ivy"), sender: { id: "i4", name: "I4" } })), 3);
+  assert.equal(d.result.body.status, "merged");
+  assert.deepEqual(d.data, { updateOne: 2, findOne: 1 }, "the upsert, the document read, the rebuilt tally");
+  assert.deepEqual(d.redis, { evalsha: 3 }, "reserve, rebuild, commit");
+  const [it] = (await list("ivy")).body.items;
+  assert.deepEqual([it.originsCount, it.originsCountExact], [4, true], "the three senders before the expiry and the new one");
+  assert.equal(await stack.redis(["HEXISTS", key("ivy"), "f"]), 0);
 });
 
 test("cursor paging is one call per page and stable under concurrent inserts", async () => {

@@ -143,6 +143,7 @@ pub const VARIABLES: &[Setting] = &[
     var("NOTIFY_ORIGINS_CAP", "integer, ≥ 1", Some("100"), "origins kept per merged item (`originsCount` counts every sender: exactly with Redis, see `originsCountExact`)"),
     var("NOTIFY_MAX_PER_OWNER", "integer", Some("100"), "items kept per owner by the cron trim"),
     var("NOTIFY_RETRACTED_CAP", "integer", Some("20"), "retracted senders remembered per item (so a late create cannot bring one back)"),
+    var("NOTIFY_ROSTER_IDLE_MINUTES", "integer, minutes", Some("1440"), "how long Redis keeps the sender roster of an item with at most `NOTIFY_ORIGINS_CAP` senders after its last change (it is rebuilt from the document when the item's next event comes; 0 keeps every roster as long as its item)"),
     var("NOTIFY_SYNC_SETTLE_MS", "integer, ms", Some("2000"), "how far behind now a change-feed position is held, so a late write is delivered again, never missed"),
     var("NOTIFY_TOMBSTONE_TTL_HOURS", "integer, hours", Some("168"), "how long a deletion stays visible to the change feed"),
     var("NOTIFY_QUEUE_RETRY_SECONDS", "integer, s", Some("2"), "first redelivery delay of a failed queue message (doubles per attempt)"),
@@ -562,6 +563,8 @@ impl Config {
             return Err(bad("NOTIFY_ORIGINS_CAP", "must be at least 1"));
         }
         notify.retracted_cap = v.num("NOTIFY_RETRACTED_CAP", notify.retracted_cap)?;
+        notify.roster_idle_ms =
+            i64::from(v.num::<u32>("NOTIFY_ROSTER_IDLE_MINUTES", 1_440)?) * 60_000;
         notify.sync_settle_ms = i64::from(v.num::<u32>("NOTIFY_SYNC_SETTLE_MS", 2_000)?);
         notify.tombstone_ttl_ms =
             i64::from(v.num::<u32>("NOTIFY_TOMBSTONE_TTL_HOURS", 168)?) * 3_600_000;

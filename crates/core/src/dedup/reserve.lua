@@ -4,15 +4,15 @@
 -- Optional mute check, in the same round trip: KEYS[2] = the owner's muted set (np:{owner}),
 -- ARGV[4] = m, ARGV[5..4+m] = members that mute this event (c:{category}, t:{notificationType}).
 -- Optional roster, in the same round trip: KEYS[3] = the item's roster (roster.lua),
--- ARGV[5+m] = the sender's fingerprint, ARGV[6+m] = event time (ms), ARGV[7+m] = roster ttl.
+-- ARGV[5+m] = the sender's fingerprint, ARGV[6+m] = event time (ms), ARGV[7+m] = roster lifetime.
 -- Optional hot check, with the roster only: KEYS[4] = the item's event counter (hc:{id}),
 -- ARGV[8+m] = events one window admits, ARGV[9+m] = window ms, ARGV[10+m] = cool-down ms.
 -- Field values: '1' = done; any other value = pending, holding its lease expiry (unix ms).
--- Returns {status, token[, tally, added]}: 'reserved' + lease token | 'duplicate' | 'in_flight'
--- + current token | 'muted' | 'retracted' (the sender was retracted at or after this event:
--- marked done, nothing to write) | 'hot' (the item is taking a burst: nothing reserved or joined,
--- the caller queues the event and the consumer reserves it). A roster is joined for 'reserved'
--- and 'in_flight' only.
+-- Returns {status, token[, tally, added, fresh]}: 'reserved' + lease token | 'duplicate' |
+-- 'in_flight' + current token | 'muted' | 'retracted' (the sender was retracted at or after
+-- this event: marked done, nothing to write) | 'hot' (the item is taking a burst: nothing
+-- reserved or joined, the caller queues the event and the consumer reserves it). A roster is
+-- joined for 'reserved' and 'in_flight' only; fresh = 1 while it is new (seed.lua).
 -- HSETNX first: the common case (a new id) costs one listpack scan, not two (HGET + HSET).
 local m = tonumber(ARGV[4]) or 0
 if KEYS[2] then
@@ -54,13 +54,13 @@ end
 -- Never let the hash expire before the lease does (events older than the retention).
 redis.call('PEXPIREAT', KEYS[1], string.format('%d', math.max(tonumber(ARGV[3]), now + lease_ms)))
 if KEYS[3] then
-  local tally, added = roster_join(KEYS[3], ARGV[5 + m], tonumber(ARGV[6 + m]), ARGV[7 + m])
+  local tally, added, fresh = roster_join(KEYS[3], ARGV[5 + m], tonumber(ARGV[6 + m]), ARGV[7 + m])
   if tally == nil then
     if status == 'reserved' then
       redis.call('HSET', KEYS[1], ARGV[1], '1')
     end
     return {'retracted', ''}
   end
-  return {status, lease, tally, added}
+  return {status, lease, tally, added, fresh}
 end
 return {status, lease}

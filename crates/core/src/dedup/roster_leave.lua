@@ -1,9 +1,12 @@
 -- Takes a sender off an item (a retraction). KEYS[1] = the item's roster; ARGV[1] = the
--- sender's fingerprint, ARGV[2] = now (ms), ARGV[3] = roster ttl (ms).
+-- sender's fingerprint, ARGV[2] = now (ms), ARGV[3] = roster lifetime (see roster.lua).
 -- The retraction counts from max(now, the sender's newest event time): a create that Redis saw
 -- before this retraction is refused by MongoDB too, whatever order the two writes land in.
--- Returns {tally, retracted-at}.
+-- Returns {tally, retracted-at, fresh}: fresh = 1 while the roster is new (seed.lua).
 local key = KEYS[1]
+if redis.call('EXISTS', key) == 0 then
+  redis.call('HSET', key, 'f', '1')
+end
 local cur = tonumber(redis.call('HGET', key, ARGV[1]) or '')
 local at = tonumber(ARGV[2])
 local tally = nil
@@ -15,5 +18,6 @@ elseif cur ~= nil then
   at = math.max(at, -cur - 1)
 end
 redis.call('HSET', key, ARGV[1], string.format('%d', -(at + 1)))
-redis.call('PEXPIRE', key, ARGV[3])
-return {tally or roster_tally(key), string.format('%d', at)}
+redis.call('HINCRBY', key, 'r', 1)
+roster_expire(key, ARGV[3])
+return {tally or roster_tally(key), string.format('%d', at), roster_fresh(key)}

@@ -29,6 +29,12 @@ static ROSTER_LEAVE: LazyLock<Script> = LazyLock::new(|| {
 });
 static SETTLE_MANY: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("settle_many.lua")));
+static SEED: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("roster.lua"),
+        include_str!("seed.lua")
+    ))
+});
 
 /// Outcome of [`reserve`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +70,34 @@ pub struct RosterCheck {
     pub event_time_ms: i64,
 }
 
+/// How long a roster outlives its last change (see `roster.lua`): a roster whose senders all
+/// fit its document can be rebuilt from it ([`seed_roster`]), so it needs to outlive only an
+/// idle spell; any other must live as long as its item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RosterLife {
+    /// The item's lifetime (its tombstone's included).
+    pub full_ms: u64,
+    /// A rebuildable roster's lifetime; 0 keeps every roster for `full_ms`.
+    pub idle_ms: u64,
+    /// Rebuildable while it has at most this many senders (the document's origins cap)…
+    pub max_senders: u32,
+    /// …and fewer retractions than the document lists (its retracted cap).
+    pub max_retractions: u32,
+}
+
+impl RosterLife {
+    /// The scripts' argument: `"full idle cap rcap"`.
+    fn arg(&self) -> String {
+        format!(
+            "{} {} {} {}",
+            self.full_ms.max(1),
+            self.idle_ms,
+            self.max_senders,
+            self.max_retractions
+        )
+    }
+}
+
 /// The roster's count after a reservation put its sender on the item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tally {
@@ -71,6 +105,24 @@ pub struct Tally {
     pub packed: i64,
     /// This call added the sender (the roster changed).
     pub added: bool,
+    /// The roster is new: it may lack senders the item's document holds. Once the event is
+    /// written, [`seed_roster`] completes it, or, when the write inserted the item, the commit
+    /// says it is complete ([`commit`], [`Settle::Complete`]).
+    pub fresh: bool,
+}
+
+/// What [`seed_roster`] merges into a new roster: the item's document, in the roster's terms.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RosterSeed {
+    /// Fingerprint and value per sender (`roster.lua`'s encoding: event time + 1 for an origin,
+    /// −(retraction time + 1) for a retracted sender).
+    pub senders: Vec<(String, i64)>,
+    /// The version of the tally the document stores (0: none).
+    pub version: i64,
+    /// Senders the document counts but no longer holds (its origins cap dropped them).
+    pub uncounted: i64,
+    /// Retractions the document lists.
+    pub retractions: usize,
 }
 
 /// A reservation and, when a roster was checked and the event goes ahead, its tally.
@@ -89,6 +141,8 @@ pub struct Departure {
     pub tally: i64,
     /// When the retraction counts from: max(now, the sender's newest event time).
     pub at_ms: i64,
+    /// The roster is new (see [`Tally::fresh`]): seed it once the document is written.
+    pub fresh: bool,
 }
 
 /// The recipient's muted set and the members that would mute this event.
@@ -129,7 +183,7 @@ pub async fn reserve_unless_muted<H: HttpClient>(
     slot: &Slot,
     lease_ms: u64,
     mute: &MuteCheck<'_>,
-    roster: Option<(&RosterCheck, u64)>,
+    roster: Option<(&RosterCheck, &RosterLife)>,
     hot: Option<(&str, &HotConfig)>,
 ) -> Result<Admission, BackendError> {
     let lease = lease_ms.max(1).to_string();
@@ -138,12 +192,12 @@ pub async fn reserve_unless_muted<H: HttpClient>(
     let mut keys: Vec<&str> = vec![&slot.key, mute.key];
     let mut args: Vec<&str> = vec![&slot.field, &lease, &at, &m];
     args.extend(mute.members.iter().map(String::as_str));
-    let (te, ttl) = roster
-        .map(|(r, ttl)| (r.event_time_ms.to_string(), ttl.max(1).to_string()))
+    let (te, life) = roster
+        .map(|(r, life)| (r.event_time_ms.to_string(), life.arg()))
         .unwrap_or_default();
     if let Some((r, _)) = roster {
         keys.push(&r.key);
-        args.extend([r.field.as_str(), te.as_str(), ttl.as_str()]);
+        args.extend([r.field.as_str(), te.as_str(), life.as_str()]);
     }
     let hot_args = hot.filter(|_| roster.is_some()).map(|(key, h)| {
         let rule = [u64::from(h.limit), h.window_ms.max(1), h.cooldown_ms.max(1)];
@@ -166,15 +220,19 @@ pub async fn roster_leave<H: HttpClient>(
     key: &str,
     field: &str,
     now_ms: i64,
-    ttl_ms: u64,
+    life: &RosterLife,
 ) -> Result<Departure, BackendError> {
-    let (now, ttl) = (now_ms.to_string(), ttl_ms.max(1).to_string());
+    let (now, life) = (now_ms.to_string(), life.arg());
     let reply = redis
-        .evalsha_or_eval(&ROSTER_LEAVE, &[key], &[field, &now, &ttl])
+        .evalsha_or_eval(&ROSTER_LEAVE, &[key], &[field, &now, &life])
         .await?;
     let num = |i: usize| reply.get(i).and_then(reply_int);
     match (num(0), num(1)) {
-        (Some(tally), Some(at_ms)) => Ok(Departure { tally, at_ms }),
+        (Some(tally), Some(at_ms)) => Ok(Departure {
+            tally,
+            at_ms,
+            fresh: num(2) == Some(1),
+        }),
         _ => Err(BackendError::Decode(format!(
             "roster leave: unexpected reply {reply}"
         ))),
@@ -182,15 +240,20 @@ pub async fn roster_leave<H: HttpClient>(
 }
 
 /// Marks the id done (after the write succeeded). `Ok(false)`: the reservation had vanished.
+/// `complete`: a new roster the write showed to be complete (it inserted the item), whose
+/// [`Tally::fresh`] mark goes in the same round trip.
 ///
 /// # Errors
 /// Backend failures.
 pub async fn commit<H: HttpClient>(
     redis: &RedisRestClient<H>,
     slot: &Slot,
+    complete: Option<&str>,
 ) -> Result<bool, BackendError> {
+    let mut keys = vec![slot.key.as_str()];
+    keys.extend(complete);
     let reply = redis
-        .evalsha_or_eval(&COMMIT, &[&slot.key], &[&slot.field])
+        .evalsha_or_eval(&COMMIT, &keys, &[&slot.field])
         .await?;
     Ok(reply.as_i64() == Some(1))
 }
@@ -212,7 +275,7 @@ pub async fn release<H: HttpClient>(
 
 /// [`reserve_unless_muted`] for a whole batch in ONE `EVALSHA`: one [`Admission`] per slot,
 /// in order. `mutes[i]` is the muted-set check of slot `i` and `rosters[i]` its roster
-/// (`None`: not checked); `roster_ttl_ms` is how long a roster outlives its last change.
+/// (`None`: not checked); `life` is how long a roster outlives its last change.
 ///
 /// # Errors
 /// Backend failures; a malformed reply is [`BackendError::Decode`].
@@ -222,7 +285,7 @@ pub async fn reserve_many<H: HttpClient>(
     mutes: &[Option<MuteCheck<'_>>],
     rosters: &[Option<RosterCheck>],
     lease_ms: u64,
-    roster_ttl_ms: u64,
+    life: &RosterLife,
 ) -> Result<Vec<Admission>, BackendError> {
     if slots.is_empty() {
         return Ok(vec![]);
@@ -231,7 +294,7 @@ pub async fn reserve_many<H: HttpClient>(
     let mut args: Vec<String> = vec![
         lease_ms.max(1).to_string(),
         slots.len().to_string(),
-        roster_ttl_ms.max(1).to_string(),
+        life.arg(),
     ];
     // Each muted set and roster is passed once, however many events of the batch refer to it
     // (Lua indexes KEYS from 1).
@@ -270,9 +333,9 @@ pub async fn reserve_many<H: HttpClient>(
     let reply = redis.evalsha_or_eval(&RESERVE_MANY, &keys, &args).await?;
     let flat = reply
         .as_array()
-        .filter(|a| a.len() == 4 * n)
+        .filter(|a| a.len() == 5 * n)
         .ok_or_else(|| BackendError::Decode(format!("dedup reserve_many: reply {reply}")))?;
-    flat.chunks(4)
+    flat.chunks(5)
         .map(|four| parse_admission(&Value::Array(four.to_vec())))
         .collect()
 }
@@ -284,6 +347,9 @@ pub enum Settle<'a> {
     Commit(&'a Slot),
     /// The write failed: free our lease (token from the reservation) so the retry proceeds.
     Release(&'a Slot, &'a str),
+    /// A new roster (by its key) its write showed to be complete: drop its [`Tally::fresh`]
+    /// mark.
+    Complete(&'a str),
 }
 
 /// Commits and releases a batch's reservations in ONE `EVALSHA`; returns how many changed.
@@ -300,19 +366,21 @@ pub async fn settle_many<H: HttpClient>(
     let mut keys = Vec::with_capacity(entries.len());
     let mut args = vec![entries.len().to_string()];
     for e in entries {
-        let (op, slot, token) = match e {
-            Settle::Commit(s) => ("c", *s, ""),
-            Settle::Release(s, t) => ("r", *s, *t),
+        let (op, key, field, token) = match e {
+            Settle::Commit(s) => ("c", s.key.as_str(), s.field.as_str(), ""),
+            Settle::Release(s, t) => ("r", s.key.as_str(), s.field.as_str(), *t),
+            Settle::Complete(k) => ("s", *k, "", ""),
         };
-        keys.push(slot.key.as_str());
-        args.extend([op.to_owned(), slot.field.clone(), token.to_owned()]);
+        keys.push(key);
+        args.extend([op, field, token].map(str::to_owned));
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let reply = redis.evalsha_or_eval(&SETTLE_MANY, &keys, &args).await?;
     Ok(reply.as_u64().unwrap_or(0))
 }
 
-/// Decodes a reserve script's `{status, token[, tally, added]}` reply (an empty tally: none).
+/// Decodes a reserve script's `{status, token[, tally, added, fresh]}` reply (an empty
+/// tally: none).
 ///
 /// # Errors
 /// [`BackendError::Decode`] for anything else.
@@ -324,11 +392,41 @@ pub fn parse_admission(reply: &Value) -> Result<Admission, BackendError> {
         Some(t) => {
             let packed = reply_int(t)
                 .ok_or_else(|| BackendError::Decode(format!("dedup reserve: tally {reply}")))?;
-            let added = reply.get(3).and_then(reply_int) == Some(1);
-            Some(Tally { packed, added })
+            let flag = |i: usize| reply.get(i).and_then(reply_int) == Some(1);
+            Some(Tally {
+                packed,
+                added: flag(3),
+                fresh: flag(4),
+            })
         }
     };
     Ok(Admission { reservation, tally })
+}
+
+/// Completes a new roster from its item's document in one `EVALSHA` (see `seed.lua`) and
+/// returns the tally to store on the document (its version is above every tally stored so far).
+///
+/// # Errors
+/// Backend failures; a malformed reply is [`BackendError::Decode`].
+pub async fn seed_roster<H: HttpClient>(
+    redis: &RedisRestClient<H>,
+    key: &str,
+    life: &RosterLife,
+    seed: &RosterSeed,
+) -> Result<i64, BackendError> {
+    let mut args = vec![
+        life.arg(),
+        seed.version.max(0).to_string(),
+        seed.uncounted.max(0).to_string(),
+        seed.retractions.to_string(),
+        seed.senders.len().to_string(),
+    ];
+    for (field, value) in &seed.senders {
+        args.extend([field.clone(), value.to_string()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let reply = redis.evalsha_or_eval(&SEED, &[key], &args).await?;
+    reply_int(&reply).ok_or_else(|| BackendError::Decode(format!("roster seed: reply {reply}")))
 }
 
 /// An integer a script returned: a Lua number arrives as an integer, a `string.format`ted one

@@ -465,7 +465,39 @@ fn group_tally(tallies: &[Option<Tally>], idx: &[usize]) -> Option<Tally> {
     Some(Tally {
         packed,
         added: group.iter().any(|t| t.added),
+        fresh: group.iter().any(|t| t.fresh),
     })
+}
+
+/// After a group's write, when its item's roster is new (see [`roster`]): a write that
+/// inserted the item shows the roster complete (its key is returned for the settle); otherwise
+/// the roster is seeded from the document now, and if that fails the group is failed, so its
+/// retry (idempotent) seeds it. A group with a failed event leaves the mark to that retry.
+async fn complete_roster<H: HttpClient>(
+    store: &NotificationStore<H>,
+    redis: &RedisRestClient<H>,
+    event: &NotificationEvent,
+    out: &mut [(usize, EventOutcome)],
+) -> Option<String> {
+    if out
+        .iter()
+        .any(|(_, o)| matches!(o, EventOutcome::Failed(_)))
+    {
+        return None;
+    }
+    if out
+        .iter()
+        .any(|(_, o)| *o == EventOutcome::Applied(CreateOutcome::Created))
+    {
+        return Some(roster::key(event.owner(), event.item_key()));
+    }
+    if let Err(e) = roster::reseed(store, redis, event.owner(), event.item_key()).await {
+        let why = format!("roster seed failed: {e}");
+        for (_, o) in out.iter_mut() {
+            *o = EventOutcome::Failed(why.clone());
+        }
+    }
+    None
 }
 
 async fn write_group<H: HttpClient>(
@@ -582,10 +614,11 @@ pub async fn apply<H: HttpClient>(
         })
         .collect();
     let rosters: Vec<Option<RosterCheck>> = events.iter().map(|e| Some(roster::check(e))).collect();
-    let ttl = roster::ttl_ms(store.config());
+    let life = roster::life(store.config());
     let admissions: Vec<Option<Admission>> = match redis {
         Some(r) => {
-            match dedup::reserve_many(r, &slots, &mutes, &rosters, dedup_cfg.lease_ms, ttl).await {
+            match dedup::reserve_many(r, &slots, &mutes, &rosters, dedup_cfg.lease_ms, &life).await
+            {
                 Ok(v) => v.into_iter().map(Some).collect(),
                 // The count is the roster's: without the reservation nothing is written, and
                 // every event is retried (a failed event of a queue message goes out again).
@@ -624,14 +657,23 @@ pub async fn apply<H: HttpClient>(
     let groups = group(events, pending.into_iter(), &mut outcomes);
     // A few groups at a time: workerd holds at most 6 connections open per invocation, and a
     // request waiting for one would spend its backend timeout in that wait.
+    let mut complete: Vec<String> = Vec::new();
     for run in groups.chunks(WRITE_CONCURRENCY) {
-        let written = join_all(
-            run.iter()
-                .map(|g| write_group(store, events, g, group_tally(&tallies, g), now_ms)),
-        )
+        let written = join_all(run.iter().map(|g| async {
+            let tally = group_tally(&tallies, g);
+            let mut out = write_group(store, events, g, tally, now_ms).await;
+            let done = match (redis, tally.filter(|t| t.fresh)) {
+                (Some(r), Some(_)) => complete_roster(store, r, &events[g[0]], &mut out).await,
+                _ => None,
+            };
+            (out, done)
+        }))
         .await;
-        for (i, o) in written.into_iter().flatten() {
-            outcomes[i] = Some(o);
+        for (out, done) in written {
+            for (i, o) in out {
+                outcomes[i] = Some(o);
+            }
+            complete.extend(done);
         }
     }
     let outcomes: Vec<EventOutcome> = outcomes
@@ -649,6 +691,7 @@ pub async fn apply<H: HttpClient>(
                 }),
                 _ => None,
             })
+            .chain(complete.iter().map(|k| Settle::Complete(k)))
             .collect();
         // A lost settle only lets the leases run out: a retry then proceeds, and the upsert's
         // filter keeps it from double counting.

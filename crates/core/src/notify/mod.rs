@@ -80,6 +80,9 @@ pub struct NotifyConfig {
     pub tombstone_ttl_ms: i64,
     /// Retracted senders remembered per item (newest by retraction time).
     pub retracted_cap: u32,
+    /// How long the sender roster of an item its document can rebuild (see [`roster`]) is
+    /// kept without a change; 0 keeps every roster as long as its item.
+    pub roster_idle_ms: i64,
     /// How far behind "now" a change-feed position is held (clock skew and commit order between
     /// the worker and the database); changes inside it may be delivered twice, never missed.
     /// Never less than [`MIN_SETTLE_MS`] in effect, whatever is configured.
@@ -99,6 +102,7 @@ impl Default for NotifyConfig {
             max_future_skew_ms: 5 * 60_000,
             tombstone_ttl_ms: 7 * 24 * 3_600_000,
             retracted_cap: 20,
+            roster_idle_ms: 24 * 3_600_000,
             sync_settle_ms: 2_000,
         }
     }

@@ -9,7 +9,16 @@
 //! * **Roster** `rs:{notificationId}`, one hash: field = 64 bits of SHA-256 of the sender id
 //!   (decimal int64; two of 100 000 senders collide with probability ≈ 3·10⁻¹⁰), value = the
 //!   sender's newest event time + 1, or −(retraction time + 1) once retracted; `n` = senders on
-//!   the item, `v` = changes. It lives [`ttl_ms`] past its last change, like the item.
+//!   the item, `v` = changes.
+//! * **Lifetime** ([`life`]): a roster with no more senders than the origins cap (and fewer
+//!   retractions than the retracted cap) can be rebuilt from its document, which holds every
+//!   one of them, so it expires after `NOTIFY_ROSTER_IDLE_MS` without a change; a larger one
+//!   lives as long as its item. Most items are small and quiet after their first day, so Redis
+//!   holds the rosters of the active items, not of the whole retention.
+//! * **Rebuilding** ([`reseed`]): the script marks a roster it creates as new (`f`); the writer
+//!   of the event that found it so either learns from its upsert that the item is new too (the
+//!   commit drops the mark) or reads the document's origins and retractions and merges them into
+//!   the roster (`seed.lua`), storing a tally whose version is above every earlier one.
 //! * **Tally** `v · 2^24 + n`: every write of the item carries the tally its reservation saw and
 //!   stores it with `$max`, so whatever order concurrent or retried writes land in, the document
 //!   ends with the newest count. A sender joins the roster at reservation time; if its write then
@@ -24,8 +33,12 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{notification_id, NotificationEvent, NotifyConfig};
-use crate::dedup::RosterCheck;
+use serde_json::json;
+
+use super::document::StoredNotification;
+use super::{notification_id, NotificationEvent, NotificationStore, NotifyConfig, NotifyError};
+use crate::backend::{HttpClient, RedisRestClient};
+use crate::dedup::{self, RosterCheck, RosterLife, RosterSeed};
 
 /// Counts saturate below this (2^24 − 1 senders per item); the rest of a tally is the version.
 pub const SPAN: i64 = 1 << 24;
@@ -60,10 +73,74 @@ pub fn check(ev: &NotificationEvent) -> RosterCheck {
     }
 }
 
-/// How long a roster outlives its last change: the item's lifetime and its tombstone's.
+/// How long a roster outlives its last change: the item's lifetime and its tombstone's, or
+/// `roster_idle_ms` while the document can rebuild it (see the module docs).
 #[must_use]
-pub fn ttl_ms(cfg: &NotifyConfig) -> u64 {
-    u64::try_from(cfg.ttl_ms.saturating_add(cfg.tombstone_ttl_ms)).unwrap_or(u64::MAX)
+pub fn life(cfg: &NotifyConfig) -> RosterLife {
+    let ms = |v: i64| u64::try_from(v).unwrap_or(0);
+    RosterLife {
+        full_ms: ms(cfg.ttl_ms.saturating_add(cfg.tombstone_ttl_ms)),
+        idle_ms: ms(cfg.roster_idle_ms),
+        max_senders: cfg.origins_cap,
+        max_retractions: cfg.retracted_cap,
+    }
+}
+
+/// The document's senders in the roster's terms: its origins, then the retracted senders it
+/// lists that are not origins (each at its newest retraction).
+#[must_use]
+pub fn seed_of(doc: &StoredNotification) -> RosterSeed {
+    let mut senders: Vec<(String, i64)> = doc
+        .origins
+        .iter()
+        .map(|o| (field(&o.sender_id), o.created_time_msec.saturating_add(1)))
+        .collect();
+    let mut retracted: Vec<&super::document::Retracted> = doc.retracted.iter().collect();
+    retracted.sort_by_key(|x| std::cmp::Reverse(x.at_msec));
+    for x in retracted {
+        let f = field(&x.sender_id);
+        if !senders.iter().any(|(s, _)| *s == f) {
+            senders.push((f, -(x.at_msec.saturating_add(1))));
+        }
+    }
+    let held = i64::try_from(doc.origins.len()).unwrap_or(i64::MAX);
+    RosterSeed {
+        senders,
+        version: doc.tally.map_or(0, |t| t.div_euclid(SPAN)),
+        uncounted: (doc.origins_count - held).max(0),
+        retractions: doc.retracted.len(),
+    }
+}
+
+/// Completes an item's new roster from its document (one read, one `EVALSHA`) and stores the
+/// tally it gives: called by the writer whose event found the roster new, after its write, when
+/// the write did not insert the item (see the module docs). Idempotent: a second run finds
+/// nothing to add and only raises the version.
+///
+/// # Errors
+/// Backend failures (the roster keeps its mark, so the next event on the item, or the client's
+/// retry, runs this again).
+pub async fn reseed<H: HttpClient>(
+    store: &NotificationStore<H>,
+    redis: &RedisRestClient<H>,
+    owner: &str,
+    item_key: &str,
+) -> Result<(), NotifyError> {
+    let cfg = store.config();
+    let doc = store
+        .api()
+        .find_one(
+            &cfg.collection,
+            &json!({ "owner": owner, "itemKey": item_key }),
+            Some(&json!({ "origins.s": 1, "origins.t": 1, "x": 1, "oc": 1, "originsCount": 1 })),
+            None,
+        )
+        .await?;
+    let seed = doc
+        .map(|d| seed_of(&StoredNotification::read(&d)))
+        .unwrap_or_default();
+    let tally = dedup::seed_roster(redis, &key(owner, item_key), &life(cfg), &seed).await?;
+    store.store_tally(owner, item_key, tally).await
 }
 
 /// The sender count a tally holds.
@@ -83,6 +160,38 @@ mod tests {
         // A later change with fewer senders (a retraction) still wins `$max`.
         assert!(t(8, 3) > t(7, SPAN - 1));
         assert!(t(1 << 28, SPAN - 1) < 1 << 53, "fits a JSON number exactly");
+    }
+
+    #[test]
+    fn a_seed_holds_origins_then_retracted_senders_that_are_not_back() {
+        use crate::notify::document::{Retracted, StoredOrigin};
+        let origin = |s: &str, t: i64| StoredOrigin {
+            sender_id: s.into(),
+            created_time_msec: t,
+            ..StoredOrigin::default()
+        };
+        let gone = |s: &str, t: i64| Retracted {
+            sender_id: s.into(),
+            at_msec: t,
+        };
+        let doc = StoredNotification {
+            origins: vec![origin("ana", 30), origin("ben", 20)],
+            // ben came back after his retraction; cy was retracted twice (the newer counts).
+            retracted: vec![gone("ben", 10), gone("cy", 5), gone("cy", 15)],
+            origins_count: 5,
+            tally: Some(7 * SPAN + 2),
+            ..StoredNotification::default()
+        };
+        let seed = seed_of(&doc);
+        assert_eq!(
+            seed.senders,
+            vec![(field("ana"), 31), (field("ben"), 21), (field("cy"), -16)]
+        );
+        assert_eq!((seed.version, seed.uncounted, seed.retractions), (7, 3, 3));
+        assert_eq!(
+            seed_of(&StoredNotification::default()),
+            RosterSeed::default()
+        );
     }
 
     #[test]

@@ -26,8 +26,9 @@ use serde_json::Value;
 /// Work that must not hold up the response.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Deferred {
-    /// Mark the event id done (after a successful write).
-    Commit(Slot),
+    /// Mark the event id done (after a successful write), and drop the new mark of the roster
+    /// whose item the write inserted (see [`super::roster`]).
+    Commit(Slot, Option<String>),
     /// Keep a finished Idempotency-Key result (the HTTP layer's record) for 24 h.
     StoreResult {
         /// Redis key.
@@ -456,7 +457,7 @@ impl<H: HttpClient> NotifyService<H> {
             members: &members,
         };
         let roster = super::roster::check(&ev);
-        let ttl = super::roster::ttl_ms(self.store.config());
+        let life = super::roster::life(self.store.config());
         // With Redis the count is the roster's, so the reservation is required: a failure is
         // the client's to retry (503), not a write with an unknown count.
         let admission = match &self.redis {
@@ -466,7 +467,7 @@ impl<H: HttpClient> NotifyService<H> {
                     &slot,
                     self.dedup.lease_ms,
                     &mute,
-                    Some((&roster, ttl)),
+                    Some((&roster, &life)),
                     hot_key.as_deref().map(|k| (k, &self.dedup.hot)),
                 )
                 .await?,
@@ -495,7 +496,22 @@ impl<H: HttpClient> NotifyService<H> {
             // In flight elsewhere or no Redis: write anyway (idempotent upsert).
             Some(Reservation::InFlight) | None => None,
         };
-        match self.store.create_counted(&ev, tally, now_ms).await {
+        let written = self.store.create_counted(&ev, tally, now_ms).await;
+        // A new roster: complete once the write says whether its item is new too.
+        let mut complete = None;
+        let written = match (written, &self.redis, tally.filter(|t| t.fresh)) {
+            (Ok(CreateOutcome::Created), Some(_), Some(_)) if token.is_some() => {
+                complete = Some(roster.key.clone());
+                Ok(CreateOutcome::Created)
+            }
+            (Ok(outcome), Some(r), Some(_)) => {
+                super::roster::reseed(&self.store, r, ev.owner(), ev.item_key())
+                    .await
+                    .map(|()| outcome)
+            }
+            (w, _, _) => w,
+        };
+        match written {
             Ok(outcome) => Ok(Direct::Written(Written {
                 value: Created::Applied {
                     outcome,
@@ -506,7 +522,7 @@ impl<H: HttpClient> NotifyService<H> {
                     .into_iter()
                     .collect(),
                 deferred: token
-                    .map(|_| Deferred::Commit(slot.clone()))
+                    .map(|_| Deferred::Commit(slot.clone(), complete))
                     .into_iter()
                     .collect(),
             })),
@@ -539,7 +555,7 @@ impl<H: HttpClient> NotifyService<H> {
                     &super::roster::key(&r.owner, &r.item_key),
                     &super::roster::field(&r.sender_id),
                     now_ms,
-                    super::roster::ttl_ms(self.store.config()),
+                    &super::roster::life(self.store.config()),
                 )
                 .await?,
             ),
@@ -549,6 +565,11 @@ impl<H: HttpClient> NotifyService<H> {
             .store
             .retract_counted(&r.owner, &r.item_key, &r.sender_id, left, now_ms)
             .await?;
+        // A new roster (it had expired while idle): the document still held the item's other
+        // senders; a retry of this retraction runs this again (the roster keeps its mark).
+        if let (Some(redis), Some(true)) = (&self.redis, left.map(|l| l.fresh)) {
+            super::roster::reseed(&self.store, redis, &r.owner, &r.item_key).await?;
+        }
         Ok(Written {
             value: outcome,
             changed: (outcome != RetractOutcome::NotFound)
@@ -568,7 +589,9 @@ impl<H: HttpClient> NotifyService<H> {
         let mut failures = Vec::new();
         for w in work {
             let r = match &w {
-                Deferred::Commit(slot) => dedup::commit(redis, slot).await.map(|_| ()),
+                Deferred::Commit(slot, complete) => dedup::commit(redis, slot, complete.as_deref())
+                    .await
+                    .map(|_| ()),
                 Deferred::StoreResult {
                     key,
                     record,

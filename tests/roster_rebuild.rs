@@ -1,0 +1,253 @@
+//! Short-lived rosters against the local stack (real redis-server behind the REST bridge, the
+//! Data API emulator): the roster of an item whose document holds every sender expires after
+//! `roster_idle_ms` without a change, and the next event on the item rebuilds it from the
+//! document, so no count is lost or doubled. Expiry is what `DEL` does to the key, so the tests
+//! delete it rather than wait a day; clocks are explicit.
+
+mod stack_support;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use edge_geo_notify::backend::native::{block_on, UreqClient};
+use edge_geo_notify::backend::RedisRestClient;
+use edge_geo_notify::dedup::DedupConfig;
+use edge_geo_notify::notify::batch::EventOutcome;
+use edge_geo_notify::notify::store::NotificationStore;
+use edge_geo_notify::notify::{
+    batch, roster, view, CreateOutcome, Created, NewEvent, NewSender, NotificationView,
+    NotifyConfig, NotifyService, Retraction,
+};
+use serde_json::{json, Value};
+use stack_support::{now_ms, Stack};
+
+const IDLE_MS: i64 = 24 * 3_600_000;
+
+fn raw(item: &str, sender: &str, event_id: &str, t: i64) -> NewEvent {
+    NewEvent {
+        owner: "u1".into(),
+        item_key: item.into(),
+        service_type: "feed".into(),
+        category_type: "social".into(),
+        notification_type: "like".into(),
+        template_type: "default".into(),
+        event_id: event_id.into(),
+        sender: NewSender {
+            id: sender.into(),
+            name: sender.to_uppercase(),
+            avatar: None,
+        },
+        landing: None,
+        message_arguments: BTreeMap::new(),
+        created_time_msec: t,
+    }
+}
+
+fn service(stack: &Stack, cfg: NotifyConfig) -> NotifyService<UreqClient> {
+    let store = NotificationStore::new(stack.data_api(), cfg);
+    block_on(store.ensure_indexes()).unwrap();
+    NotifyService::new(
+        store,
+        Some(stack.redis()),
+        DedupConfig::for_rate(10_000, 600_000),
+    )
+}
+
+fn create(svc: &NotifyService<UreqClient>, ev: NewEvent) -> Created {
+    let w = block_on(svc.create(ev, now_ms())).unwrap();
+    assert!(block_on(svc.run_deferred(w.deferred)).is_empty());
+    w.value
+}
+
+fn retract(svc: &NotifyService<UreqClient>, item: &str, sender: &str, at: i64) {
+    let r = Retraction {
+        owner: "u1".into(),
+        item_key: item.into(),
+        sender_id: sender.into(),
+    };
+    block_on(svc.retract(r, at)).unwrap();
+}
+
+fn item(svc: &NotifyService<UreqClient>, item: &str) -> NotificationView {
+    let store = svc.store();
+    let doc = block_on(store.api().find_one(
+        &store.config().collection,
+        &json!({"owner": "u1", "itemKey": item}),
+        None,
+        None,
+    ))
+    .unwrap()
+    .expect("the item exists");
+    view(&doc)
+}
+
+fn count(svc: &NotifyService<UreqClient>, key: &str) -> (i64, bool) {
+    let v = item(svc, key);
+    (v.origins_count, v.origins_count_exact)
+}
+
+fn redis(r: &RedisRestClient<UreqClient>, cmd: &[&str]) -> Value {
+    block_on(r.command(cmd)).unwrap()
+}
+
+/// What idle expiry does.
+fn expire(r: &RedisRestClient<UreqClient>, item: &str) {
+    assert_eq!(redis(r, &["DEL", &roster::key("u1", item)]), json!(1));
+}
+
+fn ttl(r: &RedisRestClient<UreqClient>, item: &str) -> i64 {
+    redis(r, &["PTTL", &roster::key("u1", item)])
+        .as_i64()
+        .unwrap()
+}
+
+fn marked_new(r: &RedisRestClient<UreqClient>, item: &str) -> bool {
+    redis(r, &["HEXISTS", &roster::key("u1", item), "f"]) == json!(1)
+}
+
+#[test]
+fn an_expired_roster_is_rebuilt_from_the_document_without_losing_a_sender() {
+    let stack = Stack::start();
+    let svc = service(&stack, NotifyConfig::default());
+    let r = stack.redis();
+    let t0 = now_ms() - 1_000_000;
+    for i in 0..5 {
+        create(&svc, raw("p1", &format!("s{i}"), &format!("a{i}"), t0 + i));
+    }
+    retract(&svc, "p1", "s1", t0 + 100);
+    assert_eq!(count(&svc, "p1"), (4, true));
+    // Small: it lives an idle day, not the item's life; the insert's commit dropped the mark.
+    let left = ttl(&r, "p1");
+    assert!(left > 0 && left <= IDLE_MS, "ttl {left}");
+    assert!(!marked_new(&r, "p1"));
+
+    // A new sender after expiry counts on top of the four the document holds.
+    expire(&r, "p1");
+    create(&svc, raw("p1", "s5", "a5", t0 + 200));
+    assert_eq!(count(&svc, "p1"), (5, true));
+    assert!(!marked_new(&r, "p1"), "the rebuild drops the mark");
+    // A returning sender is not counted twice; a delayed create of the retracted one (older
+    // than its retraction) stays refused.
+    expire(&r, "p1");
+    create(&svc, raw("p1", "s2", "b2", t0 + 300));
+    assert_eq!(count(&svc, "p1"), (5, true));
+    expire(&r, "p1");
+    let late = create(&svc, raw("p1", "s1", "late1", t0 + 50));
+    assert!(matches!(
+        late,
+        Created::Applied {
+            outcome: CreateOutcome::AlreadyApplied,
+            ..
+        }
+    ));
+    assert_eq!(count(&svc, "p1"), (5, true));
+    // A retraction after expiry: the others stay counted.
+    expire(&r, "p1");
+    retract(&svc, "p1", "s3", t0 + 400);
+    assert_eq!(count(&svc, "p1"), (4, true));
+    assert!(!marked_new(&r, "p1"));
+    // The retracted sender comes back later than its retraction.
+    expire(&r, "p1");
+    create(&svc, raw("p1", "s1", "c1", t0 + 500));
+    assert_eq!(count(&svc, "p1"), (5, true));
+    let v = item(&svc, "p1");
+    let mut on: Vec<&str> = v.origins.iter().map(|o| o.sender_id.as_str()).collect();
+    on.sort_unstable();
+    assert_eq!(on, ["s0", "s1", "s2", "s4", "s5"]);
+}
+
+#[test]
+fn a_roster_the_document_cannot_rebuild_keeps_the_items_lifetime() {
+    let stack = Stack::start();
+    let cfg = NotifyConfig {
+        origins_cap: 3,
+        retracted_cap: 2,
+        ..NotifyConfig::default()
+    };
+    let full = cfg.ttl_ms + cfg.tombstone_ttl_ms;
+    let svc = service(&stack, cfg);
+    let r = stack.redis();
+    let t0 = now_ms() - 1_000_000;
+    for i in 0..3 {
+        create(
+            &svc,
+            raw("small", &format!("s{i}"), &format!("a{i}"), t0 + i),
+        );
+    }
+    assert!(ttl(&r, "small") <= IDLE_MS);
+    // A fourth sender: the document keeps 3 origins, so only Redis knows them all.
+    create(&svc, raw("small", "s3", "a3", t0 + 3));
+    assert!(ttl(&r, "small") > full - 60_000, "past the cap");
+    // Retractions up to the retracted cap: the document's list may have dropped one.
+    for i in 0..2 {
+        create(
+            &svc,
+            raw("quits", &format!("s{i}"), &format!("q{i}"), t0 + i),
+        );
+    }
+    retract(&svc, "quits", "s0", t0 + 100);
+    assert!(ttl(&r, "quits") <= IDLE_MS);
+    retract(&svc, "quits", "s0", t0 + 101);
+    assert!(ttl(&r, "quits") > full - 60_000, "at the retracted cap");
+    assert_eq!(count(&svc, "small"), (4, true));
+    assert_eq!(count(&svc, "quits"), (1, true));
+}
+
+#[test]
+fn concurrent_writers_after_expiry_count_every_sender_once() {
+    let stack = Stack::start();
+    let svc = service(&stack, NotifyConfig::default());
+    let r = stack.redis();
+    let t0 = now_ms() - 1_000_000;
+    for i in 0..20 {
+        create(&svc, raw("p2", &format!("s{i}"), &format!("a{i}"), t0 + i));
+    }
+    expire(&r, "p2");
+    // 30 new senders and 10 returning ones, 8 writers at once: several may find the roster new.
+    let jobs: Vec<NewEvent> = (10..50)
+        .map(|i| raw("p2", &format!("s{i}"), &format!("b{i}"), t0 + 1_000 + i))
+        .collect();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                while let Some(ev) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    create(&svc, ev.clone());
+                }
+            });
+        }
+    });
+    assert_eq!(count(&svc, "p2"), (50, true));
+    assert!(!marked_new(&r, "p2"));
+}
+
+#[test]
+fn a_batch_on_an_expired_roster_is_counted_on_top_of_the_document() {
+    let stack = Stack::start();
+    let svc = service(&stack, NotifyConfig::default());
+    let r = stack.redis();
+    let t0 = now_ms() - 1_000_000;
+    let evs = |range: std::ops::Range<usize>, tag: &str| -> Vec<_> {
+        let raws: Vec<NewEvent> = range
+            .map(|i| raw("p3", &format!("s{i}"), &format!("{tag}{i}"), t0 + i as i64))
+            .collect();
+        batch::validate_all(&raws, svc.store().config(), now_ms()).unwrap()
+    };
+    // A batch that inserts the item leaves its roster complete (no mark, no rebuild later).
+    let report = block_on(svc.apply_batch(&evs(0..10, "a"), now_ms()));
+    assert!(report
+        .outcomes
+        .iter()
+        .all(|o| matches!(o, EventOutcome::Applied(_))));
+    assert!(!marked_new(&r, "p3"));
+    assert_eq!(count(&svc, "p3"), (10, true));
+    expire(&r, "p3");
+    // 5 returning senders and 10 new ones in one batch, after expiry.
+    let report = block_on(svc.apply_batch(&evs(5..20, "b"), now_ms()));
+    assert!(report
+        .outcomes
+        .iter()
+        .all(|o| matches!(o, EventOutcome::Applied(_))));
+    assert_eq!(count(&svc, "p3"), (20, true));
+    assert!(!marked_new(&r, "p3"));
+}
