@@ -251,3 +251,33 @@ fn a_batch_on_an_expired_roster_is_counted_on_top_of_the_document() {
     assert_eq!(count(&svc, "p3"), (20, true));
     assert!(!marked_new(&r, "p3"));
 }
+
+#[test]
+fn only_the_creator_completes_a_new_roster_until_its_grace_runs_out() {
+    let stack = Stack::start();
+    let svc = service(&stack, NotifyConfig::default());
+    let r = stack.redis();
+    let t0 = now_ms() - 1_000_000;
+    // a's call creates the item's roster; its commit (which marks it complete) has not run.
+    let first = block_on(svc.create(raw("p4", "a", "a1", t0), now_ms())).unwrap();
+    assert!(marked_new(&r, "p4"));
+    // b lands meanwhile (a burst on a new post): written, and no rebuild of its own.
+    stack.reset_stats();
+    create(&svc, raw("p4", "b", "b1", t0 + 1));
+    assert_eq!(stack.data_api_calls(), json!({"updateOne": 1}));
+    assert!(block_on(svc.run_deferred(first.deferred)).is_empty());
+    assert!(!marked_new(&r, "p4"));
+    assert_eq!(count(&svc, "p4"), (2, true));
+    // A creator that never finished (its grace ended long ago): the next writer rebuilds.
+    expire(&r, "p4");
+    let key = roster::key("u1", "p4");
+    redis(&r, &["HSET", &key, "f", "123 0", "n", "0", "v", "0"]);
+    stack.reset_stats();
+    create(&svc, raw("p4", "c", "c1", t0 + 2));
+    assert_eq!(
+        stack.data_api_calls(),
+        json!({"updateOne": 2, "findOne": 1})
+    );
+    assert_eq!(count(&svc, "p4"), (3, true));
+    assert!(!marked_new(&r, "p4"));
+}

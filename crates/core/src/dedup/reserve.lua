@@ -12,7 +12,8 @@
 -- 'in_flight' + current token | 'muted' | 'retracted' (the sender was retracted at or after
 -- this event: marked done, nothing to write) | 'hot' (the item is taking a burst: nothing
 -- reserved or joined, the caller queues the event and the consumer reserves it). A roster is
--- joined for 'reserved' and 'in_flight' only; fresh = 1 while it is new (seed.lua).
+-- joined for 'reserved' and 'in_flight' only; fresh = 1: this call is to complete the new
+-- roster (roster.lua, seed.lua).
 -- HSETNX first: the common case (a new id) costs one listpack scan, not two (HGET + HSET).
 local m = tonumber(ARGV[4]) or 0
 if KEYS[2] then

@@ -2,10 +2,11 @@
 -- sender's fingerprint, ARGV[2] = now (ms), ARGV[3] = roster lifetime (see roster.lua).
 -- The retraction counts from max(now, the sender's newest event time): a create that Redis saw
 -- before this retraction is refused by MongoDB too, whatever order the two writes land in.
--- Returns {tally, retracted-at, fresh}: fresh = 1 while the roster is new (seed.lua).
+-- Returns {tally, retracted-at, fresh}: fresh = 1 when this call is to complete the new roster
+-- (seed.lua).
 local key = KEYS[1]
 if redis.call('EXISTS', key) == 0 then
-  redis.call('HSET', key, 'f', '1')
+  roster_mark(key, ARGV[1], ARGV[3])
 end
 local cur = tonumber(redis.call('HGET', key, ARGV[1]) or '')
 local at = tonumber(ARGV[2])
@@ -20,4 +21,4 @@ end
 redis.call('HSET', key, ARGV[1], string.format('%d', -(at + 1)))
 redis.call('HINCRBY', key, 'r', 1)
 roster_expire(key, ARGV[3])
-return {tally or roster_tally(key), string.format('%d', at), roster_fresh(key)}
+return {tally or roster_tally(key), string.format('%d', at), roster_fresh(key, ARGV[1])}

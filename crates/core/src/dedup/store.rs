@@ -83,17 +83,21 @@ pub struct RosterLife {
     pub max_senders: u32,
     /// …and fewer retractions than the document lists (its retracted cap).
     pub max_retractions: u32,
+    /// How long the writer whose call created a roster has to complete it before any other
+    /// writer is told the roster is new (the reservation lease).
+    pub grace_ms: u64,
 }
 
 impl RosterLife {
-    /// The scripts' argument: `"full idle cap rcap"`.
+    /// The scripts' argument: `"full idle cap rcap grace"`.
     fn arg(&self) -> String {
         format!(
-            "{} {} {} {}",
+            "{} {} {} {} {}",
             self.full_ms.max(1),
             self.idle_ms,
             self.max_senders,
-            self.max_retractions
+            self.max_retractions,
+            self.grace_ms
         )
     }
 }
@@ -105,9 +109,11 @@ pub struct Tally {
     pub packed: i64,
     /// This call added the sender (the roster changed).
     pub added: bool,
-    /// The roster is new: it may lack senders the item's document holds. Once the event is
-    /// written, [`seed_roster`] completes it, or, when the write inserted the item, the commit
-    /// says it is complete ([`commit`], [`Settle::Complete`]).
+    /// The roster is new (it may lack senders the item's document holds) and this call is to
+    /// complete it: its sender's call created it, or the creator did not finish within
+    /// [`RosterLife::grace_ms`]. Once the event is written, [`seed_roster`] completes it, or,
+    /// when the write inserted the item, the commit says it is complete ([`commit`],
+    /// [`Settle::Complete`]).
     pub fresh: bool,
 }
 

@@ -19,7 +19,7 @@ use super::{preferences, CreateOutcome, NewEvent, NotificationEvent, Notificatio
 use super::{NotifyConfig, NotifyError};
 use crate::backend::{ejson, BackendError, HttpClient, RedisRestClient};
 use crate::dedup::{
-    self, Admission, DedupConfig, MuteCheck, Reservation, RosterCheck, Settle, Tally,
+    self, Admission, DedupConfig, MuteCheck, Reservation, RosterCheck, RosterLife, Settle, Tally,
 };
 
 /// Most events in one `{"events": [...]}` body.
@@ -476,6 +476,7 @@ fn group_tally(tallies: &[Option<Tally>], idx: &[usize]) -> Option<Tally> {
 async fn complete_roster<H: HttpClient>(
     store: &NotificationStore<H>,
     redis: &RedisRestClient<H>,
+    life: &RosterLife,
     event: &NotificationEvent,
     out: &mut [(usize, EventOutcome)],
 ) -> Option<String> {
@@ -491,7 +492,7 @@ async fn complete_roster<H: HttpClient>(
     {
         return Some(roster::key(event.owner(), event.item_key()));
     }
-    if let Err(e) = roster::reseed(store, redis, event.owner(), event.item_key()).await {
+    if let Err(e) = roster::reseed(store, redis, life, event.owner(), event.item_key()).await {
         let why = format!("roster seed failed: {e}");
         for (_, o) in out.iter_mut() {
             *o = EventOutcome::Failed(why.clone());
@@ -614,7 +615,7 @@ pub async fn apply<H: HttpClient>(
         })
         .collect();
     let rosters: Vec<Option<RosterCheck>> = events.iter().map(|e| Some(roster::check(e))).collect();
-    let life = roster::life(store.config());
+    let life = roster::life(store.config(), dedup_cfg.lease_ms);
     let admissions: Vec<Option<Admission>> = match redis {
         Some(r) => {
             match dedup::reserve_many(r, &slots, &mutes, &rosters, dedup_cfg.lease_ms, &life).await
@@ -663,7 +664,9 @@ pub async fn apply<H: HttpClient>(
             let tally = group_tally(&tallies, g);
             let mut out = write_group(store, events, g, tally, now_ms).await;
             let done = match (redis, tally.filter(|t| t.fresh)) {
-                (Some(r), Some(_)) => complete_roster(store, r, &events[g[0]], &mut out).await,
+                (Some(r), Some(_)) => {
+                    complete_roster(store, r, &life, &events[g[0]], &mut out).await
+                }
                 _ => None,
             };
             (out, done)

@@ -74,15 +74,17 @@ pub fn check(ev: &NotificationEvent) -> RosterCheck {
 }
 
 /// How long a roster outlives its last change: the item's lifetime and its tombstone's, or
-/// `roster_idle_ms` while the document can rebuild it (see the module docs).
+/// `roster_idle_ms` while the document can rebuild it (see the module docs); `lease_ms` (the
+/// reservation's) is how long its creator has to complete a new one.
 #[must_use]
-pub fn life(cfg: &NotifyConfig) -> RosterLife {
+pub fn life(cfg: &NotifyConfig, lease_ms: u64) -> RosterLife {
     let ms = |v: i64| u64::try_from(v).unwrap_or(0);
     RosterLife {
         full_ms: ms(cfg.ttl_ms.saturating_add(cfg.tombstone_ttl_ms)),
         idle_ms: ms(cfg.roster_idle_ms),
         max_senders: cfg.origins_cap,
         max_retractions: cfg.retracted_cap,
+        grace_ms: lease_ms,
     }
 }
 
@@ -123,6 +125,7 @@ pub fn seed_of(doc: &StoredNotification) -> RosterSeed {
 pub async fn reseed<H: HttpClient>(
     store: &NotificationStore<H>,
     redis: &RedisRestClient<H>,
+    life: &RosterLife,
     owner: &str,
     item_key: &str,
 ) -> Result<(), NotifyError> {
@@ -139,7 +142,7 @@ pub async fn reseed<H: HttpClient>(
     let seed = doc
         .map(|d| seed_of(&StoredNotification::read(&d)))
         .unwrap_or_default();
-    let tally = dedup::seed_roster(redis, &key(owner, item_key), &life(cfg), &seed).await?;
+    let tally = dedup::seed_roster(redis, &key(owner, item_key), life, &seed).await?;
     store.store_tally(owner, item_key, tally).await
 }
 

@@ -457,7 +457,7 @@ impl<H: HttpClient> NotifyService<H> {
             members: &members,
         };
         let roster = super::roster::check(&ev);
-        let life = super::roster::life(self.store.config());
+        let life = super::roster::life(self.store.config(), self.dedup.lease_ms);
         // With Redis the count is the roster's, so the reservation is required: a failure is
         // the client's to retry (503), not a write with an unknown count.
         let admission = match &self.redis {
@@ -505,7 +505,7 @@ impl<H: HttpClient> NotifyService<H> {
                 Ok(CreateOutcome::Created)
             }
             (Ok(outcome), Some(r), Some(_)) => {
-                super::roster::reseed(&self.store, r, ev.owner(), ev.item_key())
+                super::roster::reseed(&self.store, r, &life, ev.owner(), ev.item_key())
                     .await
                     .map(|()| outcome)
             }
@@ -548,6 +548,7 @@ impl<H: HttpClient> NotifyService<H> {
     ) -> Result<Written<RetractOutcome>, NotifyError> {
         // The roster first (its tally and the time the retraction counts from), then the
         // document; a failure of either is retried by the client and both steps are idempotent.
+        let life = super::roster::life(self.store.config(), self.dedup.lease_ms);
         let left = match &self.redis {
             Some(redis) => Some(
                 dedup::roster_leave(
@@ -555,7 +556,7 @@ impl<H: HttpClient> NotifyService<H> {
                     &super::roster::key(&r.owner, &r.item_key),
                     &super::roster::field(&r.sender_id),
                     now_ms,
-                    &super::roster::life(self.store.config()),
+                    &life,
                 )
                 .await?,
             ),
@@ -568,7 +569,7 @@ impl<H: HttpClient> NotifyService<H> {
         // A new roster (it had expired while idle): the document still held the item's other
         // senders; a retry of this retraction runs this again (the roster keeps its mark).
         if let (Some(redis), Some(true)) = (&self.redis, left.map(|l| l.fresh)) {
-            super::roster::reseed(&self.store, redis, &r.owner, &r.item_key).await?;
+            super::roster::reseed(&self.store, redis, &life, &r.owner, &r.item_key).await?;
         }
         Ok(Written {
             value: outcome,
