@@ -11,12 +11,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use edge_geo_notify::backend::native::{block_on, UreqClient};
 use edge_geo_notify::backend::RedisRestClient;
-use edge_geo_notify::dedup::DedupConfig;
+use edge_geo_notify::dedup::{self, DedupConfig, MuteCheck};
 use edge_geo_notify::notify::batch::EventOutcome;
 use edge_geo_notify::notify::store::NotificationStore;
 use edge_geo_notify::notify::{
-    batch, roster, view, CreateOutcome, Created, NewEvent, NewSender, NotificationView,
-    NotifyConfig, NotifyService, Retraction,
+    batch, roster, view, CreateOutcome, Created, NewEvent, NewSender, NotificationEvent,
+    NotificationView, NotifyConfig, NotifyService, Retraction,
 };
 use serde_json::{json, Value};
 use stack_support::{now_ms, Stack};
@@ -280,4 +280,55 @@ fn only_the_creator_completes_a_new_roster_until_its_grace_runs_out() {
     );
     assert_eq!(count(&svc, "p4"), (3, true));
     assert!(!marked_new(&r, "p4"));
+}
+
+#[test]
+fn a_document_another_writer_inserted_under_the_new_roster_is_not_counted_twice() {
+    let stack = Stack::start();
+    let cfg = NotifyConfig {
+        origins_cap: 3,
+        ..NotifyConfig::default()
+    };
+    let svc = service(&stack, cfg.clone());
+    let r = stack.redis();
+    let t0 = now_ms() - 1_000_000;
+    // a's reservation creates the roster of a new item; a's write is late.
+    let a = NotificationEvent::new(raw("p5", "a", "a1", t0), &cfg, now_ms()).unwrap();
+    let dedup = DedupConfig::for_rate(10_000, 600_000);
+    let life = roster::life(&cfg, dedup.lease_ms);
+    let slot = dedup::slot(&dedup, "a1", t0);
+    let mute = MuteCheck {
+        key: "np:u1",
+        members: &[],
+    };
+    let check = roster::check(&a);
+    let admission = block_on(dedup::reserve_unless_muted(
+        &r,
+        &slot,
+        dedup.lease_ms,
+        &mute,
+        Some((&check, &life)),
+        None,
+    ))
+    .unwrap();
+    let tally = admission.tally.unwrap();
+    assert!(tally.fresh && tally.generation.is_some());
+    // Five others land first: b's write inserts the item, and the cap drops two origins.
+    for s in ["b", "c", "d", "e", "f"] {
+        create(&svc, raw("p5", s, &format!("{s}1"), t0 + 10));
+    }
+    assert!(marked_new(&r, "p5"), "only a completes the roster");
+    let w = block_on(svc.store().create_counted(&a, Some(tally), now_ms())).unwrap();
+    assert_eq!(w, CreateOutcome::Merged);
+    block_on(roster::reseed(
+        svc.store(),
+        &r,
+        &life,
+        tally.generation,
+        "u1",
+        "p5",
+    ))
+    .unwrap();
+    assert_eq!(count(&svc, "p5"), (6, true), "the roster had every sender");
+    assert!(!marked_new(&r, "p5"));
 }

@@ -8,12 +8,12 @@
 -- Optional hot check, with the roster only: KEYS[4] = the item's event counter (hc:{id}),
 -- ARGV[8+m] = events one window admits, ARGV[9+m] = window ms, ARGV[10+m] = cool-down ms.
 -- Field values: '1' = done; any other value = pending, holding its lease expiry (unix ms).
--- Returns {status, token[, tally, added, fresh]}: 'reserved' + lease token | 'duplicate' |
+-- Returns {status, token[, tally, added, fresh, generation]}: 'reserved' + lease token | 'duplicate' |
 -- 'in_flight' + current token | 'muted' | 'retracted' (the sender was retracted at or after
 -- this event: marked done, nothing to write) | 'hot' (the item is taking a burst: nothing
 -- reserved or joined, the caller queues the event and the consumer reserves it). A roster is
--- joined for 'reserved' and 'in_flight' only; fresh = 1: this call is to complete the new
--- roster (roster.lua, seed.lua).
+-- joined for 'reserved' and 'in_flight' only; fresh and generation: see roster_fresh
+-- (roster.lua).
 -- HSETNX first: the common case (a new id) costs one listpack scan, not two (HGET + HSET).
 local m = tonumber(ARGV[4]) or 0
 if KEYS[2] then
@@ -55,13 +55,14 @@ end
 -- Never let the hash expire before the lease does (events older than the retention).
 redis.call('PEXPIREAT', KEYS[1], string.format('%d', math.max(tonumber(ARGV[3]), now + lease_ms)))
 if KEYS[3] then
-  local tally, added, fresh = roster_join(KEYS[3], ARGV[5 + m], tonumber(ARGV[6 + m]), ARGV[7 + m])
+  local tally, added, fresh, gen =
+    roster_join(KEYS[3], ARGV[5 + m], tonumber(ARGV[6 + m]), ARGV[7 + m])
   if tally == nil then
     if status == 'reserved' then
       redis.call('HSET', KEYS[1], ARGV[1], '1')
     end
     return {'retracted', ''}
   end
-  return {status, lease, tally, added, fresh}
+  return {status, lease, tally, added, fresh, gen}
 end
 return {status, lease}

@@ -6,8 +6,8 @@
 --   field, key expire-at (unix ms), index into KEYS of its muted set (0 = none), member count m,
 --   m members that would mute it, index into KEYS of its roster (0 = none), the sender's
 --   fingerprint, event time (ms).
--- Returns a flat list status, token, tally, added, fresh per event, with reserve.lua's
--- statuses (tally '', added 0 and fresh 0 without a roster).
+-- Returns a flat list status, token, tally, added, fresh, generation per event, with
+-- reserve.lua's statuses (tally '', added 0, fresh 0 and generation '' without a roster).
 local lease_ms = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
 local life = ARGV[3]
@@ -19,7 +19,7 @@ local a = 4
 for i = 1, n do
   local key, field, at = KEYS[i], ARGV[a], tonumber(ARGV[a + 1])
   local mute, m = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-  local status, token, tally, added, fresh = nil, '', '', 0, 0
+  local status, token, tally, added, fresh, gen = nil, '', '', 0, 0, ''
   if mute > 0 then
     for j = 1, m do
       if status == nil and redis.call('SISMEMBER', KEYS[mute], ARGV[a + 3 + j]) == 1 then
@@ -47,12 +47,12 @@ for i = 1, n do
       redis.call('PEXPIREAT', key, string.format('%d', math.max(at, now + lease_ms)))
       if roster > 0 then
         local got
-        got, added, fresh = roster_join(KEYS[roster], fp, te, life)
+        got, added, fresh, gen = roster_join(KEYS[roster], fp, te, life)
         if got == nil then
           if status == 'reserved' then
             redis.call('HSET', key, field, '1')
           end
-          status, token, added, fresh = 'retracted', '', 0, 0
+          status, token, added, fresh, gen = 'retracted', '', 0, 0, ''
         else
           tally = got
         end
@@ -64,5 +64,6 @@ for i = 1, n do
   out[#out + 1] = tally
   out[#out + 1] = added
   out[#out + 1] = fresh
+  out[#out + 1] = gen
 end
 return out

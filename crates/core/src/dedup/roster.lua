@@ -31,17 +31,23 @@ local function roster_mark(key, fp, life)
   local grace = tonumber(string.match(life, ' (%d+)$'))
   redis.call('HSET', key, 'f', fp .. ' ' .. string.format('%d', roster_now() + grace))
 end
--- 1 when the caller (sender fp) is to complete the roster: it created it, or its creator is late.
+-- While the roster is new: 1 when the caller (sender fp) is to complete it (it created it, or
+-- its creator is late), and the roster's generation (the mark's time), which a write that
+-- inserts the item stores, so the completer can tell a document born of this roster (nothing
+-- to merge) from an older one. Else 0, ''.
 local function roster_fresh(key, fp)
   local f = redis.call('HGET', key, 'f')
   if not f then
-    return 0
+    return 0, ''
   end
   local by, till = string.match(f, '^(%S+) (%d+)$')
-  if by == fp or till == nil or roster_now() > tonumber(till) then
-    return 1
+  if till == nil then
+    return 1, ''
   end
-  return 0
+  if by == fp or roster_now() > tonumber(till) then
+    return 1, till
+  end
+  return 0, till
 end
 local function roster_expire(key, life)
   local full, idle, cap, rcap = string.match(life, '^(%d+) (%d+) (%d+) (%d+) %d+$')
@@ -62,7 +68,7 @@ local function roster_expire(key, life)
   redis.call('PEXPIRE', key, string.format('%d', ttl))
 end
 -- Puts a sender on the item unless it was retracted at or after this event (then nil).
--- Returns the tally, 1 when this call added the sender (else 0), and 1 while the roster is new.
+-- Returns the tally, 1 when this call added the sender (else 0), and roster_fresh's two values.
 local function roster_join(key, fp, te, life)
   local cur = tonumber(redis.call('HGET', key, fp) or '')
   if cur ~= nil and cur > 0 then
@@ -74,7 +80,7 @@ local function roster_join(key, fp, te, life)
     return roster_tally(key), 0, roster_fresh(key, fp)
   end
   if cur ~= nil and te < -cur then
-    return nil, 0, 0
+    return nil, 0, 0, ''
   end
   if redis.call('EXISTS', key) == 0 then
     roster_mark(key, fp, life)

@@ -2,8 +2,7 @@
 -- sender's fingerprint, ARGV[2] = now (ms), ARGV[3] = roster lifetime (see roster.lua).
 -- The retraction counts from max(now, the sender's newest event time): a create that Redis saw
 -- before this retraction is refused by MongoDB too, whatever order the two writes land in.
--- Returns {tally, retracted-at, fresh}: fresh = 1 when this call is to complete the new roster
--- (seed.lua).
+-- Returns {tally, retracted-at, fresh, generation}: roster_fresh's values (roster.lua).
 local key = KEYS[1]
 if redis.call('EXISTS', key) == 0 then
   roster_mark(key, ARGV[1], ARGV[3])

@@ -115,6 +115,9 @@ pub struct Tally {
     /// when the write inserted the item, the commit says it is complete ([`commit`],
     /// [`Settle::Complete`]).
     pub fresh: bool,
+    /// While the roster is new, its generation: a write that inserts the item stores it, so
+    /// whoever completes the roster can tell a document born of it (see `roster.lua`).
+    pub generation: Option<i64>,
 }
 
 /// What [`seed_roster`] merges into a new roster: the item's document, in the roster's terms.
@@ -149,6 +152,8 @@ pub struct Departure {
     pub at_ms: i64,
     /// The roster is new (see [`Tally::fresh`]): seed it once the document is written.
     pub fresh: bool,
+    /// See [`Tally::generation`].
+    pub generation: Option<i64>,
 }
 
 /// The recipient's muted set and the members that would mute this event.
@@ -238,6 +243,7 @@ pub async fn roster_leave<H: HttpClient>(
             tally,
             at_ms,
             fresh: num(2) == Some(1),
+            generation: num(3),
         }),
         _ => Err(BackendError::Decode(format!(
             "roster leave: unexpected reply {reply}"
@@ -339,9 +345,9 @@ pub async fn reserve_many<H: HttpClient>(
     let reply = redis.evalsha_or_eval(&RESERVE_MANY, &keys, &args).await?;
     let flat = reply
         .as_array()
-        .filter(|a| a.len() == 5 * n)
+        .filter(|a| a.len() == 6 * n)
         .ok_or_else(|| BackendError::Decode(format!("dedup reserve_many: reply {reply}")))?;
-    flat.chunks(5)
+    flat.chunks(6)
         .map(|four| parse_admission(&Value::Array(four.to_vec())))
         .collect()
 }
@@ -385,8 +391,8 @@ pub async fn settle_many<H: HttpClient>(
     Ok(reply.as_u64().unwrap_or(0))
 }
 
-/// Decodes a reserve script's `{status, token[, tally, added, fresh]}` reply (an empty
-/// tally: none).
+/// Decodes a reserve script's `{status, token[, tally, added, fresh, generation]}` reply (an
+/// empty tally or generation: none).
 ///
 /// # Errors
 /// [`BackendError::Decode`] for anything else.
@@ -403,6 +409,7 @@ pub fn parse_admission(reply: &Value) -> Result<Admission, BackendError> {
                 packed,
                 added: flag(3),
                 fresh: flag(4),
+                generation: reply.get(5).and_then(reply_int),
             })
         }
     };

@@ -397,6 +397,7 @@ async fn upsert_group<H: HttpClient>(
     let evs: Vec<&NotificationEvent> = idx.iter().map(|&i| &events[i]).collect();
     let (filter, mut update) = group_upsert(&evs, store.config(), now_ms);
     rules::with_tally(&mut update, tally.map(|t| t.packed));
+    rules::with_generation(&mut update, tally.and_then(|t| t.generation));
     let r = store
         .api()
         .update_one(&store.config().collection, &filter, &update, true)
@@ -466,6 +467,7 @@ fn group_tally(tallies: &[Option<Tally>], idx: &[usize]) -> Option<Tally> {
         packed,
         added: group.iter().any(|t| t.added),
         fresh: group.iter().any(|t| t.fresh),
+        generation: group.iter().find_map(|t| t.generation),
     })
 }
 
@@ -477,6 +479,7 @@ async fn complete_roster<H: HttpClient>(
     store: &NotificationStore<H>,
     redis: &RedisRestClient<H>,
     life: &RosterLife,
+    tally: Tally,
     event: &NotificationEvent,
     out: &mut [(usize, EventOutcome)],
 ) -> Option<String> {
@@ -492,7 +495,17 @@ async fn complete_roster<H: HttpClient>(
     {
         return Some(roster::key(event.owner(), event.item_key()));
     }
-    if let Err(e) = roster::reseed(store, redis, life, event.owner(), event.item_key()).await {
+    let generation = tally.generation;
+    if let Err(e) = roster::reseed(
+        store,
+        redis,
+        life,
+        generation,
+        event.owner(),
+        event.item_key(),
+    )
+    .await
+    {
         let why = format!("roster seed failed: {e}");
         for (_, o) in out.iter_mut() {
             *o = EventOutcome::Failed(why.clone());
@@ -664,8 +677,8 @@ pub async fn apply<H: HttpClient>(
             let tally = group_tally(&tallies, g);
             let mut out = write_group(store, events, g, tally, now_ms).await;
             let done = match (redis, tally.filter(|t| t.fresh)) {
-                (Some(r), Some(_)) => {
-                    complete_roster(store, r, &life, &events[g[0]], &mut out).await
+                (Some(r), Some(t)) => {
+                    complete_roster(store, r, &life, t, &events[g[0]], &mut out).await
                 }
                 _ => None,
             };

@@ -92,6 +92,10 @@ pub struct StoredNotification {
     /// Retracted senders (capped).
     #[serde(rename = "x")]
     pub retracted: Vec<Retracted>,
+    /// The generation of the new roster the write that inserted the item saw (see
+    /// [`super::roster::reseed`]).
+    #[serde(rename = "rg")]
+    pub roster_generation: Option<i64>,
     /// Read flag.
     pub read: bool,
     /// Seen flag (the badge).

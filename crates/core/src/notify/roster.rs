@@ -116,8 +116,11 @@ pub fn seed_of(doc: &StoredNotification) -> RosterSeed {
 
 /// Completes an item's new roster from its document (one read, one `EVALSHA`) and stores the
 /// tally it gives: called by the writer whose event found the roster new, after its write, when
-/// the write did not insert the item (see the module docs). Idempotent: a second run finds
-/// nothing to add and only raises the version.
+/// the write did not insert the item (see the module docs). A document another writer inserted
+/// under this roster (it stores the roster's `generation`) holds no sender the roster lacks, so
+/// nothing is merged: its count, which the origins cap may already have cut, would count twice
+/// senders the roster has. Idempotent: a second run finds nothing to add and only raises the
+/// version.
 ///
 /// # Errors
 /// Backend failures (the roster keeps its mark, so the next event on the item, or the client's
@@ -126,6 +129,7 @@ pub async fn reseed<H: HttpClient>(
     store: &NotificationStore<H>,
     redis: &RedisRestClient<H>,
     life: &RosterLife,
+    generation: Option<i64>,
     owner: &str,
     item_key: &str,
 ) -> Result<(), NotifyError> {
@@ -135,13 +139,22 @@ pub async fn reseed<H: HttpClient>(
         .find_one(
             &cfg.collection,
             &json!({ "owner": owner, "itemKey": item_key }),
-            Some(&json!({ "origins.s": 1, "origins.t": 1, "x": 1, "oc": 1, "originsCount": 1 })),
+            Some(&json!({ "origins.s": 1, "origins.t": 1, "x": 1, "oc": 1, "originsCount": 1, "rg": 1 })),
             None,
         )
         .await?;
-    let seed = doc
-        .map(|d| seed_of(&StoredNotification::read(&d)))
-        .unwrap_or_default();
+    let seed = doc.map_or_else(RosterSeed::default, |d| {
+        let doc = StoredNotification::read(&d);
+        if generation.is_some() && doc.roster_generation == generation {
+            RosterSeed {
+                version: doc.tally.map_or(0, |t| t.div_euclid(SPAN)),
+                retractions: doc.retracted.len(),
+                ..RosterSeed::default()
+            }
+        } else {
+            seed_of(&doc)
+        }
+    });
     let tally = dedup::seed_roster(redis, &key(owner, item_key), life, &seed).await?;
     store.store_tally(owner, item_key, tally).await
 }

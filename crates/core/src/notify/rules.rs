@@ -95,6 +95,14 @@ pub fn with_tally(update: &mut Value, tally: Option<i64>) {
     }
 }
 
+/// Stores a new roster's generation on the item if this write inserts it (see
+/// [`super::roster::reseed`]).
+pub fn with_generation(update: &mut Value, generation: Option<i64>) {
+    if let Some(g) = generation {
+        update["$setOnInsert"]["rg"] = json!(g);
+    }
+}
+
 /// The compact origin an event adds to its item.
 pub(super) fn origin(ev: &NotificationEvent) -> Value {
     json!(StoredOrigin {

@@ -504,11 +504,16 @@ impl<H: HttpClient> NotifyService<H> {
                 complete = Some(roster.key.clone());
                 Ok(CreateOutcome::Created)
             }
-            (Ok(outcome), Some(r), Some(_)) => {
-                super::roster::reseed(&self.store, r, &life, ev.owner(), ev.item_key())
-                    .await
-                    .map(|()| outcome)
-            }
+            (Ok(outcome), Some(r), Some(t)) => super::roster::reseed(
+                &self.store,
+                r,
+                &life,
+                t.generation,
+                ev.owner(),
+                ev.item_key(),
+            )
+            .await
+            .map(|()| outcome),
             (w, _, _) => w,
         };
         match written {
@@ -568,8 +573,9 @@ impl<H: HttpClient> NotifyService<H> {
             .await?;
         // A new roster (it had expired while idle): the document still held the item's other
         // senders; a retry of this retraction runs this again (the roster keeps its mark).
-        if let (Some(redis), Some(true)) = (&self.redis, left.map(|l| l.fresh)) {
-            super::roster::reseed(&self.store, redis, &life, &r.owner, &r.item_key).await?;
+        if let (Some(redis), Some(l)) = (&self.redis, left.filter(|l| l.fresh)) {
+            let (owner, item) = (&r.owner, &r.item_key);
+            super::roster::reseed(&self.store, redis, &life, l.generation, owner, item).await?;
         }
         Ok(Written {
             value: outcome,

@@ -124,6 +124,7 @@ impl<H: HttpClient> NotificationStore<H> {
     ) -> Result<CreateOutcome, NotifyError> {
         let (filter, mut update) = rules::create_upsert(ev, &self.cfg, now_ms);
         rules::with_tally(&mut update, tally.map(|t| t.packed));
+        rules::with_generation(&mut update, tally.and_then(|t| t.generation));
         for attempt in 0.. {
             let r = self
                 .api
@@ -204,6 +205,8 @@ impl<H: HttpClient> NotificationStore<H> {
         for u in [&mut u1, &mut u2, &mut u3] {
             rules::with_tally(u, tally);
         }
+        // Only the record step can insert the item (a tombstone).
+        rules::with_generation(&mut u3, left.and_then(|l| l.generation));
         // Rounds: a concurrent create can flip a guard between two calls; each round re-reads.
         for _ in 0..3 {
             if self.api.update_one(coll, &f1, &u1, false).await?.matched > 0 {
