@@ -124,7 +124,7 @@ const md = [
   "| ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | ---: |",
   ...rows.map((r) => `| ${r.n.toLocaleString("en")} | ${r.sent.toLocaleString("en")} | ${r.shown.toLocaleString("en")} | ${r.shown === r.n && r.exact ? "yes" : "**no**"} | ${r.p50} | ${r.p95} | ${r.seconds} | ${r.redisPerSender} (${r.encoding}) | ${r.docBytes.toLocaleString("en")} |`),
   "",
-  `An item with one sender: ${(soloBytes / small.length).toFixed(0)} B of roster in Redis (\`MEMORY USAGE\`, mean over 1 000 such items); every item written while Redis is configured has one, for its lifetime and its tombstone's.`,
+  `An item with one sender: ${(soloBytes / small.length).toFixed(0)} B of roster in Redis (\`MEMORY USAGE\`, mean over 1 000 such items); every item written while Redis is configured has one, kept a day after its last change while it has at most the origins cap of senders (the document can rebuild it), else for the item's lifetime and its tombstone's.`,
   "",
   "All but the last 1 000 events go in bodies of 100 (the batch path); the last 1 000 are single creates, 4 at a time, and their latency is the one shown (the item at its largest; the local Data API emulator, one Python process, is most of it). The document's size stops growing at the origins cap; the roster's bytes per sender are Redis `MEMORY USAGE` over the distinct senders (a hash past `hash-max-listpack-entries` fields, 512 by default, leaves the compact listpack encoding).",
 ].join("\n");
