@@ -15,7 +15,7 @@ use edge_geo_notify::dedup::{self, DedupConfig, MuteCheck};
 use edge_geo_notify::notify::batch::EventOutcome;
 use edge_geo_notify::notify::store::NotificationStore;
 use edge_geo_notify::notify::{
-    batch, roster, view, CreateOutcome, Created, NewEvent, NewSender, NotificationEvent,
+    batch, roster, view, CreateOutcome, Created, Deferred, NewEvent, NewSender, NotificationEvent,
     NotificationView, NotifyConfig, NotifyService, Retraction,
 };
 use serde_json::{json, Value};
@@ -43,14 +43,18 @@ fn raw(item: &str, sender: &str, event_id: &str, t: i64) -> NewEvent {
     }
 }
 
+/// Leases (and so a new roster's grace) of 10 minutes: a slow machine cannot outlast them.
+fn dedup_config() -> DedupConfig {
+    DedupConfig {
+        lease_ms: 600_000,
+        ..DedupConfig::for_rate(10_000, 600_000)
+    }
+}
+
 fn service(stack: &Stack, cfg: NotifyConfig) -> NotifyService<UreqClient> {
     let store = NotificationStore::new(stack.data_api(), cfg);
     block_on(store.ensure_indexes()).unwrap();
-    NotifyService::new(
-        store,
-        Some(stack.redis()),
-        DedupConfig::for_rate(10_000, 600_000),
-    )
+    NotifyService::new(store, Some(stack.redis()), dedup_config())
 }
 
 fn create(svc: &NotifyService<UreqClient>, ev: NewEvent) -> Created {
@@ -65,7 +69,8 @@ fn retract(svc: &NotifyService<UreqClient>, item: &str, sender: &str, at: i64) {
         item_key: item.into(),
         sender_id: sender.into(),
     };
-    block_on(svc.retract(r, at)).unwrap();
+    let w = block_on(svc.retract(r, at)).unwrap();
+    assert!(block_on(svc.run_deferred(w.deferred)).is_empty());
 }
 
 fn item(svc: &NotifyService<UreqClient>, item: &str) -> NotificationView {
@@ -294,7 +299,7 @@ fn a_document_another_writer_inserted_under_the_new_roster_is_not_counted_twice(
     let t0 = now_ms() - 1_000_000;
     // a's reservation creates the roster of a new item; a's write is late.
     let a = NotificationEvent::new(raw("p5", "a", "a1", t0), &cfg, now_ms()).unwrap();
-    let dedup = DedupConfig::for_rate(10_000, 600_000);
+    let dedup = dedup_config();
     let life = roster::life(&cfg, dedup.lease_ms);
     let slot = dedup::slot(&dedup, "a1", t0);
     let mute = MuteCheck {
@@ -320,15 +325,121 @@ fn a_document_another_writer_inserted_under_the_new_roster_is_not_counted_twice(
     assert!(marked_new(&r, "p5"), "only a completes the roster");
     let w = block_on(svc.store().create_counted(&a, Some(tally), now_ms())).unwrap();
     assert_eq!(w, CreateOutcome::Merged);
+    let rebuild = Deferred::Rebuild {
+        owner: "u1".into(),
+        item_key: "p5".into(),
+        generation: tally.generation,
+        commit: Some(slot),
+    };
+    assert!(block_on(svc.run_deferred(vec![rebuild])).is_empty());
+    assert_eq!(count(&svc, "p5"), (6, true), "the roster had every sender");
+    assert!(!marked_new(&r, "p5"));
+}
+
+fn version(r: &RedisRestClient<UreqClient>, item: &str) -> i64 {
+    let v = redis(r, &["HGET", &roster::key("u1", item), "v"]);
+    v.as_str().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_late_event_on_an_item_at_the_cap_after_expiry_is_counted_once() {
+    let stack = Stack::start();
+    let cfg = NotifyConfig {
+        origins_cap: 3,
+        ..NotifyConfig::default()
+    };
+    let svc = service(&stack, cfg);
+    let r = stack.redis();
+    let t0 = now_ms() - 1_000_000;
+    for (i, s) in ["a", "b", "c"].iter().enumerate() {
+        create(
+            &svc,
+            raw("p6", s, &format!("{s}1"), t0 + 10 * (i as i64 + 1)),
+        );
+    }
+    expire(&r, "p6");
+    // x's event is older than every stored origin (a late redelivery): a capped push would
+    // drop it at once, and the document's count alone would then look like a dropped sender.
+    create(&svc, raw("p6", "x", "x1", t0));
+    assert_eq!(count(&svc, "p6"), (4, true));
+    // The next capped write trims the document back to the cap.
+    create(&svc, raw("p6", "y", "y1", t0 + 100));
+    assert_eq!(count(&svc, "p6"), (5, true));
+    assert_eq!(item(&svc, "p6").origins.len(), 3);
+}
+
+#[test]
+fn a_second_rebuild_of_one_roster_changes_nothing_but_its_version() {
+    let stack = Stack::start();
+    let svc = service(&stack, NotifyConfig::default());
+    let r = stack.redis();
+    let t0 = now_ms() - 1_000_000;
+    for s in ["a", "b", "c"] {
+        create(&svc, raw("p7", s, &format!("{s}1"), t0));
+    }
+    expire(&r, "p7");
+    // d's create finds the roster new; its rebuild is held back and run twice.
+    let w = block_on(svc.create(raw("p7", "d", "d1", t0 + 1), now_ms())).unwrap();
+    let generation = match w.deferred.as_slice() {
+        [Deferred::Rebuild { generation, .. }] => *generation,
+        other => panic!("a rebuild is deferred: {other:?}"),
+    };
+    let life = roster::life(svc.store().config(), dedup_config().lease_ms);
+    for _ in 0..2 {
+        block_on(roster::reseed(
+            svc.store(),
+            &r,
+            &life,
+            generation,
+            "u1",
+            "p7",
+        ))
+        .unwrap();
+    }
+    assert_eq!(count(&svc, "p7"), (4, true));
+    // The deferred rebuild runs a third time, then drops the mark.
+    assert!(block_on(svc.run_deferred(w.deferred)).is_empty());
+    let v = version(&r, "p7");
+    assert!(
+        v < 20,
+        "versions add one per rebuild, they do not double: {v}"
+    );
+    // Once the mark is gone, a late completer of that generation merges nothing.
     block_on(roster::reseed(
         svc.store(),
         &r,
         &life,
-        tally.generation,
+        generation,
         "u1",
-        "p5",
+        "p7",
     ))
     .unwrap();
-    assert_eq!(count(&svc, "p5"), (6, true), "the roster had every sender");
-    assert!(!marked_new(&r, "p5"));
+    assert_eq!(count(&svc, "p7"), (4, true));
+    assert_eq!(version(&r, "p7"), v);
+}
+
+#[test]
+fn a_failed_rebuild_keeps_the_mark_and_a_later_writer_completes_it() {
+    let stack = Stack::start();
+    let svc = service(&stack, NotifyConfig::default());
+    let r = stack.redis();
+    let t0 = now_ms() - 1_000_000;
+    for s in ["a", "b", "c"] {
+        create(&svc, raw("p8", s, &format!("{s}1"), t0));
+    }
+    expire(&r, "p8");
+    let w = block_on(svc.create(raw("p8", "d", "d1", t0 + 1), now_ms())).unwrap();
+    // The rebuild's document read fails.
+    stack.data_api_faults(r#"{"rules":[{"match":"findOne","mode":"fail_before","count":1}]}"#);
+    let failures = block_on(svc.run_deferred(w.deferred));
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(marked_new(&r, "p8"), "the mark stays");
+    // The creator's grace runs out (what its clock would do; set, not waited for).
+    let key = roster::key("u1", "p8");
+    let mark = redis(&r, &["HGET", &key, "f"]);
+    let by = mark.as_str().unwrap().split(' ').next().unwrap().to_owned();
+    redis(&r, &["HSET", &key, "f", &format!("{by} 1")]);
+    create(&svc, raw("p8", "e", "e1", t0 + 2));
+    assert_eq!(count(&svc, "p8"), (5, true));
+    assert!(!marked_new(&r, "p8"));
 }

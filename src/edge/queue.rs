@@ -152,6 +152,7 @@ pub async fn queue(
         "queue": name, "messages": msgs.len(), "events": report.events, "retried": retried,
         "requeued": report.requeued,
         "invalid": report.invalid, "owners_changed": report.changed_owners.len(),
+        "rosters_unfinished": report.unfinished_rosters,
     }));
     after_change(&env, &ctx, &report.changed_owners);
     Ok(JsValue::UNDEFINED)

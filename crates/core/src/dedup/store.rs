@@ -97,7 +97,7 @@ impl RosterLife {
             self.idle_ms,
             self.max_senders,
             self.max_retractions,
-            self.grace_ms
+            self.grace_ms.max(1)
         )
     }
 }
@@ -416,8 +416,10 @@ pub fn parse_admission(reply: &Value) -> Result<Admission, BackendError> {
     Ok(Admission { reservation, tally })
 }
 
-/// Completes a new roster from its item's document in one `EVALSHA` (see `seed.lua`) and
-/// returns the tally to store on the document (its version is above every tally stored so far).
+/// Completes a new roster of `generation` (see [`Tally::generation`]; `None`: whatever its mark
+/// holds) from its item's document in one `EVALSHA` (see `seed.lua`) and returns the tally to
+/// store on the document (its version is above every tally stored so far). The roster keeps
+/// its mark: drop it once the tally is stored ([`commit`], [`Settle::Complete`]).
 ///
 /// # Errors
 /// Backend failures; a malformed reply is [`BackendError::Decode`].
@@ -425,10 +427,12 @@ pub async fn seed_roster<H: HttpClient>(
     redis: &RedisRestClient<H>,
     key: &str,
     life: &RosterLife,
+    generation: Option<i64>,
     seed: &RosterSeed,
 ) -> Result<i64, BackendError> {
     let mut args = vec![
         life.arg(),
+        generation.map(|g| g.to_string()).unwrap_or_default(),
         seed.version.max(0).to_string(),
         seed.uncounted.max(0).to_string(),
         seed.retractions.to_string(),

@@ -356,6 +356,8 @@ pub struct BatchReport {
     pub outcomes: Vec<EventOutcome>,
     /// Owners whose inbox changed (sorted, distinct): the badge hook pokes these.
     pub changed_owners: Vec<String>,
+    /// New rosters whose rebuild failed: their marks stay, and a later writer completes them.
+    pub unfinished_rosters: usize,
 }
 
 /// Groups pending events by (owner, itemKey) in first-seen order; a sender seen twice in one
@@ -472,46 +474,26 @@ fn group_tally(tallies: &[Option<Tally>], idx: &[usize]) -> Option<Tally> {
 }
 
 /// After a group's write, when its item's roster is new (see [`roster`]): a write that
-/// inserted the item shows the roster complete (its key is returned for the settle); otherwise
-/// the roster is seeded from the document now, and if that fails the group is failed, so its
-/// retry (idempotent) seeds it. A group with a failed event leaves the mark to that retry.
+/// inserted the item shows the roster complete; otherwise the roster is completed from the
+/// document now. Either way its key comes back for the settle, which drops the mark; a failed
+/// rebuild (`Err`) keeps the mark for the next writer once its grace has passed. Failed events
+/// do not hold this up: the roster already has their senders.
 async fn complete_roster<H: HttpClient>(
     store: &NotificationStore<H>,
     redis: &RedisRestClient<H>,
     life: &RosterLife,
     tally: Tally,
     event: &NotificationEvent,
-    out: &mut [(usize, EventOutcome)],
-) -> Option<String> {
-    if out
+    out: &[(usize, EventOutcome)],
+) -> Result<String, NotifyError> {
+    let (owner, item_key) = (event.owner(), event.item_key());
+    let created = out
         .iter()
-        .any(|(_, o)| matches!(o, EventOutcome::Failed(_)))
-    {
-        return None;
+        .any(|(_, o)| *o == EventOutcome::Applied(CreateOutcome::Created));
+    if !created {
+        roster::reseed(store, redis, life, tally.generation, owner, item_key).await?;
     }
-    if out
-        .iter()
-        .any(|(_, o)| *o == EventOutcome::Applied(CreateOutcome::Created))
-    {
-        return Some(roster::key(event.owner(), event.item_key()));
-    }
-    let generation = tally.generation;
-    if let Err(e) = roster::reseed(
-        store,
-        redis,
-        life,
-        generation,
-        event.owner(),
-        event.item_key(),
-    )
-    .await
-    {
-        let why = format!("roster seed failed: {e}");
-        for (_, o) in out.iter_mut() {
-            *o = EventOutcome::Failed(why.clone());
-        }
-    }
-    None
+    Ok(roster::key(owner, item_key))
 }
 
 async fn write_group<H: HttpClient>(
@@ -641,6 +623,7 @@ pub async fn apply<H: HttpClient>(
                     return BatchReport {
                         outcomes: vec![EventOutcome::Failed(why); n],
                         changed_owners: vec![],
+                        unfinished_rosters: 0,
                     };
                 }
             }
@@ -672,13 +655,14 @@ pub async fn apply<H: HttpClient>(
     // A few groups at a time: workerd holds at most 6 connections open per invocation, and a
     // request waiting for one would spend its backend timeout in that wait.
     let mut complete: Vec<String> = Vec::new();
+    let mut unfinished_rosters = 0;
     for run in groups.chunks(WRITE_CONCURRENCY) {
         let written = join_all(run.iter().map(|g| async {
             let tally = group_tally(&tallies, g);
-            let mut out = write_group(store, events, g, tally, now_ms).await;
+            let out = write_group(store, events, g, tally, now_ms).await;
             let done = match (redis, tally.filter(|t| t.fresh)) {
                 (Some(r), Some(t)) => {
-                    complete_roster(store, r, &life, t, &events[g[0]], &mut out).await
+                    Some(complete_roster(store, r, &life, t, &events[g[0]], &out).await)
                 }
                 _ => None,
             };
@@ -689,7 +673,11 @@ pub async fn apply<H: HttpClient>(
             for (i, o) in out {
                 outcomes[i] = Some(o);
             }
-            complete.extend(done);
+            match done {
+                Some(Ok(key)) => complete.push(key),
+                Some(Err(_)) => unfinished_rosters += 1,
+                None => {}
+            }
         }
     }
     let outcomes: Vec<EventOutcome> = outcomes
@@ -722,6 +710,7 @@ pub async fn apply<H: HttpClient>(
     BatchReport {
         changed_owners: changed.into_iter().map(String::from).collect(),
         outcomes,
+        unfinished_rosters,
     }
 }
 
@@ -764,6 +753,8 @@ pub struct ConsumeReport {
     /// Messages of which only some events failed, whose failed events went out again as one
     /// new message (with the deliveries they had, and the backoff's delay).
     pub requeued: usize,
+    /// See [`BatchReport::unfinished_rosters`].
+    pub unfinished_rosters: usize,
 }
 
 /// The dead-letter id of event `pos` of a message with `n` events: the message id for a lone
@@ -818,6 +809,7 @@ pub async fn consume<H: HttpClient, Q: EventQueue>(
     let mut dead = Vec::new();
     let mut changed: BTreeSet<String> = BTreeSet::new();
     let mut invalid = 0;
+    let mut unfinished_rosters = 0;
     let mut round: Vec<(usize, usize, NotificationEvent)> = Vec::new();
     let mut round_messages = 0;
     let mut i = 0;
@@ -837,6 +829,7 @@ pub async fn consume<H: HttpClient, Q: EventQueue>(
                 }
             }
             changed.extend(report.changed_owners);
+            unfinished_rosters += report.unfinished_rosters;
             round.clear();
             round_messages = 0;
             if next.is_none() {
@@ -909,6 +902,7 @@ pub async fn consume<H: HttpClient, Q: EventQueue>(
         events: unpacked.iter().map(|(evs, _)| evs.len()).sum(),
         invalid,
         requeued,
+        unfinished_rosters,
     }
 }
 

@@ -116,11 +116,12 @@ pub fn seed_of(doc: &StoredNotification) -> RosterSeed {
 
 /// Completes an item's new roster from its document (one read, one `EVALSHA`) and stores the
 /// tally it gives: called by the writer whose event found the roster new, after its write, when
-/// the write did not insert the item (see the module docs). A document another writer inserted
+/// the write did not insert the item (see the module docs); the caller then drops the mark
+/// ([`dedup::commit`], [`dedup::Settle::Complete`]). A document another writer inserted
 /// under this roster (it stores the roster's `generation`) holds no sender the roster lacks, so
 /// nothing is merged: its count, which the origins cap may already have cut, would count twice
 /// senders the roster has. Idempotent: a second run finds nothing to add and only raises the
-/// version.
+/// version by one.
 ///
 /// # Errors
 /// Backend failures (the roster keeps its mark, so the next event on the item, or the client's
@@ -155,7 +156,7 @@ pub async fn reseed<H: HttpClient>(
             seed_of(&doc)
         }
     });
-    let tally = dedup::seed_roster(redis, &key(owner, item_key), life, &seed).await?;
+    let tally = dedup::seed_roster(redis, &key(owner, item_key), life, generation, &seed).await?;
     store.store_tally(owner, item_key, tally).await
 }
 

@@ -95,11 +95,16 @@ pub fn with_tally(update: &mut Value, tally: Option<i64>) {
     }
 }
 
-/// Stores a new roster's generation on the item if this write inserts it (see
-/// [`super::roster::reseed`]).
+/// A write made while its item's roster is new (see [`super::roster`]): it stores the roster's
+/// generation if it inserts the item, and pushes its origin without the cap's `$slice`, so no
+/// sender leaves the document before the roster is completed from it (the next capped write
+/// trims the array).
 pub fn with_generation(update: &mut Value, generation: Option<i64>) {
     if let Some(g) = generation {
         update["$setOnInsert"]["rg"] = json!(g);
+        if let Some(push) = update["$push"]["origins"].as_object_mut() {
+            push.remove("$slice");
+        }
     }
 }
 

@@ -29,6 +29,19 @@ pub enum Deferred {
     /// Mark the event id done (after a successful write), and drop the new mark of the roster
     /// whose item the write inserted (see [`super::roster`]).
     Commit(Slot, Option<String>),
+    /// Complete the item's new roster from its document (see [`super::roster::reseed`]), then
+    /// commit the event id (if any) and drop the roster's mark in one call; after a failed
+    /// rebuild the mark stays, for the next writer once its grace has passed.
+    Rebuild {
+        /// The item's owner.
+        owner: String,
+        /// The item.
+        item_key: String,
+        /// The roster generation being completed.
+        generation: Option<i64>,
+        /// The event id to mark done with it.
+        commit: Option<Slot>,
+    },
     /// Keep a finished Idempotency-Key result (the HTTP layer's record) for 24 h.
     StoreResult {
         /// Redis key.
@@ -496,27 +509,7 @@ impl<H: HttpClient> NotifyService<H> {
             // In flight elsewhere or no Redis: write anyway (idempotent upsert).
             Some(Reservation::InFlight) | None => None,
         };
-        let written = self.store.create_counted(&ev, tally, now_ms).await;
-        // A new roster: complete once the write says whether its item is new too.
-        let mut complete = None;
-        let written = match (written, &self.redis, tally.filter(|t| t.fresh)) {
-            (Ok(CreateOutcome::Created), Some(_), Some(_)) if token.is_some() => {
-                complete = Some(roster.key.clone());
-                Ok(CreateOutcome::Created)
-            }
-            (Ok(outcome), Some(r), Some(t)) => super::roster::reseed(
-                &self.store,
-                r,
-                &life,
-                t.generation,
-                ev.owner(),
-                ev.item_key(),
-            )
-            .await
-            .map(|()| outcome),
-            (w, _, _) => w,
-        };
-        match written {
+        match self.store.create_counted(&ev, tally, now_ms).await {
             Ok(outcome) => Ok(Direct::Written(Written {
                 value: Created::Applied {
                     outcome,
@@ -526,8 +519,7 @@ impl<H: HttpClient> NotifyService<H> {
                     .then(|| ev.owner().to_owned())
                     .into_iter()
                     .collect(),
-                deferred: token
-                    .map(|_| Deferred::Commit(slot.clone(), complete))
+                deferred: after_write(&ev, &slot, token.is_some(), tally, outcome)
                     .into_iter()
                     .collect(),
             })),
@@ -573,18 +565,45 @@ impl<H: HttpClient> NotifyService<H> {
             .await?;
         // A new roster (it had expired while idle): the document still held the item's other
         // senders; a retry of this retraction runs this again (the roster keeps its mark).
-        if let (Some(redis), Some(l)) = (&self.redis, left.filter(|l| l.fresh)) {
-            let (owner, item) = (&r.owner, &r.item_key);
-            super::roster::reseed(&self.store, redis, &life, l.generation, owner, item).await?;
-        }
+        let deferred = left.filter(|l| l.fresh).map(|l| Deferred::Rebuild {
+            owner: r.owner.clone(),
+            item_key: r.item_key.clone(),
+            generation: l.generation,
+            commit: None,
+        });
         Ok(Written {
             value: outcome,
             changed: (outcome != RetractOutcome::NotFound)
                 .then_some(r.owner)
                 .into_iter()
                 .collect(),
-            deferred: vec![],
+            deferred: deferred.into_iter().collect(),
         })
+    }
+
+    /// [`Deferred::Rebuild`]: completes the roster, then commits the id and drops the mark in
+    /// one call; if the rebuild fails the id is still committed, the mark kept.
+    async fn rebuild(
+        &self,
+        redis: &RedisRestClient<H>,
+        owner: &str,
+        item_key: &str,
+        generation: Option<i64>,
+        commit: Option<&Slot>,
+    ) -> Result<(), NotifyError> {
+        let life = super::roster::life(self.store.config(), self.dedup.lease_ms);
+        let built =
+            super::roster::reseed(&self.store, redis, &life, generation, owner, item_key).await;
+        let key = super::roster::key(owner, item_key);
+        let complete = built.is_ok().then_some(key.as_str());
+        let settled = match (commit, complete) {
+            (Some(slot), _) => dedup::commit(redis, slot, complete).await.map(|_| ()),
+            (None, Some(k)) => dedup::settle_many(redis, &[dedup::Settle::Complete(k)])
+                .await
+                .map(|_| ()),
+            (None, None) => Ok(()),
+        };
+        built.and(settled.map_err(NotifyError::from))
     }
 
     /// Runs deferred work; returns a line per failure for the log (nothing is retried: a lost
@@ -595,10 +614,20 @@ impl<H: HttpClient> NotifyService<H> {
         };
         let mut failures = Vec::new();
         for w in work {
-            let r = match &w {
+            let r: Result<(), NotifyError> = match &w {
                 Deferred::Commit(slot, complete) => dedup::commit(redis, slot, complete.as_deref())
                     .await
-                    .map(|_| ()),
+                    .map(|_| ())
+                    .map_err(NotifyError::from),
+                Deferred::Rebuild {
+                    owner,
+                    item_key,
+                    generation,
+                    commit,
+                } => {
+                    self.rebuild(redis, owner, item_key, *generation, commit.as_ref())
+                        .await
+                }
                 Deferred::StoreResult {
                     key,
                     record,
@@ -606,14 +635,48 @@ impl<H: HttpClient> NotifyService<H> {
                 } => redis
                     .command(&["SET", key.as_str(), record, "PX", &keep_ms.to_string()])
                     .await
-                    .map(|_| ()),
-                Deferred::FreeKey(key) => redis.command(&["DEL", key.as_str()]).await.map(|_| ()),
-                Deferred::PublishMutes(owner, p) => preferences::publish(redis, owner, p).await,
+                    .map(|_| ())
+                    .map_err(NotifyError::from),
+                Deferred::FreeKey(key) => redis
+                    .command(&["DEL", key.as_str()])
+                    .await
+                    .map(|_| ())
+                    .map_err(NotifyError::from),
+                Deferred::PublishMutes(owner, p) => preferences::publish(redis, owner, p)
+                    .await
+                    .map_err(NotifyError::from),
             };
             if let Err(e) = r {
                 failures.push(format!("deferred {w:?} failed: {e}"));
             }
         }
         failures
+    }
+}
+
+/// What a direct create leaves for after its response: the commit of its id, which also drops
+/// its item's new-roster mark when the write inserted the item (the roster then holds every
+/// sender), or, when the roster is new and the item was not, the roster's rebuild with it.
+fn after_write(
+    ev: &NotificationEvent,
+    slot: &Slot,
+    reserved: bool,
+    tally: Option<dedup::Tally>,
+    outcome: CreateOutcome,
+) -> Option<Deferred> {
+    match tally.filter(|t| t.fresh) {
+        Some(_) if outcome == CreateOutcome::Created && reserved => Some(Deferred::Commit(
+            slot.clone(),
+            Some(super::roster::key(ev.owner(), ev.item_key())),
+        )),
+        Some(t) if reserved => Some(Deferred::Rebuild {
+            owner: ev.owner().to_owned(),
+            item_key: ev.item_key().to_owned(),
+            generation: t.generation,
+            commit: Some(slot.clone()),
+        }),
+        // Not ours to finish: the request holding this event's lease completes the roster.
+        Some(_) => None,
+        None => reserved.then(|| Deferred::Commit(slot.clone(), None)),
     }
 }
