@@ -102,7 +102,10 @@ pub fn with_tally(update: &mut Value, tally: Option<i64>) {
 pub fn with_generation(update: &mut Value, generation: Option<i64>) {
     if let Some(g) = generation {
         update["$setOnInsert"]["rg"] = json!(g);
-        if let Some(push) = update["$push"]["origins"].as_object_mut() {
+        // `get_mut`, not indexing: an update without an origins push (a retraction's record)
+        // must not gain one.
+        let push = update.get_mut("$push").and_then(|p| p.get_mut("origins"));
+        if let Some(push) = push.and_then(Value::as_object_mut) {
             push.remove("$slice");
         }
     }
@@ -270,6 +273,25 @@ mod tests {
             NOW,
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_new_rosters_generation_lifts_the_cap_only_where_origins_are_pushed() {
+        let cfg = NotifyConfig::default();
+        let (_, mut create) = create_upsert(&ev("s1"), &cfg, NOW);
+        with_generation(&mut create, Some(7));
+        assert_eq!(create["$setOnInsert"]["rg"], json!(7));
+        assert!(create["$push"]["origins"].get("$slice").is_none());
+        assert!(create["$push"]["origins"].get("$each").is_some());
+        // A retraction's record pushes only `x`: it must not gain an `origins: null` push
+        // (which would store a null origin; found by the fault test).
+        let (_, mut record) = retract_record("u1", "post:1", "s1", &cfg, NOW);
+        let before = record["$push"].clone();
+        with_generation(&mut record, Some(7));
+        assert_eq!(record["$push"], before);
+        let (_, mut plain) = create_upsert(&ev("s1"), &cfg, NOW);
+        with_generation(&mut plain, None);
+        assert_eq!(plain["$push"]["origins"]["$slice"], json!(cfg.origins_cap));
     }
 
     #[test]
