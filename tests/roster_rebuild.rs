@@ -63,6 +63,29 @@ fn create(svc: &NotifyService<UreqClient>, ev: NewEvent) -> Created {
     w.value
 }
 
+/// Senders s0, s1, … on `item`, one create each, at `t0`, `t0 + 1`, …
+fn senders_on(svc: &NotifyService<UreqClient>, item: &str, n: i64, t0: i64) {
+    for i in 0..n {
+        let id = format!("{item}-{i}");
+        create(svc, raw(item, &format!("s{i}"), &id, t0 + i));
+    }
+}
+
+/// Runs the rebuild of `item`'s new roster of `generation` now.
+fn rebuild_now(svc: &NotifyService<UreqClient>, item: &str, generation: Option<i64>) {
+    let life = roster::life(svc.store().config(), dedup_config().lease_ms);
+    let r = svc.redis().expect("Redis");
+    block_on(roster::reseed(
+        svc.store(),
+        r,
+        &life,
+        generation,
+        "u1",
+        item,
+    ))
+    .unwrap();
+}
+
 fn retract(svc: &NotifyService<UreqClient>, item: &str, sender: &str, at: i64) {
     let r = Retraction {
         owner: "u1".into(),
@@ -116,9 +139,7 @@ fn an_expired_roster_is_rebuilt_from_the_document_without_losing_a_sender() {
     let svc = service(&stack, NotifyConfig::default());
     let r = stack.redis();
     let t0 = now_ms() - 1_000_000;
-    for i in 0..5 {
-        create(&svc, raw("p1", &format!("s{i}"), &format!("a{i}"), t0 + i));
-    }
+    senders_on(&svc, "p1", 5, t0);
     retract(&svc, "p1", "s1", t0 + 100);
     assert_eq!(count(&svc, "p1"), (4, true));
     // Small: it lives an idle day, not the item's life; the insert's commit dropped the mark.
@@ -173,23 +194,13 @@ fn a_roster_the_document_cannot_rebuild_keeps_the_items_lifetime() {
     let svc = service(&stack, cfg);
     let r = stack.redis();
     let t0 = now_ms() - 1_000_000;
-    for i in 0..3 {
-        create(
-            &svc,
-            raw("small", &format!("s{i}"), &format!("a{i}"), t0 + i),
-        );
-    }
+    senders_on(&svc, "small", 3, t0);
     assert!(ttl(&r, "small") <= IDLE_MS);
     // A fourth sender: the document keeps 3 origins, so only Redis knows them all.
     create(&svc, raw("small", "s3", "a3", t0 + 3));
     assert!(ttl(&r, "small") > full - 60_000, "past the cap");
     // Retractions up to the retracted cap: the document's list may have dropped one.
-    for i in 0..2 {
-        create(
-            &svc,
-            raw("quits", &format!("s{i}"), &format!("q{i}"), t0 + i),
-        );
-    }
+    senders_on(&svc, "quits", 2, t0);
     retract(&svc, "quits", "s0", t0 + 100);
     assert!(ttl(&r, "quits") <= IDLE_MS);
     retract(&svc, "quits", "s0", t0 + 101);
@@ -204,9 +215,7 @@ fn concurrent_writers_after_expiry_count_every_sender_once() {
     let svc = service(&stack, NotifyConfig::default());
     let r = stack.redis();
     let t0 = now_ms() - 1_000_000;
-    for i in 0..20 {
-        create(&svc, raw("p2", &format!("s{i}"), &format!("a{i}"), t0 + i));
-    }
+    senders_on(&svc, "p2", 20, t0);
     expire(&r, "p2");
     // 30 new senders and 10 returning ones, 8 writers at once: several may find the roster new.
     let jobs: Vec<NewEvent> = (10..50)
@@ -374,9 +383,7 @@ fn a_second_rebuild_of_one_roster_changes_nothing_but_its_version() {
     let svc = service(&stack, NotifyConfig::default());
     let r = stack.redis();
     let t0 = now_ms() - 1_000_000;
-    for s in ["a", "b", "c"] {
-        create(&svc, raw("p7", s, &format!("{s}1"), t0));
-    }
+    senders_on(&svc, "p7", 3, t0);
     expire(&r, "p7");
     // d's create finds the roster new; its rebuild is held back and run twice.
     let w = block_on(svc.create(raw("p7", "d", "d1", t0 + 1), now_ms())).unwrap();
@@ -384,18 +391,8 @@ fn a_second_rebuild_of_one_roster_changes_nothing_but_its_version() {
         [Deferred::Rebuild { generation, .. }] => *generation,
         other => panic!("a rebuild is deferred: {other:?}"),
     };
-    let life = roster::life(svc.store().config(), dedup_config().lease_ms);
-    for _ in 0..2 {
-        block_on(roster::reseed(
-            svc.store(),
-            &r,
-            &life,
-            generation,
-            "u1",
-            "p7",
-        ))
-        .unwrap();
-    }
+    rebuild_now(&svc, "p7", generation);
+    rebuild_now(&svc, "p7", generation);
     assert_eq!(count(&svc, "p7"), (4, true));
     // The deferred rebuild runs a third time, then drops the mark.
     assert!(block_on(svc.run_deferred(w.deferred)).is_empty());
@@ -405,15 +402,7 @@ fn a_second_rebuild_of_one_roster_changes_nothing_but_its_version() {
         "versions add one per rebuild, they do not double: {v}"
     );
     // Once the mark is gone, a late completer of that generation merges nothing.
-    block_on(roster::reseed(
-        svc.store(),
-        &r,
-        &life,
-        generation,
-        "u1",
-        "p7",
-    ))
-    .unwrap();
+    rebuild_now(&svc, "p7", generation);
     assert_eq!(count(&svc, "p7"), (4, true));
     assert_eq!(version(&r, "p7"), v);
 }
@@ -424,9 +413,7 @@ fn a_failed_rebuild_keeps_the_mark_and_a_later_writer_completes_it() {
     let svc = service(&stack, NotifyConfig::default());
     let r = stack.redis();
     let t0 = now_ms() - 1_000_000;
-    for s in ["a", "b", "c"] {
-        create(&svc, raw("p8", s, &format!("{s}1"), t0));
-    }
+    senders_on(&svc, "p8", 3, t0);
     expire(&r, "p8");
     let w = block_on(svc.create(raw("p8", "d", "d1", t0 + 1), now_ms())).unwrap();
     // The rebuild's document read fails.

@@ -4,16 +4,17 @@
 -- Optional mute check, in the same round trip: KEYS[2] = the owner's muted set (np:{owner}),
 -- ARGV[4] = m, ARGV[5..4+m] = members that mute this event (c:{category}, t:{notificationType}).
 -- Optional roster, in the same round trip: KEYS[3] = the item's roster (roster.lua),
--- ARGV[5+m] = the sender's fingerprint, ARGV[6+m] = event time (ms), ARGV[7+m] = roster lifetime.
+-- ARGV[5+m] = the sender's fingerprint, ARGV[6+m] = event time (ms), ARGV[7+m] = roster
+-- lifetime.
 -- Optional hot check, with the roster only: KEYS[4] = the item's event counter (hc:{id}),
 -- ARGV[8+m] = events one window admits, ARGV[9+m] = window ms, ARGV[10+m] = cool-down ms.
 -- Field values: '1' = done; any other value = pending, holding its lease expiry (unix ms).
--- Returns {status, token[, tally, added, fresh, generation]}: 'reserved' + lease token | 'duplicate' |
--- 'in_flight' + current token | 'muted' | 'retracted' (the sender was retracted at or after
--- this event: marked done, nothing to write) | 'hot' (the item is taking a burst: nothing
--- reserved or joined, the caller queues the event and the consumer reserves it). A roster is
--- joined for 'reserved' and 'in_flight' only; fresh and generation: see roster_fresh
--- (roster.lua).
+-- Returns {status, token[, tally, added, fresh, generation]}: 'reserved' + lease token |
+-- 'duplicate' | 'in_flight' + current token | 'muted' | 'retracted' (the sender was retracted
+-- at or after this event: marked done, nothing to write) | 'hot' (the item is taking a burst:
+-- nothing reserved or joined, the caller queues the event and the consumer reserves it). A
+-- roster is joined for 'reserved' and 'in_flight' only; fresh and generation: see
+-- roster_fresh (roster.lua).
 -- HSETNX first: the common case (a new id) costs one listpack scan, not two (HGET + HSET).
 local m = tonumber(ARGV[4]) or 0
 if KEYS[2] then
@@ -36,8 +37,7 @@ if KEYS[4] then
   end
 end
 local lease_ms = tonumber(ARGV[2])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = roster_now()
 local lease = string.format('%d', now + lease_ms)
 local status = 'reserved'
 if redis.call('HSETNX', KEYS[1], ARGV[1], lease) == 0 then

@@ -11,8 +11,7 @@
 local lease_ms = tonumber(ARGV[1])
 local n = tonumber(ARGV[2])
 local life = ARGV[3]
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = roster_now()
 local lease = string.format('%d', now + lease_ms)
 local out = {}
 local a = 4

@@ -348,7 +348,7 @@ pub async fn reserve_many<H: HttpClient>(
         .filter(|a| a.len() == 6 * n)
         .ok_or_else(|| BackendError::Decode(format!("dedup reserve_many: reply {reply}")))?;
     flat.chunks(6)
-        .map(|four| parse_admission(&Value::Array(four.to_vec())))
+        .map(|one| parse_admission(&Value::Array(one.to_vec())))
         .collect()
 }
 

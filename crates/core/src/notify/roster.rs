@@ -12,7 +12,7 @@
 //!   the item, `v` = changes.
 //! * **Lifetime** ([`life`]): a roster with no more senders than the origins cap (and fewer
 //!   retractions than the retracted cap) can be rebuilt from its document, which holds every
-//!   one of them, so it expires after `NOTIFY_ROSTER_IDLE_MS` without a change; a larger one
+//!   one of them, so it expires after `NOTIFY_ROSTER_IDLE_MINUTES` without a change; a larger one
 //!   lives as long as its item. Most items are small and quiet after their first day, so Redis
 //!   holds the rosters of the active items, not of the whole retention.
 //! * **Rebuilding** ([`reseed`]): the script marks a roster it creates as new (`f`); the writer
@@ -124,8 +124,8 @@ pub fn seed_of(doc: &StoredNotification) -> RosterSeed {
 /// version by one.
 ///
 /// # Errors
-/// Backend failures (the roster keeps its mark, so the next event on the item, or the client's
-/// retry, runs this again).
+/// Backend failures (the roster keeps its mark, so its sender's next call, or anyone's once the
+/// grace has passed, runs this again).
 pub async fn reseed<H: HttpClient>(
     store: &NotificationStore<H>,
     redis: &RedisRestClient<H>,
@@ -146,14 +146,15 @@ pub async fn reseed<H: HttpClient>(
         .await?;
     let seed = doc.map_or_else(RosterSeed::default, |d| {
         let doc = StoredNotification::read(&d);
+        let seed = seed_of(&doc);
         if generation.is_some() && doc.roster_generation == generation {
             RosterSeed {
-                version: doc.tally.map_or(0, |t| t.div_euclid(SPAN)),
-                retractions: doc.retracted.len(),
-                ..RosterSeed::default()
+                senders: vec![],
+                uncounted: 0,
+                ..seed
             }
         } else {
-            seed_of(&doc)
+            seed
         }
     });
     let tally = dedup::seed_roster(redis, &key(owner, item_key), life, generation, &seed).await?;
