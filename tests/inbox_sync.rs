@@ -331,20 +331,22 @@ fn retracting_the_last_stored_sender_after_the_cap_dropped_others_deletes_the_it
         ),
         (2, json!(3))
     );
-    let retract = |s: &str| block_on(store.retract("u1", "post", s, now_ms())).unwrap();
-    assert_eq!(retract("cy"), RetractOutcome::Updated);
+    // Retractions at explicit, distinct times: `x` is kept newest first, and two retractions
+    // in one millisecond would list in either order.
+    let retract = |s: &str, at: i64| block_on(store.retract("u1", "post", s, at)).unwrap();
+    assert_eq!(retract("cy", t + 100), RetractOutcome::Updated);
     assert_eq!(
         view(&doc(&store, "u1", "post")).summary.as_deref(),
         Some("BEN and 1 other liked your post")
     );
     // Ben is the last stored origin; Ana was dropped by the cap, so the count is still 2.
-    assert_eq!(retract("ben"), RetractOutcome::Deleted);
+    assert_eq!(retract("ben", t + 200), RetractOutcome::Deleted);
     let d = doc(&store, "u1", "post");
     assert_eq!(d["deleted"], true);
     assert_eq!(d["originsCount"], 0);
     assert!(Device::list(&store, "u1").items.is_empty());
     // Ana, dropped by the cap, is "not found" but remembered; nothing is left to misrender.
-    assert_eq!(retract("ana"), RetractOutcome::NotFound);
+    assert_eq!(retract("ana", t + 300), RetractOutcome::NotFound);
     let d = doc(&store, "u1", "post");
     let senders: Vec<&str> = d["x"]
         .as_array()
