@@ -212,28 +212,45 @@ if [ ! -x .venv/bin/python ] || ! cmp -s stack/requirements.txt .venv/.requireme
   fi
 fi
 
-# Rust: the wasm target and the exact tool versions the lockfile needs. The two tools are built
-# with a cheap profile (opt-level 1, no LTO, many codegen units, no debug info): their own speed
-# hardly matters (wasm-bindgen takes ~1 s on this worker either way) and a full release build of
-# them was 6 of the first run's 12 minutes. Only the `wasm-bindgen` binary is installed (not the
-# test runner, which nothing here uses).
+# Rust: the wasm target and the exact tool versions the lockfile needs. The two build tools are
+# compiled at opt-level 0 without debug info: their own speed hardly matters (wasm-bindgen takes
+# 1.3 s instead of 0.3 s on this worker), and a full release build of them was 6 of a bare
+# machine's 11 minutes. Only the `wasm-bindgen` binary, without TLS (only its test runner
+# downloads anything). One after the other in one target dir (target/tools), so the
+# dependencies they share compile once and a version bump rebuilds only what changed; at a lower
+# CPU priority, so the asset builder and the worker, which the first serve waits for, go first.
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   fg "rustup target add wasm32-unknown-unknown" rustup target add wasm32-unknown-unknown
 fi
 lock_version() { awk -v n="$1" '$0=="name = \""n"\"" {getline; gsub(/version = |"/, ""); print; exit}' Cargo.lock; }
 WB_VERSION="$(lock_version wasm-bindgen)"
 WORKER_VERSION="$(lock_version worker)"
-tool_profile=(env CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_LTO=false
-  CARGO_PROFILE_RELEASE_CODEGEN_UNITS=256 CARGO_PROFILE_RELEASE_DEBUG=false
-  CARGO_PROFILE_RELEASE_INCREMENTAL=false)
-if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $NF}')" != "$WB_VERSION" ]; then
-  bg "cargo install wasm-bindgen-cli $WB_VERSION" "${tool_profile[@]}" cargo install wasm-bindgen-cli --version "$WB_VERSION" --force --bin wasm-bindgen
-fi
-if [ "$(worker-build --version 2>/dev/null | awk '{print $NF}')" != "$WORKER_VERSION" ]; then
-  bg "cargo install worker-build $WORKER_VERSION" "${tool_profile[@]}" cargo install worker-build --version "$WORKER_VERSION" --locked --force
+tools=()
+[ "$(wasm-bindgen --version 2>/dev/null | awk '{print $NF}')" = "$WB_VERSION" ] ||
+  tools+=("wasm-bindgen-cli $WB_VERSION")
+[ "$(worker-build --version 2>/dev/null | awk '{print $NF}')" = "$WORKER_VERSION" ] ||
+  tools+=("worker-build $WORKER_VERSION")
+install_tools() {
+  local cheap=(env CARGO_TARGET_DIR="$PWD/target/tools" CARGO_PROFILE_RELEASE_OPT_LEVEL=0
+    CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=256
+    CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_INCREMENTAL=false nice -n 10)
+  local t
+  for t in "$@"; do
+    case "$t" in
+      wasm-bindgen-cli*) "${cheap[@]}" cargo install wasm-bindgen-cli --version "$WB_VERSION" --force \
+        --bin wasm-bindgen --no-default-features ;;
+      worker-build*) "${cheap[@]}" cargo install worker-build --version "$WORKER_VERSION" --locked --force ;;
+    esac
+  done
+}
+TOOLS_STEP="cargo install ${tools[*]:-}"
+if [ ${#tools[@]} -gt 0 ]; then
+  if [ "$PLAN" = 1 ]; then for t in "${tools[@]}"; do act cargo install ${t% *} --version "${t#* }"; done
+  else bg "$TOOLS_STEP" install_tools "${tools[@]}"
+  fi
 fi
 # The asset builder compiles while npm downloads the data it reads.
-bg "compile the asset builder" cargo build --release --quiet --bin build-assets
+bg "compile the asset builder" cargo build --profile assets --quiet --bin build-assets
 
 # Local secrets file for wrangler dev (git-ignored), from the documented example. An older copy
 # gets the example's variables it lacks (e.g. the AUTH_* of user tokens), appended; its own
@@ -264,7 +281,7 @@ fg "build assets" bash scripts/build-assets.sh
 # The worker's wasm compiles while the tools may still be compiling; worker-build then finds it
 # built (scripts/build-worker.sh --compile-only runs the same cargo command worker-build runs).
 fg "compile the worker (wasm, release)" bash scripts/build-worker.sh --compile-only --no-assets
-await "cargo install wasm-bindgen-cli $WB_VERSION" "cargo install worker-build $WORKER_VERSION"
+await "$TOOLS_STEP"
 fg "bundle the worker (worker-build)" bash scripts/build-worker.sh --no-assets
 await "${APT_STEP:-}" "python venv + pip"
 if [ "$PLAN" = 1 ]; then say "plan only: nothing was changed"; else say "ready in $(elapsed) s (step times: $TIMES)"; fi
