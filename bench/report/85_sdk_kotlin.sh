@@ -8,7 +8,7 @@ bash clients/kotlin/build.sh compile >&2
 bash clients/kotlin/build.sh jar >&2
 K=node_modules/kotlin-compiler/lib
 J=/usr/share/java
-CP="clients/kotlin/build/classes:$K/kotlin-stdlib.jar:$K/kotlinx-coroutines-core-jvm.jar:$J/okhttp.jar:$J/okio.jar:$J/junit4.jar"
+CP="clients/kotlin/build/classes:$K/kotlin-stdlib.jar:$K/kotlinx-coroutines-core-jvm.jar:$J/okhttp.jar:$J/okio.jar:$J/com.android.json.jar:$J/junit4.jar"
 jar_bytes=$(stat -c %s clients/kotlin/build/edge-inbox.jar)
 cat <<MD
 ## Kotlin SDK (clients/kotlin)

@@ -32,7 +32,7 @@ object Bench {
         exitProcess(0)
     }
 
-    private fun pos(ms: Long) = Base64.getUrlEncoder().withoutPadding().encodeToString(Json.write(listOf(ms, "")).toByteArray())
+    private fun pos(ms: Long) = Base64.getUrlEncoder().withoutPadding().encodeToString(jsonText(listOf(ms, "")).toByteArray())
 
     private fun store() {
         val n = 10_000
@@ -60,7 +60,7 @@ object Bench {
                 val t0 = System.nanoTime()
                 s.applyChanges(p)
                 val v = s.view()
-                if (persist) Json.write(s.snapshot().toJson())
+                if (persist) s.snapshot().toJson().toString()
                 times[i] = (System.nanoTime() - t0) / 1e6
                 check(v.items.size >= n - 10 * (i + 1))
             }
@@ -85,7 +85,7 @@ object Bench {
             val b64 = Base64.getUrlEncoder().withoutPadding()
             val now = System.currentTimeMillis() / 1000
             val h = b64.encodeToString("""{"alg":"HS256","typ":"JWT"}""".toByteArray())
-            val c = b64.encodeToString(Json.write(mapOf("sub" to sub, "iss" to env["INBOX_AUTH_ISSUER"], "aud" to env["INBOX_AUTH_AUDIENCE"], "iat" to now, "exp" to now + 600)).toByteArray())
+            val c = b64.encodeToString(jsonText(mapOf("sub" to sub, "iss" to env["INBOX_AUTH_ISSUER"], "aud" to env["INBOX_AUTH_AUDIENCE"], "iat" to now, "exp" to now + 600)).toByteArray())
             val mac = Mac.getInstance("HmacSHA256").apply { init(SecretKeySpec(env["INBOX_AUTH_SECRET"]!!.toByteArray(), "HmacSHA256")) }
             return "$h.$c." + b64.encodeToString(mac.doFinal("$h.$c".toByteArray()))
         }
@@ -98,30 +98,30 @@ object Bench {
             "createdTimeMsec" to System.currentTimeMillis(),
         )
         for (b in 0 until 10) {
-            val r = http.execute(HttpRequest("POST", "$base/v1/notifications/events", svc, Json.write(mapOf("events" to (0 until 100).map { event("i${b * 100 + it}") }))))
+            val r = http.execute(HttpRequest("POST", "$base/v1/notifications/events", svc, jsonText(mapOf("events" to (0 until 100).map { event("i${b * 100 + it}") }))))
             check(r.status == 200) { "batch: ${r.status} ${r.body}" }
         }
         val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
         val dir = Files.createTempDirectory("inbox-bench").toFile()
         try {
             // Full reload: every page of 100 until nextCursor is null.
-            val full = InboxClient(base, u, { mint(u) }, scope, http, FilePersistence(dir), InboxConfig(pageSize = 100))
+            val full = InboxClient(base, u, { _ -> mint(u) }, scope, http, FilePersistence(dir), InboxConfig(pageSize = 100))
             full.load()
             while (full.state.value.view.nextCursor != null) full.loadMore()
             check(full.state.value.items.size == 1000)
             full.awaitPersisted()
             // 10 changes while the app is closed: 5 new items, 3 marks, 2 deletes (another device).
             for (i in 0 until 5) {
-                val r = http.execute(HttpRequest("POST", "$base/v1/notifications/events", svc, Json.write(event("new$i"))))
+                val r = http.execute(HttpRequest("POST", "$base/v1/notifications/events", svc, jsonText(event("new$i"))))
                 check(r.status == 201) { "create: ${r.status}" }
             }
-            val other = InboxClient(base, u, { mint(u) }, scope, http, MemoryPersistence(), InboxConfig(pageSize = 100))
+            val other = InboxClient(base, u, { _ -> mint(u) }, scope, http, MemoryPersistence(), InboxConfig(pageSize = 100))
             other.load()
-            for (i in 0 until 3) check(other.mark("i${990 - i}", Flag.READ))
-            for (i in 0 until 2) check(other.delete("i${980 - i}"))
+            for (i in 0 until 3) check(other.mark("i${990 - i}", Flag.READ) == WriteResult.Applied)
+            for (i in 0 until 2) check(other.remove("i${980 - i}") == WriteResult.Applied)
             // Cold start from the persisted state.
-            val cold = InboxClient(base, u, { mint(u) }, scope, http, FilePersistence(dir), InboxConfig(pageSize = 100))
-            cold.start(stream = false)
+            val cold = InboxClient(base, u, { _ -> mint(u) }, scope, http, FilePersistence(dir), InboxConfig(pageSize = 100))
+            cold.start(live = false)
             check(cold.state.value.items.size == 1003) { "cold start shows ${cold.state.value.items.size}" }
             val persisted = dir.listFiles()!!.sumOf { it.length() }
             println("| start | requests | bytes read |")
