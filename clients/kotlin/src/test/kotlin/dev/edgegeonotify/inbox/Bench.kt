@@ -34,6 +34,8 @@ object Bench {
 
     private fun pos(ms: Long) = Base64.getUrlEncoder().withoutPadding().encodeToString(jsonText(listOf(ms, "")).toByteArray())
 
+    private var lastBytes = 0L
+
     private fun store() {
         val n = 10_000
         val page = Page((0 until n).map { testItem("k$it", 1_000_000L + it) }.reversed(), null, Counts(n.toLong(), n.toLong()), pos(1))
@@ -51,30 +53,44 @@ object Bench {
         }
         val rounds = 300
         val pages = (0 until rounds).map { changePage(it) }
-        fun run(persist: Boolean): Pair<Double, Double> {
+        // persist: 0 nothing, 1 the whole store as JSON (every change before issue 41), 2 the
+        // change's journal lines (what a change appends now).
+        fun run(persist: Int, mark: Boolean = false): Pair<Double, Double> {
             val s = InboxStore()
             s.applyPage(page, append = false)
             s.view()
+            s.drainJournal()
             val times = DoubleArray(rounds)
+            var bytes = 0L
             for ((i, p) in pages.withIndex()) {
                 val t0 = System.nanoTime()
-                s.applyChanges(p)
+                if (mark) s.addPending(PendingOp.Mark("op$i", "k${(i * 7919) % n}", Flag.READ, true, "key$i")) else s.applyChanges(p)
                 val v = s.view()
-                if (persist) s.snapshot().toJson().toString()
+                when (persist) {
+                    1 -> bytes += s.snapshot().toJson().toString().length
+                    2 -> bytes += s.drainJournal()!!.sumOf { it.length + 1 }
+                }
                 times[i] = (System.nanoTime() - t0) / 1e6
+                if (persist != 2) s.drainJournal()
                 check(v.items.size >= n - 10 * (i + 1))
             }
+            lastBytes = bytes / rounds
             // The first third warms the JIT up; report the rest.
             val measured = times.drop(rounds / 3).sorted()
             return measured[measured.size / 2] to measured[(measured.size * 95) / 100]
         }
-        run(false)
-        val (med, p95) = run(false)
-        val (pmed, pp95) = run(true)
-        println("| step | median ms | p95 ms |")
-        println("|---|---|---|")
-        println("| apply 100 changes + build the visible list (10 000 items) | ${"%.3f".format(med)} | ${"%.3f".format(p95)} |")
-        println("| the same + render the whole store to JSON (what a persistence write costs; done in the background, latest state only) | ${"%.3f".format(pmed)} | ${"%.3f".format(pp95)} |")
+        run(0)
+        fun row(label: String, r: Pair<Double, Double>, bytes: Boolean = true) =
+            println("| $label | ${"%.3f".format(r.first)} | ${"%.3f".format(r.second)} | ${if (bytes) lastBytes.toString() else "–"} |")
+        println("| step | median ms | p95 ms | bytes written per change |")
+        println("|---|---|---|---|")
+        row("apply 100 changes + build the visible list (10 000 items)", run(0), bytes = false)
+        row("the same + render the whole store to JSON (what every change wrote before: the whole-store rewrite)", run(1))
+        row("the same + render the change as journal lines (what a change appends now)", run(2))
+        row("one mark (optimistic) + the whole store as JSON (before)", run(1, mark = true))
+        row("one mark (optimistic) + its journal lines (now)", run(2, mark = true))
+        println()
+        println("The journal is compacted (one snapshot written again) once its lines outgrow the last snapshot (at least ${Journal.COMPACT_MIN / 1024} KiB).")
     }
 
     private suspend fun coldStart() {

@@ -293,7 +293,9 @@ class IntegrationTest {
         assertEquals(1L, s.unseen)
         // Learned from the push, then the change feed: no reload.
         val after = gated.requests.drop(seen)
-        assertTrue(after.toString(), after.isNotEmpty() && after.all { it.startsWith("GET $base/v1/notifications/changes?") })
+        // The change feed, then the counts (the feed carries none): no reload.
+        assertTrue(after.toString(), after.size >= 2 && after.dropLast(1).all { it.startsWith("GET $base/v1/notifications/changes?") })
+        assertEquals("GET $base/v1/notifications/unread-count", after.last())
     }
 
     @Test
@@ -454,9 +456,10 @@ class IntegrationTest {
             assertEquals(31, s.items.size)
             assertEquals(listOf("new2", "new1"), s.keys().take(2))
             assertFalse("k3" in s.keys())
-            // Only the change feed: one Data API `find`, no list, no counts aggregate.
-            assertEquals(mapOf("find" to 1L), dataCalls())
-            assertEquals(1L, second.requestsSent)
+            // The change feed (one Data API `find`), then the counts it does not carry (one
+            // `aggregate`); no list.
+            assertEquals(mapOf("find" to 1L, "aggregate" to 1L), dataCalls())
+            assertEquals(2L, second.requestsSent)
             val reload = client(u)
             reload.load()
             assertEquals(reload.state.value.items, s.items)
