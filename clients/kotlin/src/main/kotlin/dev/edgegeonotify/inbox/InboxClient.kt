@@ -7,6 +7,8 @@ import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.Deferred
 import kotlinx.coroutines.Job
 import kotlinx.coroutines.async
+import kotlinx.coroutines.currentCoroutineContext
+import kotlinx.coroutines.ensureActive
 import kotlinx.coroutines.flow.MutableSharedFlow
 import kotlinx.coroutines.flow.MutableStateFlow
 import kotlinx.coroutines.flow.SharedFlow
@@ -164,9 +166,9 @@ class InboxClient(
             liveJob = null
         }
         live.close()
-        synchronized(laneLock) { lane }?.cancel()
         val stopped = InboxError("stopped", "the client was stopped")
         for (id in outcomes.keys.toList()) outcomes.remove(id)?.complete(WriteResult.Queued(stopped))
+        synchronized(laneLock) { lane }?.cancel() // the request in flight is abandoned; its op stays queued
         _state.update { it.copy(status = Status.STOPPED, statusReason = null) }
     }
 
@@ -201,7 +203,15 @@ class InboxClient(
     suspend fun refreshCounts() = join(ask(counts = true))
 
     private suspend fun join(lane: Deferred<InboxError?>) {
-        lane.await()?.let { throw it }
+        awaitLane(lane)?.let { throw it }
+    }
+
+    /** The lane's end; `stopped` when [stop] cancelled it (not the caller's cancellation). */
+    private suspend fun awaitLane(lane: Deferred<InboxError?>): InboxError? = try {
+        lane.await()
+    } catch (e: CancellationException) {
+        currentCoroutineContext().ensureActive()
+        InboxError("stopped", "the client was stopped")
     }
 
     // ---------------------------------------------------------------- optimistic writes
@@ -228,7 +238,7 @@ class InboxClient(
         outcomes[op.id] = outcome
         mutate { it.addPending(op) }
         while (true) {
-            val stopped = ask().await()
+            val stopped = awaitLane(ask())
             if (outcome.isCompleted) return outcome.await()
             if (stopped != null) {
                 outcomes.remove(op.id)
@@ -366,7 +376,12 @@ class InboxClient(
             is Sent.Stopped -> stopped(sent)
             is Sent.Answer -> if (sent.response.status in 200..299) {
                 answered()
-                use(parse(sent.response.body))
+                val body = try {
+                    parse(sent.response.body)
+                } catch (e: org.json.JSONException) {
+                    null
+                }
+                if (body == null) InboxError("invalid_answer", "unreadable answer to GET $path") else use(body)
             } else {
                 InboxException.of(sent.response)
             }

@@ -143,7 +143,7 @@ object Bench {
             println("| start | requests | bytes read |")
             println("|---|---|---|")
             println("| full reload (pages of 100) | ${full.requestsSent} | ${full.bytesReceived} |")
-            println("| cold start from persisted state (pull since sync) | ${cold.requestsSent} | ${cold.bytesReceived} |")
+            println("| cold start from persisted state (the change feed since its sync, then the counts) | ${cold.requestsSent} | ${cold.bytesReceived} |")
             println()
             println("1 000 items, then 10 changes (5 creates, 3 marks, 2 deletes) made elsewhere; the persisted file is $persisted bytes.")
         } finally {
