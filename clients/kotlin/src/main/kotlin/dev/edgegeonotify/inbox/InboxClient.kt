@@ -120,7 +120,9 @@ class InboxClient(
     private val _rollbacks = MutableSharedFlow<Rollback>(extraBufferCapacity = 64)
     private val tokens = TokenCache(getToken, clock)
     private val http = Requester(base, transport, tokens, config)
-    private val journal = Journal(persistence, "inbox.$userId")
+    private val journal = Journal(persistence, "inbox.$userId") { e ->
+        _state.update { it.copy(lastError = InboxError("persistence", e.toString(), e)) }
+    }
 
     /** The inbox as observable state (Compose: `client.state.collectAsState()`). */
     val state: StateFlow<InboxState> = _state.asStateFlow()
@@ -322,9 +324,19 @@ class InboxClient(
                     return stopped
                 }
             }
-        } catch (e: Throwable) {
+        } catch (e: CancellationException) {
             synchronized(laneLock) { lane = null }
             throw e
+        } catch (e: Exception) {
+            // A bug, or an adapter that threw something unexpected: stop the lane (ops stay
+            // queued) rather than fail the app's scope, which would cancel the app's other work.
+            synchronized(laneLock) {
+                opsWanted = true
+                lane = null
+            }
+            val err = InboxError("internal", e.toString(), e)
+            _state.update { it.copy(lastError = err) }
+            return err
         }
     }
 

@@ -9,7 +9,7 @@ import kotlinx.coroutines.launch
 import kotlinx.coroutines.sync.Mutex
 import kotlinx.coroutines.sync.withLock
 import org.json.JSONException
-import java.io.IOException
+import kotlinx.coroutines.CancellationException
 
 /**
  * The store on disk as a log: one line with a snapshot (the language-neutral persisted state,
@@ -18,7 +18,7 @@ import java.io.IOException
  * [COMPACT_MIN] bytes) the next write is a fresh snapshot instead (compaction). Written in the
  * background, in order; [await] waits for it.
  */
-internal class Journal(private val persistence: InboxPersistence, private val key: String) {
+internal class Journal(private val persistence: InboxPersistence, private val key: String, private val onError: (Exception) -> Unit) {
     companion object {
         const val COMPACT_MIN = 64 * 1024L
     }
@@ -80,8 +80,13 @@ internal class Journal(private val persistence: InboxPersistence, private val ke
             } else if (text.isNotEmpty()) {
                 persistence.append(key, text)
             }
-        } catch (e: IOException) {
-            synchronized(lock) { needFull = true } // a lost append: the next write is a snapshot
+        } catch (e: CancellationException) {
+            throw e
+        } catch (e: Exception) {
+            // IOException, or whatever an adapter throws: the next write is a whole snapshot, so
+            // nothing of this one is lost once a write succeeds.
+            synchronized(lock) { needFull = true }
+            onError(e)
         }
         written.value = v
     }
@@ -94,7 +99,14 @@ internal class Journal(private val persistence: InboxPersistence, private val ke
 
     /** The persisted store, or null (none, or an unreadable snapshot: a cache miss, not a crash). */
     suspend fun restore(): InboxStore? {
-        val text = persistence.read(key) ?: return null
+        val text = try {
+            persistence.read(key)
+        } catch (e: CancellationException) {
+            throw e
+        } catch (e: Exception) {
+            onError(e)
+            null // unreadable: a cache miss, not a crash
+        } ?: return null
         val parts = text.split('\n')
         val store = try {
             InboxStore.fromPersisted(parseObject(parts[0]))
