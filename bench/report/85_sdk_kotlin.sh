@@ -20,8 +20,9 @@ shared 2-core VM the p95 column is mostly other processes).
 A change-feed page of 100 entries (80 changed items, 40 of them with a new revision, 10 new,
 10 tombstones) applied to a store of 10 000 items, 300 pages, the first 100 as JIT warm-up
 (\`Bench store\`), and what persisting each change costs: the whole store rendered as JSON (what
-the client wrote on every change until issue 41) against the change's own journal lines (what it
-appends now; the file is a snapshot line plus these lines):
+the client wrote on every change until issue 41, then with a hand-written writer; here with
+org.json, which now renders only a compaction's snapshot) against the change's own journal lines
+(what a change appends now; the file is a snapshot line plus these lines):
 
 MD
 java -cp "$CP" dev.edgegeonotify.inbox.Bench store
