@@ -12,7 +12,7 @@ class OldClient(private val sim: Sim, net: HarnessNet, persistence: InboxPersist
     override fun resume() = c.onForeground()
     override fun online() = c.onForeground()
     override fun flush() { sim.scope.launch { runCatching { c.flushQueue() } } }
-    override fun pull() { sim.scope.launch { runCatching { c.pull() } } }
+    override fun pull(done: (Boolean) -> Unit) { sim.scope.launch { done(runCatching { c.pull() }.isSuccess) } }
     override fun mark(itemKey: String, read: Boolean, done: (Boolean?) -> Unit) { sim.scope.launch { done(c.mark(itemKey, Flag.READ, read)) } }
     override fun remove(itemKey: String, done: (Boolean?) -> Unit) { sim.scope.launch { done(c.delete(itemKey)) } }
     override fun stop() { c.stop(); sim.scope.launch { c.awaitPersisted() } }

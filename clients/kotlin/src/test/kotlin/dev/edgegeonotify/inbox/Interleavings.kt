@@ -23,7 +23,9 @@ interface HarnessClient {
     fun resume()
     fun online()
     fun flush()
-    fun pull()
+
+    /** Launches a pull; [done] gets whether it succeeded. */
+    fun pull(done: (Boolean) -> Unit = {})
 
     /** Launches the operation; [done] gets true (applied), false (queued), null (rejected). */
     fun mark(itemKey: String, read: Boolean, done: (Boolean?) -> Unit)
@@ -137,6 +139,9 @@ class HarnessNet(private val server: ModelServer) : InboxTransport {
     var maxInFlight = 0
     var online = true
 
+    /** While true the identity provider is down: getToken() throws. */
+    var tokensDown = false
+
     override suspend fun execute(request: HttpRequest): HttpResponse {
         val c = Call(request, CompletableDeferred())
         inFlight.add(c)
@@ -176,6 +181,13 @@ class HarnessNet(private val server: ModelServer) : InboxTransport {
         inFlight.remove(c)
         c.answer.completeExceptionally(IOException("unreachable"))
     }
+
+    /** A 503 from a backend that is down (not applied; a 5xx answer is never kept for the key). */
+    fun unavailable(c: Call) {
+        inFlight.remove(c)
+        val body = JSONObject().put("error", JSONObject().put("code", "backend_unavailable").put("message", "down")).toString()
+        c.answer.complete(HttpResponse(503, mapOf("retry-after" to "1"), body))
+    }
 }
 
 /** One seeded run: the invariants it broke (empty: none) and what happened in it. */
@@ -192,7 +204,7 @@ fun violationKind(v: String): String = when {
     else -> v
 }
 
-fun interleave(seed: Long, steps: Int, make: (Sim, HarnessNet) -> HarnessClient, fifo: Boolean = false): Run {
+fun interleave(seed: Long, steps: Int, make: (Sim, HarnessNet) -> HarnessClient, fifo: Boolean = false, trace: Boolean = false): Run {
     val rnd = Random(seed)
     val sim = Sim(1_796_083_200_000L, if (fifo) null else Random(seed * 31 + 7))
     val server = ModelServer()
@@ -230,7 +242,8 @@ fun interleave(seed: Long, steps: Int, make: (Sim, HarnessNet) -> HarnessClient,
                 lost++
                 net.deliver(it, lose = true)
             }
-            e < 21 -> net.inFlight.randomOrNull(rnd)?.let { net.fail(it) }
+            e < 20 -> net.inFlight.randomOrNull(rnd)?.let { net.fail(it) }
+            e < 21 -> net.inFlight.randomOrNull(rnd)?.let { net.unavailable(it) }
             e < 33 -> {
                 val m = "m${rnd.nextInt(3)}"
                 val v = rnd.nextBoolean()
@@ -255,9 +268,11 @@ fun interleave(seed: Long, steps: Int, make: (Sim, HarnessNet) -> HarnessClient,
                     it.listener.onOpen("inbox.v1")
                 }
             }
-            e < 70 -> net.sockets.lastOrNull { it.open && !it.ended }?.let { net.end(it, if (rnd.nextBoolean()) 1006 else 4001) }
+            e < 69 -> net.sockets.lastOrNull { it.open && !it.ended }?.let { net.end(it, if (rnd.nextBoolean()) 1006 else 4001) }
+            e < 70 -> net.sockets.lastOrNull { !it.open && !it.ended }?.let { net.end(it, 1006) } // upgrade refused
             e < 74 -> server.create("n${created++}")
-            e < 76 -> {
+            e < 75 -> net.tokensDown = !net.tokensDown
+            e < 77 -> {
                 // A restart: the app is killed and started again on the same persistence.
                 restarts++
                 client.stop()
@@ -268,10 +283,13 @@ fun interleave(seed: Long, steps: Int, make: (Sim, HarnessNet) -> HarnessClient,
             else -> sim.fireNext()
         }
         sim.settle()
+        if (trace) println("$where e=$e t=${sim.t} online=${net.online} inFlight=${net.inFlight.map { it.request.method + " " + it.request.url.substringAfter("test") }} device=${client.visible()} pending=${client.pending()} server=${server.items.keys}")
         checkNow(where)
     }
-    // Settle: the network comes back and stays; deliver everything, fire timers, trigger.
+    // Settle: the network and the identity provider come back and stay; deliver everything,
+    // fire timers, trigger.
     net.online = true
+    net.tokensDown = false
     client.online()
     var rounds = 0
     while (rounds++ < 5000) {
@@ -290,13 +308,22 @@ fun interleave(seed: Long, steps: Int, make: (Sim, HarnessNet) -> HarnessClient,
         }
         checkNow("seed $seed settling")
     }
-    // One last pull, answered, so the device has seen everything the server did.
-    client.pull()
-    repeat(20) {
-        sim.settle()
-        net.inFlight.firstOrNull()?.let { net.deliver(it, lose = false) }
+    // Last, a pull that succeeds (answered, timers fired: a lane may be waiting out a backoff),
+    // so the device has seen everything the server did.
+    var pulled = false
+    var tries = 0
+    while (!pulled && tries++ < 20) {
+        var ended = false
+        client.pull { ok -> ended = true; pulled = ok }
+        var n = 0
+        while (!ended && n++ < 200) {
+            sim.settle()
+            val c = net.inFlight.firstOrNull()
+            if (c != null) net.deliver(c, lose = false) else sim.fireNext()
+        }
     }
     sim.settle()
+    if (!pulled) violations.add("seed $seed: no pull succeeded at the end")
     checkNow("seed $seed end")
     if (client.pending() != 0) violations.add("seed $seed: ${client.pending()} operations still queued")
     if (rejected > 0 || client.rollbacks() > 0) violations.add("seed $seed: spurious rollback ($rejected rejected, ${client.rollbacks()} rollback events)")
@@ -314,7 +341,7 @@ fun interleave(seed: Long, steps: Int, make: (Sim, HarnessNet) -> HarnessClient,
 /** The SDK of this tree behind [HarnessClient]. */
 class LaneClient(private val sim: Sim, net: HarnessNet, persistence: InboxPersistence) : HarnessClient {
     private val c = InboxClient(
-        "https://h.test", "u", { _ -> "tok" }, sim.scope, net, persistence,
+        "https://h.test", "u", { _ -> if (net.tokensDown) throw IOException("identity provider down") else "tok" }, sim.scope, net, persistence,
         InboxConfig(clock = sim, random = Random(1), pollMs = 5_000),
     )
     private var rollbacks = 0
@@ -333,8 +360,8 @@ class LaneClient(private val sim: Sim, net: HarnessNet, persistence: InboxPersis
         sim.scope.launch { runCatching { c.flush() } }
     }
 
-    override fun pull() {
-        sim.scope.launch { runCatching { c.pull() } }
+    override fun pull(done: (Boolean) -> Unit) {
+        sim.scope.launch { done(runCatching { c.pull() }.isSuccess) }
     }
 
     private fun report(r: WriteResult, done: (Boolean?) -> Unit) = done(
