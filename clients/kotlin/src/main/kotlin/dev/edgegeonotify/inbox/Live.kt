@@ -88,8 +88,7 @@ internal class Live(
                 } catch (e: Exception) {
                     throw StreamException("token", null, null, "getToken() failed: ${e.message}", e)
                 }
-                socket = try {
-                    transport.openSocket("$wsUrl/v1/notifications/stream", listOf("inbox.v1", "auth.$token"), object : SocketListener {
+                val listener = object : SocketListener {
                     override fun onOpen(protocol: String?) {
                         events.trySend(Event.Opened)
                     }
@@ -101,10 +100,13 @@ internal class Live(
                     override fun onClosed(code: Int, reason: String, error: Throwable?, status: Int?) {
                         events.trySend(Event.Closed(code, reason, error, status))
                     }
-                })
+                }
+                socket = try {
+                    transport.openSocket("$wsUrl/v1/notifications/stream", listOf("inbox.v1", "auth.$token"), listener)
                 } catch (e: CancellationException) {
                     throw e
                 } catch (e: Exception) {
+                    // A runtime without WebSocket, a blocked connect (CSP, a proxy): poll instead.
                     throw StreamException("websocket_unavailable", null, null, e.message ?: e.toString(), e)
                 }
                 for (ev in events) {
