@@ -138,6 +138,7 @@ case "$platform" in
     have javac || need+=(default-jdk-headless)
     [ -f /usr/share/java/okhttp.jar ] || need+=(libokhttp-java)
     [ -f /usr/share/java/okio.jar ] || need+=(libokio-java)
+    [ -f /usr/share/java/com.android.json.jar ] || need+=(libandroid-json-java)
     [ -f /usr/share/java/junit4.jar ] || need+=(junit4)
     if [ ${#need[@]} -gt 0 ]; then
       SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
