@@ -21,7 +21,7 @@ if [ "${1:-}" = "--simulate" ]; then
   # The packages setup's Debian branch installs that a bare image lacks (the reference image
   # has jq, a JDK and python3-venv already), then what only they pulled in.
   DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq redis-server redis-tools chromium chromium-common \
-    libokhttp-java libokio-java junit4 libjson-java >/dev/null 2>&1 || true
+    libokhttp-java libokio-java junit4 libandroid-json-java >/dev/null 2>&1 || true
   DEBIAN_FRONTEND=noninteractive apt-get autoremove --purge -y -qq >/dev/null 2>&1 || true
   apt-get clean
   rm -f "$HOME"/.cargo/bin/{wasm-bindgen,wasm-bindgen-test-runner,wasm2es6js,worker-build,worker-codegen}
