@@ -56,7 +56,7 @@ for i in $(seq 1 "$runs"); do
   fi
   if [ "$node_on" = 1 ]; then
     log="$out/node-$i.tap"; t0=$(date +%s)
-    # As scripts/test.sh runs it (the queue fault test beside the other files).
+    # As scripts/test.sh runs it (the two fault tests each in a lane beside the other files).
     if bash scripts/node-tests.sh "$log" > "$log.out" 2>&1; then rm -f "$log.out"
       echo "[flaky] node run $i/$runs: ok ($(( $(date +%s) - t0 )) s)"; rm -f "$log"
     else

@@ -193,7 +193,7 @@ fi
 say "checking $FILE against $AGAINST (max disagreement $MAX)"
 SHA="$( (command -v sha256sum >/dev/null && sha256sum "$FILE") || shasum -a 256 "$FILE")"; SHA="${SHA%% *}"
 TABLE_DIR="build/ipdb/$SHA.table"
-REPORT="$(cargo run --release --quiet --bin ipdb-check -- "$FILE" --against "$AGAINST" \
+REPORT="$(cargo run --profile assets --quiet --bin ipdb-check -- "$FILE" --against "$AGAINST" \
   --max-disagreement "$MAX" --updated-at "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
   --table-out "$TABLE_DIR")" || {
   echo "$REPORT"
