@@ -160,7 +160,8 @@ export class InboxClient {
    * queued operations first, then only the changes since its `sync` when one was persisted, else
    * the first page. Opens the live badge (or starts polling) at the same time. Resolves after
    * that first lane run; without a persisted inbox a failed first load is thrown, with one it is
-   * only reported (`lastError`, an `error` event): the persisted inbox stays on screen.
+   * only reported (`lastError`, an `error` event): the persisted inbox stays on screen. Either
+   * way the client stays started and catches up by itself (call `stop()` to end it).
    */
   async start(): Promise<void> {
     if (this.#running) return;
@@ -170,8 +171,9 @@ export class InboxClient {
     let hasInbox = false;
     try {
       const saved = await this.#persistence.load(await this.#userKey());
+      // Restored even without a position (never loaded): its queued operations must survive.
+      if (saved) this.store.restore(saved);
       if (saved && saved.sync !== null) {
-        this.store.restore(saved);
         hasInbox = true;
         const at = decodePosition(saved.sync);
         if (at && this.#clock.now() - at.ms > (this.#o.maxPersistedAgeMs ?? 6 * 86_400_000)) this.#lane.reloadWanted = true;
@@ -187,10 +189,9 @@ export class InboxClient {
     if (this.#o.live === false) this.#schedulePoll();
     else void this.#connect();
     const err = await first;
-    if (err && !hasInbox && this.store.sync === null) {
-      await this.stop();
-      throw err;
-    }
+    // Nothing to show: the app must know. The client keeps running (polling or reconnecting,
+    // its queue kept), so the inbox arrives by itself when the network does.
+    if (err && !hasInbox && this.store.sync === null) throw err;
   }
 
   /** Closes the stream and stops polling; queued operations stay persisted (results: `queued`, code `stopped`). */

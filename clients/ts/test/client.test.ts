@@ -112,7 +112,8 @@ test("offline cold start: the persisted inbox shows, start resolves, the failure
   // Without a persisted inbox there is nothing to show: the failure is thrown.
   const bare = new InboxClient({ baseUrl: "https://api.test", getToken: () => "t", user: "v", fetch: offline, live: false, watchVisibility: false, retry: { attempts: 0 }, clock });
   await assert.rejects(bare.start(), (e: { code?: string }) => e.code === "network");
-  assert.equal(bare.status, "stopped");
+  assert.equal(bare.status, "polling", "still started: it catches up when the network is back");
+  await bare.stop();
 });
 
 test("a persisted inbox older than the tombstones' lifetime is reloaded, not pulled; an unreadable position reloads too", async () => {
