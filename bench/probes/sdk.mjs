@@ -72,7 +72,7 @@ log("apply: warm-up");
 applyBench(10_000, 100, 50);
 log("apply: measuring");
 const ab = applyBench(10_000, 100, quick ? 50 : 300);
-await new Promise((r) => setImmediate(r)); // the GC entries are delivered after the loop
+await new Promise((r) => setTimeout(r, 100)); // the GC entries are delivered after the loop
 const withGc = ab.spans.map(([a, b]) => gcs.some(([s, e]) => s < b && e > a));
 const a1 = stats(ab.apply), a2 = stats(ab.withSnapshot);
 const a3 = stats(ab.withSnapshot.filter((_, i) => !withGc[i]));

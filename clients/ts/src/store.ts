@@ -328,19 +328,17 @@ export class InboxStore {
     }
     skip.sort((a, b) => a - b);
     const added = [...arriving].sort(compareItems);
+    // Where each arriving item goes in the old list (binary search): the copy below compares nothing.
+    const at = added.map((i) => lowerBound(order, i));
     // Sized once: growing by push would allocate about three times the final array.
     const merged: Notification[] = new Array(order.length - skip.length + added.length);
     let n = 0;
     let j = 0;
     let s = 0;
     for (let x = 0; x < order.length; x++) {
-      if (s < skip.length && skip[s] === x) {
-        s++;
-        continue;
-      }
-      const i = order[x];
-      while (j < added.length && compareItems(added[j], i) < 0) merged[n++] = added[j++];
-      merged[n++] = i;
+      while (j < added.length && at[j] === x) merged[n++] = added[j++];
+      if (s < skip.length && skip[s] === x) s++;
+      else merged[n++] = order[x];
     }
     while (j < added.length) merged[n++] = added[j++];
     this.#order = merged;
