@@ -2,7 +2,7 @@
 # Builds the runtime assets from the pinned npm data packages (reproducible: same bytes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo run --release --quiet --bin build-assets -- --node-modules node_modules --out assets "$@"
+cargo run --profile assets --quiet --bin build-assets -- --node-modules node_modules --out assets "$@"
 # The console: its page and style as they are, its script bundled from www/src by esbuild
 # (npm, pinned) into one file, so the page loads no inline script (the worker's CSP forbids it).
 mkdir -p assets/www

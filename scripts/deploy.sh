@@ -21,7 +21,7 @@
 #                   it; it is never printed). The smoke step must prove user auth: the user token
 #                   comes from USER_TOKEN in the environment, or from --user-token-cmd CMD (a
 #                   command that prints one: your provider's CLI, or for HS256 setups
-#                   `cargo run --quiet --bin dev-token -- --sub smoke-check` with the deployment's
+#                   `node scripts/dev-token.mjs --sub smoke-check` with the deployment's
 #                   AUTH_* exported); --skip-user-auth skips it, with a warning
 # WRANGLER_TOML=FILE uses another wrangler.toml (passed to wrangler as --config FILE).
 set -euo pipefail

@@ -28,7 +28,7 @@ lan_ip() {
   echo "${ip:-your-LAN-address}"
 }
 
-TOKEN="$(cargo run --quiet --bin dev-token -- --sub ana --ttl 86400 2>/dev/null || true)"
+TOKEN="$(node scripts/dev-token.mjs --sub ana --ttl 86400)"
 if [ "$HOST" != "127.0.0.1" ] && [ "$HOST" != "localhost" ]; then
   cat <<EOF
 [dev] WARNING: serving on $HOST: anyone on this network can reach this worker, and the local
@@ -38,7 +38,7 @@ if [ "$HOST" != "127.0.0.1" ] && [ "$HOST" != "localhost" ]; then
 EOF
 fi
 echo "[dev] local:     http://127.0.0.1:$PORT"
-echo "[dev] dev token for user 'ana' (24 h; another: cargo run --quiet --bin dev-token -- --sub NAME):"
+echo "[dev] dev token for user 'ana' (24 h; another: node scripts/dev-token.mjs --sub NAME):"
 echo "$TOKEN"
 # ENVIRONMENT=development: the local, public secrets are accepted (also with an older .dev.vars).
 wrangler dev --ip "$HOST" --port "$PORT" --var ENVIRONMENT:development

@@ -8,7 +8,7 @@
 # legacy SERVICE_TOKEN), one notification create + retract. With --token, a user JWT sent as
 # `Authorization: Bearer`, one authenticated list (and the credential-less list must answer 401).
 # User auth must be proven: without --token that check FAILS, unless --skip-user-auth is given
-# (then it is skipped with a WARNING line). This script mints nothing: locally, `cargo run --bin dev-token -- --sub NAME` prints one for
+# (then it is skipped with a WARNING line). This script mints nothing: locally, `node scripts/dev-token.mjs --sub NAME` prints one for
 # the HS256 variables in .dev.vars; for a deployment, use a token of its issuer. The created
 # item's owner is --owner, else the token's `sub` (read, not verified, so the list can show the
 # item), else smoke-check. Prints one PASS/FAIL/SKIP line per check and exits non-zero if any

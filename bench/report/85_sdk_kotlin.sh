@@ -8,7 +8,7 @@ bash clients/kotlin/build.sh compile >&2
 bash clients/kotlin/build.sh jar >&2
 K=node_modules/kotlin-compiler/lib
 J=/usr/share/java
-CP="clients/kotlin/build/classes:$K/kotlin-stdlib.jar:$K/kotlinx-coroutines-core-jvm.jar:$J/okhttp.jar:$J/okio.jar:$J/junit4.jar"
+CP="clients/kotlin/build/classes:$K/kotlin-stdlib.jar:$K/kotlinx-coroutines-core-jvm.jar:$J/okhttp.jar:$J/okio.jar:$J/com.android.json.jar:$J/junit4.jar"
 jar_bytes=$(stat -c %s clients/kotlin/build/edge-inbox.jar)
 cat <<MD
 ## Kotlin SDK (clients/kotlin)
@@ -19,7 +19,10 @@ shared 2-core VM the p95 column is mostly other processes).
 
 A change-feed page of 100 entries (80 changed items, 40 of them with a new revision, 10 new,
 10 tombstones) applied to a store of 10 000 items, 300 pages, the first 100 as JIT warm-up
-(\`Bench store\`):
+(\`Bench store\`), and what persisting each change costs: the whole store rendered as JSON (what
+the client wrote on every change until issue 41, then with a hand-written writer; here with
+org.json, which now renders only a compaction's snapshot) against the change's own journal lines
+(what a change appends now; the file is a snapshot line plus these lines):
 
 MD
 java -cp "$CP" dev.edgegeonotify.inbox.Bench store

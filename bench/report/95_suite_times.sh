@@ -34,3 +34,35 @@ while IFS=$'\t' read -r name secs; do
   echo "| test.sh: $name | $(fmt "$secs") |"
 done < target/suite-times.tsv
 echo "| \`scripts/test.sh\` in all | $(fmt "$test_s") |"
+
+# A bare machine: recorded by bench/bare-setup.sh (it has to remove what setup installs, so it
+# is not run from here); its file says on which commit, when and under which load.
+bare="$ROOT/bench/results/bare-setup.tsv"
+if [ -f "$bare" ]; then
+  meta() { awk -F'\t' -v k="# $1" '$1==k {print $2}' "$bare"; }
+  row() { awk -F'\t' -v k="$1" '$1==k {printf "%.0f", $3 - $2}' "$bare"; }
+  cat <<MD
+
+### A bare machine
+
+\`bash bench/bare-setup.sh --simulate --yes\` (removes what setup installs: Debian packages, the
+cargo-installed tools, the wasm target, cargo's and npm's caches), then a clean clone of
+$(meta commit) and \`scripts/dev.sh\` until \`/healthz\` answers; then \`dev.sh\` again. Recorded
+$(meta date) on $(meta cores) cores, load average $(meta "load before") before, $(meta "load after") after.
+
+| step | wall time |
+|---|---|
+| \`scripts/dev.sh\` on a bare machine, until it serves | $(fmt "$(row "first dev.sh until it serves")") |
+| \`scripts/dev.sh\` again, nothing changed, until it serves | $(fmt "$(row "second dev.sh (nothing changed) until it serves")") |
+
+Inside the first run, \`scripts/setup.sh\`'s steps (seconds since setup began; the background
+ones overlap):
+
+| setup step | start | end | wall time |
+|---|---:|---:|---|
+MD
+  grep -v '^#' "$bare" | grep -v 'dev.sh' | sort -t$'\t' -k2,2n |
+    while IFS=$'\t' read -r name start end; do
+      printf '| %s | %.0f s | %.0f s | %s |\n' "$name" "$start" "$end" "$(fmt "$(awk -v a="$start" -v b="$end" 'BEGIN{printf "%.0f", b-a}')")"
+    done
+fi

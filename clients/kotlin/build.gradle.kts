@@ -2,7 +2,7 @@
 // Gradle or Maven repository is reachable on this project's machines, so clients/kotlin/build.sh
 // compiles the same sources with kotlinc and runs the same JUnit tests. Versions here match
 // what build.sh uses: Kotlin 2.4.20, kotlinx-coroutines 1.8.0, OkHttp 3.x (binary-compatible
-// with OkHttp 4.x at run time), JUnit 4.13.
+// with OkHttp 4.x at run time), JUnit 4.13; org.json as Android provides it.
 import org.jetbrains.kotlin.gradle.dsl.JvmTarget
 
 plugins {
@@ -31,6 +31,10 @@ kotlin {
 dependencies {
     api("com.squareup.okhttp3:okhttp:3.14.9")
     api("org.jetbrains.kotlinx:kotlinx-coroutines-core:1.8.0")
+    // org.json is part of Android; a plain JVM app adds an implementation (build.sh uses Debian's
+    // libandroid-json-java, Android's own code). Only the API Android has is called.
+    compileOnly("org.json:json:20231013")
+    testImplementation("org.json:json:20231013")
     testImplementation(kotlin("test-junit"))
     testImplementation("junit:junit:4.13.2")
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and tests the Kotlin SDK without Gradle (no Gradle/Maven repository is reachable here):
-# kotlinc from the npm package `kotlin-compiler`, OkHttp 3 + Okio + JUnit 4 from Debian.
+# kotlinc from the npm package `kotlin-compiler`, OkHttp 3 + Okio + org.json (Android's own, Debian's
+# libandroid-json-java) + JUnit 4 from Debian.
 #
 #   bash clients/kotlin/build.sh            compile (once), then every JUnit test: conformance
 #                                           vectors, contract, and the integration tests against
@@ -21,10 +22,10 @@ MODE="${1:-all}"
 KOTLIN_HOME="$ROOT/node_modules/kotlin-compiler"
 [ -x "$KOTLIN_HOME/bin/kotlinc" ] || { echo "no kotlinc in $KOTLIN_HOME: run bash scripts/setup.sh" >&2; exit 1; }
 J=/usr/share/java
-for jar in okhttp.jar okio.jar junit4.jar hamcrest-core.jar; do
+for jar in okhttp.jar okio.jar com.android.json.jar junit4.jar hamcrest-core.jar; do
   [ -f "$J/$jar" ] || { echo "missing $J/$jar: run bash scripts/setup.sh" >&2; exit 1; }
 done
-LIB_CP="$J/okhttp.jar:$J/okio.jar:$KOTLIN_HOME/lib/kotlinx-coroutines-core-jvm.jar"
+LIB_CP="$J/okhttp.jar:$J/okio.jar:$J/com.android.json.jar:$KOTLIN_HOME/lib/kotlinx-coroutines-core-jvm.jar"
 TEST_CP="$J/junit4.jar:$J/hamcrest-core.jar:$KOTLIN_HOME/lib/kotlin-test.jar:$KOTLIN_HOME/lib/kotlin-test-junit.jar"
 RUN_CP="$KOTLIN_HOME/lib/kotlin-stdlib.jar:$LIB_CP:$TEST_CP"
 OUT="$HERE/build"

@@ -220,17 +220,17 @@ async fn handle(
         Op::List => notify::list(cfg, owner()?, &query).await,
         Op::UnreadCount => notify::unread_count(cfg, owner()?, &query).await,
         Op::Changes => notify::changes(cfg, owner()?, &query).await,
-        Op::Mark => notify::mark(cfg, env, ctx, owner()?, &body).await,
+        Op::Mark => notify::mark(cfg, env, ctx, &req, owner()?, &body).await,
         Op::Stream => {
             let deadline = token_deadline(&req, route, cfg);
             notify::stream(env, &req, owner()?, deadline).await
         }
-        Op::Bulk => notify::bulk(cfg, env, ctx, owner()?, &body).await,
+        Op::Bulk => notify::bulk(cfg, env, ctx, &req, owner()?, &body).await,
         Op::GetPreferences => notify::preferences(cfg, ctx, owner()?).await,
         Op::PutPreferences => notify::set_preferences(cfg, owner()?, &body).await,
         Op::DeleteItem => {
             let key = matched.param.unwrap_or_default();
-            notify::delete(cfg, env, ctx, owner()?, &key).await
+            notify::delete(cfg, env, ctx, &req, owner()?, &key).await
         }
         Op::CreateEvent => notify::create(cfg, env, ctx, &req, &body).await,
         Op::Retract => notify::retract(cfg, env, ctx, &req, &body).await,

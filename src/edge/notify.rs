@@ -1,17 +1,19 @@
 //! Notification routes: build the core service from the parsed configuration, call it, render.
 //! The flows (dedup, upsert) are in `crate::notify::service`, the HTTP side of the writes
-//! (parsing, Idempotency-Key, rendering) in `crate::api::notify_routes`.
+//! (parsing, Idempotency-Key, rendering) in `crate::api::notify_routes` and
+//! `crate::api::user_writes`.
 
 use super::factory::{service, store};
 use super::http_client::WorkerHttp;
 use super::hub;
 use super::{internal, not_configured, ok_json, ApiResult};
-use crate::api::notify_bodies::{Deleted, Indexes, Updated};
+use crate::api::notify_bodies::Indexes;
+use crate::api::notify_routes::Flow;
 use crate::api::ErrorCode;
 use crate::api::{notify as api, ApiError};
-use crate::api::{NotifyRoutes, Reply};
+use crate::api::{NotifyRoutes, Reply, UserWrites};
 use crate::config::Config;
-use crate::notify::{ChangesView, NotifyService, PageView, Target};
+use crate::notify::{ChangesView, NotifyService, PageView};
 use serde_json::{json, Value};
 use worker::{Context, Date, Env, Request, Response};
 
@@ -47,13 +49,6 @@ fn defer(ctx: &Context, svc: NotifyService<WorkerHttp>, work: Vec<crate::notify:
     });
 }
 
-/// Pushes the badge of `owner` when `changed` (after the response).
-fn changed(env: &Env, ctx: &Context, owner: &str, changed: bool) {
-    if changed {
-        hub::poke(env, ctx, vec![owner.to_owned()]);
-    }
-}
-
 /// `POST /v1/notifications/events` (service `notify:write`): one event, a batch or a fan-out;
 /// enqueued when the queue is bound.
 pub async fn create(
@@ -65,18 +60,11 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let svc = service(cfg)?;
     let queue = super::queue::binding(env);
-    let (reply, deferred) = svc
-        .post_events(
-            body,
-            idempotency_key(req).as_deref(),
-            now_ms(),
-            queue.as_ref(),
-        )
+    let key = idempotency_key(req);
+    let flow = svc
+        .post_events(body, key.as_deref(), now_ms(), queue.as_ref())
         .await;
-    defer(ctx, svc, deferred);
-    let reply = reply?;
-    hub::poke(env, ctx, reply.changed.clone());
-    respond(&reply)
+    answer(env, ctx, svc, flow)
 }
 
 /// `POST /v1/notifications/retractions` (service `notify:write`).
@@ -88,13 +76,9 @@ pub async fn retract(
     body: &[u8],
 ) -> ApiResult<Response> {
     let svc = service(cfg)?;
-    let (reply, deferred) = svc
-        .post_retraction(body, idempotency_key(req).as_deref(), now_ms())
-        .await;
-    defer(ctx, svc, deferred);
-    let reply = reply?;
-    hub::poke(env, ctx, reply.changed.clone());
-    respond(&reply)
+    let key = idempotency_key(req);
+    let flow = svc.post_retraction(body, key.as_deref(), now_ms()).await;
+    answer(env, ctx, svc, flow)
 }
 
 /// `GET /v1/notifications/stream` (user): the WebSocket goes to the owner's hub, which closes it
@@ -179,19 +163,14 @@ pub async fn mark(
     cfg: &Config,
     env: &Env,
     ctx: &Context,
+    req: &Request,
     owner: &str,
     body: &[u8],
 ) -> ApiResult<Response> {
-    let (m, flag) = api::parse_mark(body)?;
-    let target = match &m.item_key {
-        Some(k) => Target::Item(k),
-        None => Target::All,
-    };
-    let n = store(cfg)?
-        .mark(owner, target, flag, m.value, now_ms())
-        .await?;
-    changed(env, ctx, owner, n > 0);
-    ok_json(&Updated { updated: n })
+    let svc = service(cfg)?;
+    let key = idempotency_key(req);
+    let flow = svc.post_mark(owner, body, key.as_deref(), now_ms()).await;
+    answer(env, ctx, svc, flow)
 }
 
 /// `POST /v1/notifications/bulk` (user): one `updateMany`.
@@ -199,15 +178,14 @@ pub async fn bulk(
     cfg: &Config,
     env: &Env,
     ctx: &Context,
+    req: &Request,
     owner: &str,
     body: &[u8],
 ) -> ApiResult<Response> {
-    let (action, category) = api::parse_bulk(body)?;
-    let n = store(cfg)?
-        .bulk(owner, action, category.as_deref(), now_ms())
-        .await?;
-    changed(env, ctx, owner, n > 0);
-    ok_json(&Updated { updated: n })
+    let svc = service(cfg)?;
+    let key = idempotency_key(req);
+    let flow = svc.post_bulk(owner, body, key.as_deref(), now_ms()).await;
+    answer(env, ctx, svc, flow)
 }
 
 /// `GET /v1/notifications/preferences` (user).
@@ -228,14 +206,30 @@ pub async fn delete(
     cfg: &Config,
     env: &Env,
     ctx: &Context,
+    req: &Request,
     owner: &str,
     item_key: &str,
 ) -> ApiResult<Response> {
-    if !store(cfg)?.delete(owner, item_key, now_ms()).await? {
-        return Err(ApiError::new(ErrorCode::NotFound, "no such notification"));
-    }
-    changed(env, ctx, owner, true);
-    ok_json(&Deleted { deleted: true })
+    let svc = service(cfg)?;
+    let key = idempotency_key(req);
+    let flow = svc
+        .delete_item(owner, item_key, key.as_deref(), now_ms())
+        .await;
+    answer(env, ctx, svc, flow)
+}
+
+/// Renders a write's flow: its deferred work (the Idempotency-Key record among it) and the
+/// badge pokes run after the response.
+fn answer(
+    env: &Env,
+    ctx: &Context,
+    svc: NotifyService<WorkerHttp>,
+    (reply, deferred): Flow,
+) -> ApiResult<Response> {
+    defer(ctx, svc, deferred);
+    let reply = reply?;
+    hub::poke(env, ctx, reply.changed.clone());
+    respond(&reply)
 }
 
 /// Cron housekeeping within the configured subrequest budget.

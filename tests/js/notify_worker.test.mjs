@@ -355,3 +355,91 @@ test("Idempotency-Key on retractions: replay flagged, other body 422", async () 
   assert.equal(other.body.error.code, "idempotency_key_reused");
   assert.equal((await list("idr")).body.items[0].originsCount, 1, "b was not retracted");
 });
+
+// The user's writes (mark, bulk, delete) with an Idempotency-Key: the same rules, per user.
+const userWrite = async (user, method, path, body, key) => {
+  const headers = { ...asUser(user), "content-type": "application/json", ...(key ? { "idempotency-key": key } : {}) };
+  const r = await fetch(w.base + path, { method, headers, body: body && JSON.stringify(body) });
+  return { status: r.status, body: await r.json(), replayed: r.headers.get("idempotent-replayed") === "true" };
+};
+// A first write under a key: answered, then its record stored after the response (waitUntil).
+async function firstWrite(...args) {
+  await stack.reset();
+  const r = await userWrite(...args);
+  assert.equal(r.replayed, false);
+  await stack.until((s) => (s.redis.set ?? 0) >= 1, "the stored answer");
+  return r;
+}
+// A resend: replayed, with no Data API call (nothing applied twice).
+async function resend(...args) {
+  const d = await delta(() => userWrite(...args), 1);
+  assert.equal(d.result.replayed, true, JSON.stringify(d.result));
+  assert.equal(d.dataTotal, 0, "a replay never reaches the Data API");
+  return d.result;
+}
+
+test("user writes with an Idempotency-Key: a resend answers the first answer and applies once", async () => {
+  for (const k of ["a", "b", "c"]) await createCommitted(event({ owner: "iw", itemKey: k, sender: { id: k, name: "S" } }));
+  const mark = ["POST", "/v1/notifications/mark", { itemKey: "a", flag: "read" }];
+  const first = await firstWrite("iw", ...mark, "m-1");
+  assert.deepEqual([first.status, first.body], [200, { updated: 1 }]);
+  assert.deepEqual(await resend("iw", ...mark, "m-1"), { ...first, replayed: true });
+
+  const bulk = ["POST", "/v1/notifications/bulk", { action: "read" }];
+  assert.deepEqual((await firstWrite("iw", ...bulk, "b-1")).body, { updated: 2 });
+  await createCommitted(event({ owner: "iw", itemKey: "d", sender: { id: "d", name: "S" } }));
+  assert.deepEqual((await resend("iw", ...bulk, "b-1")).body, { updated: 2 }, "the first count");
+  const unread = (await list("iw")).body.items.filter((i) => !i.read).map((i) => i.itemKey);
+  assert.deepEqual(unread, ["d"], "the resent bulk did not run again");
+
+  const del = ["DELETE", "/v1/notifications/items/c"];
+  assert.deepEqual((await firstWrite("iw", ...del, undefined, "d-1")).body, { deleted: true });
+  const again = await resend("iw", ...del, undefined, "d-1");
+  assert.deepEqual([again.status, again.body], [200, { deleted: true }], "the first 200, not a 404");
+
+  const other = await userWrite("iw", "POST", "/v1/notifications/mark", { itemKey: "b", flag: "read" }, "m-1");
+  assert.deepEqual([other.status, other.body.error.code], [422, "idempotency_key_reused"]);
+  const bad = await userWrite("iw", ...mark, "has space");
+  assert.deepEqual([bad.status, bad.body.error.code], [400, "invalid_idempotency_key"]);
+});
+
+test("user writes: two users' equal keys are independent", async () => {
+  for (const u of ["iu1", "iu2"]) await createCommitted(event({ owner: u, itemKey: "x", sender: { id: "s", name: "S" } }));
+  const del = ["DELETE", "/v1/notifications/items/x", undefined, "same-key"];
+  assert.equal((await firstWrite("iu1", ...del)).status, 200);
+  const second = await firstWrite("iu2", ...del);
+  assert.deepEqual([second.status, second.replayed], [200, false], "iu2's delete ran");
+  assert.deepEqual((await list("iu2")).body.items, [], "and applied");
+  assert.equal((await resend("iu1", ...del)).status, 200);
+});
+
+test("user writes: 409 while the first request with the key runs", async () => {
+  await createCommitted(event({ owner: "iwb", itemKey: "x", sender: { id: "s", name: "S" } }));
+  const del = ["DELETE", "/v1/notifications/items/x", undefined, "slow-d"];
+  // Hold the first delete's updateOne in the stack until the second one has been answered.
+  await stack.faults("data", [{ match: "updateOne", mode: "delay", delay_ms: 3000, count: 1 }]);
+  await stack.reset();
+  const firstP = userWrite("iwb", ...del);
+  await stack.poll((s) => s.dataInFlight === 1 && s.data.updateOne === undefined, "the first delete to be held");
+  const second = await userWrite("iwb", ...del);
+  assert.deepEqual([second.status, second.body.error.code], [409, "idempotency_in_flight"]);
+  assert.equal((await firstP).status, 200);
+  await stack.until((s) => (s.redis.set ?? 0) >= 1, "the result record");
+  await stack.clearFaults();
+  assert.deepEqual((await resend("iwb", ...del)).body, { deleted: true });
+});
+
+test("mark or delete of an item the user does not have: 404 item_not_found", async () => {
+  await createCommitted(event({ owner: "inf", itemKey: "gone", sender: { id: "s", name: "S" } }));
+  await createCommitted(event({ owner: "other", itemKey: "theirs", sender: { id: "s", name: "S" } }));
+  assert.equal((await userWrite("inf", "DELETE", "/v1/notifications/items/gone")).status, 200);
+  for (const key of ["never", "gone", "theirs"]) {
+    const m = await userWrite("inf", "POST", "/v1/notifications/mark", { itemKey: key, flag: "read" });
+    assert.deepEqual([m.status, m.body.error.code], [404, "item_not_found"], `mark ${key}`);
+    const d = await userWrite("inf", "DELETE", `/v1/notifications/items/${key}`);
+    assert.deepEqual([d.status, d.body.error.code], [404, "item_not_found"], `delete ${key}`);
+  }
+  const all = await userWrite("inf", "POST", "/v1/notifications/mark", { all: true, flag: "read" });
+  assert.deepEqual([all.status, all.body], [200, { updated: 0 }], "`all` over nothing is no miss");
+  assert.equal((await list("other")).body.items[0].read, false, "their item untouched");
+});

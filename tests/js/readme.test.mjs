@@ -58,7 +58,7 @@ test("the README's first calls answer as shown when pasted", { timeout: 120_000 
     assert.deepEqual(normalize(JSON.parse(r.stdout)), normalize(JSON.parse(json)), sh);
   }
   // "The item is in the list now" (polled all the same: a queued create would land later).
-  const token = spawnSync("bash", ["-c", "source scripts/env.sh && cargo run --quiet --bin dev-token -- --sub ana"], { cwd: ROOT, encoding: "utf8" }).stdout.trim();
+  const token = spawnSync("bash", ["-c", "source scripts/env.sh && node scripts/dev-token.mjs --sub ana"], { cwd: ROOT, encoding: "utf8" }).stdout.trim();
   let page;
   for (;;) {
     page = await (await fetch(`${w.base}/v1/notifications`, { headers: { authorization: `Bearer ${token}` } })).json();

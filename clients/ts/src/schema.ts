@@ -282,7 +282,7 @@ export interface paths {
         put?: never;
         /**
          * Mark one item or all read, seen or archived
-         * @description Exactly one of `itemKey` or `all: true`.
+         * @description Exactly one of `itemKey` or `all: true`. An `itemKey` the user has no live item for (never created, deleted, or purged) answers 404 `item_not_found`: reconcile with `changes`.
          */
         post: operations["mark"];
         delete?: never;
@@ -301,7 +301,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete one item */
+        /**
+         * Delete one item
+         * @description An item the user does not have (never created, already deleted, or purged) answers 404 `item_not_found`; with an Idempotency-Key, a resend of a delete that applied answers its first 200.
+         */
         delete: operations["deleteItem"];
         options?: never;
         head?: never;
@@ -2221,7 +2224,10 @@ export interface operations {
     bulk: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Keys are per user (another user's equal key is another key). Replays the first answer for the same key and body (24 h; for a delete, the same `itemKey`), so a resend whose first attempt applied gets that first answer; another body → 422 `idempotency_key_reused`; while the first runs → 409 `idempotency_in_flight`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2235,6 +2241,8 @@ export interface operations {
             /** @description Items changed */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2250,7 +2258,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "unreadable_body" | "invalid_json" | "invalid_action";
+                            code?: "unreadable_body" | "invalid_json" | "invalid_action" | "invalid_idempotency_key";
                         };
                     };
                 };
@@ -2262,6 +2270,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "idempotency_in_flight";
+                        };
+                    };
                 };
             };
             /** @description Body larger than the operation's limit */
@@ -2287,7 +2309,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "missing_field" | "field_too_long" | "invalid_characters";
+                            code?: "missing_field" | "field_too_long" | "invalid_characters" | "idempotency_key_reused";
                         };
                     };
                 };
@@ -2566,7 +2588,10 @@ export interface operations {
     mark: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Keys are per user (another user's equal key is another key). Replays the first answer for the same key and body (24 h; for a delete, the same `itemKey`), so a resend whose first attempt applied gets that first answer; another body → 422 `idempotency_key_reused`; while the first runs → 409 `idempotency_in_flight`. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2580,6 +2605,8 @@ export interface operations {
             /** @description Items changed */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2595,7 +2622,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "unreadable_body" | "invalid_json" | "invalid_flag" | "invalid_target";
+                            code?: "unreadable_body" | "invalid_json" | "invalid_flag" | "invalid_target" | "invalid_idempotency_key";
                         };
                     };
                 };
@@ -2607,6 +2634,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "item_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "idempotency_in_flight";
+                        };
+                    };
                 };
             };
             /** @description Body larger than the operation's limit */
@@ -2632,7 +2687,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "missing_field" | "field_too_long" | "invalid_characters";
+                            code?: "missing_field" | "field_too_long" | "invalid_characters" | "idempotency_key_reused";
                         };
                     };
                 };
@@ -2692,7 +2747,10 @@ export interface operations {
     deleteItem: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Keys are per user (another user's equal key is another key). Replays the first answer for the same key and body (24 h; for a delete, the same `itemKey`), so a resend whose first attempt applied gets that first answer; another body → 422 `idempotency_key_reused`; while the first runs → 409 `idempotency_in_flight`. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description The item's key, percent-encoded as one path segment. */
                 itemKey: string;
@@ -2704,6 +2762,8 @@ export interface operations {
             /** @description Deleted */
             200: {
                 headers: {
+                    /** @description `true` when this answer is a replay of an earlier request with the same Idempotency-Key. */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2719,7 +2779,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "invalid_path";
+                            code?: "invalid_path" | "invalid_idempotency_key";
                         };
                     };
                 };
@@ -2742,7 +2802,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "not_found";
+                            code?: "item_not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "idempotency_in_flight";
                         };
                     };
                 };
@@ -2756,7 +2830,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "missing_field" | "field_too_long" | "invalid_characters";
+                            code?: "missing_field" | "field_too_long" | "invalid_characters" | "idempotency_key_reused";
                         };
                     };
                 };

@@ -80,6 +80,7 @@ error_codes! {
     InvalidToken => ("invalid_token", 401),
     InvalidUrl => ("invalid_url", 400),
     IpZoneNotSupported => ("ip_zone_not_supported", 400),
+    ItemNotFound => ("item_not_found", 404),
     MethodNotAllowed => ("method_not_allowed", 405),
     MissingField => ("missing_field", 422),
     MissingParameter => ("missing_parameter", 400),
@@ -126,6 +127,7 @@ impl From<&NotifyError> for ErrorCode {
             NotifyError::UnknownCategory { .. } => ErrorCode::UnknownCategory,
             NotifyError::TimeOutOfRange { .. } => ErrorCode::TimeOutOfRange,
             NotifyError::InvalidCursor => ErrorCode::InvalidCursor,
+            NotifyError::ItemNotFound => ErrorCode::ItemNotFound,
             NotifyError::InvalidEvents(_) => ErrorCode::InvalidEvents,
             NotifyError::QueueRequired { .. } | NotifyError::QueueNotConfigured => {
                 ErrorCode::NotConfigured
@@ -340,6 +342,8 @@ mod tests {
         };
         assert_eq!(ApiError::from(rejected).status, 502);
         assert_eq!(ApiError::from(NotifyError::InvalidCursor).status, 400);
+        let gone = ApiError::from(NotifyError::ItemNotFound);
+        assert_eq!((gone.status, gone.code), (404, ErrorCode::ItemNotFound));
         let missing = NotifyError::Missing { field: "owner" };
         assert_eq!(ApiError::from(missing).code, ErrorCode::MissingField);
         assert_eq!(

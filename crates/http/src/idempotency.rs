@@ -1,7 +1,8 @@
-//! `Idempotency-Key` for service POSTs, Stripe-style: the same key with the same body replays
-//! the first result (flagged), with a different body is refused (422), and while the first
-//! request is still running answers 409. Only completed 2xx/4xx results are kept; a 5xx frees
-//! the key so the retry runs. Records live in Redis; this module is the platform-free part.
+//! `Idempotency-Key` for the service POSTs and the user writes, Stripe-style: the same key with
+//! the same body replays the first result (flagged), with a different body is refused (422),
+//! and while the first request is still running answers 409. Only completed 2xx/4xx results are
+//! kept; a 5xx frees the key so the retry runs. Records live in Redis; this module is the
+//! platform-free part.
 
 use super::error::ApiError;
 use crate::ErrorCode;
@@ -62,9 +63,37 @@ pub fn validate_key(key: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The Redis key for a client key (namespaced by route so one key can't cross endpoints).
-pub fn redis_key(route: &str, key: &str) -> String {
-    format!("idem:{route}:{key}")
+/// The key space of a record: one per route, and for the user writes one per user as well.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope<'a> {
+    /// `POST /v1/notifications/events` (service).
+    Events,
+    /// `POST /v1/notifications/retractions` (service).
+    Retractions,
+    /// `POST /v1/notifications/mark` of the user with this `sub`.
+    Mark(&'a str),
+    /// `POST /v1/notifications/bulk` of the user with this `sub`.
+    Bulk(&'a str),
+    /// `DELETE /v1/notifications/items/{itemKey}` of the user with this `sub`.
+    DeleteItem(&'a str),
+}
+
+impl Scope<'_> {
+    /// The Redis key for a client key. Service keys keep their original form
+    /// (`idem:{route}:{key}`, so records stored before user scopes existed stay valid); user
+    /// keys live under `idem:user:`, which no service route is named, and carry the `sub`
+    /// length-prefixed, so no (`sub`, key) pair can spell another's (`sub` may contain `:`).
+    #[must_use]
+    pub fn redis_key(self, key: &str) -> String {
+        let user = |route: &str, sub: &str| format!("idem:user:{route}:{}:{sub}:{key}", sub.len());
+        match self {
+            Scope::Events => format!("idem:events:{key}"),
+            Scope::Retractions => format!("idem:retractions:{key}"),
+            Scope::Mark(sub) => user("mark", sub),
+            Scope::Bulk(sub) => user("bulk", sub),
+            Scope::DeleteItem(sub) => user("delete", sub),
+        }
+    }
 }
 
 /// Interprets the claim script's reply (`null` = claimed, else the stored record).
@@ -125,6 +154,7 @@ pub fn finished(body_hash: &str, status: u16, body: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::collections::HashSet;
 
     #[test]
     fn stripe_semantics() {
@@ -151,5 +181,34 @@ mod tests {
                 && validate_key("a b").is_err()
                 && validate_key(&"x".repeat(256)).is_err()
         );
+    }
+
+    #[test]
+    fn keys_are_scoped_per_route_and_per_user() {
+        // Two users with equal keys, a `sub` whose `:` could shift into the key, and a client
+        // key that spells a user route: every pair lands on its own record.
+        let subs = ["ana", "bo", "a:b", "a", ""];
+        let keys = ["k", "b:k", "user:mark:3:ana:k", "1:a:k"];
+        let mut seen = HashSet::new();
+        let mut n = 0;
+        for key in keys {
+            for scope in [Scope::Events, Scope::Retractions] {
+                let k = scope.redis_key(key);
+                assert!(!k.starts_with("idem:user:"), "{k}");
+                seen.insert(k);
+                n += 1;
+            }
+            for sub in subs {
+                for scope in [Scope::Mark(sub), Scope::Bulk(sub), Scope::DeleteItem(sub)] {
+                    assert!(scope.redis_key(key).starts_with("idem:user:"));
+                    seen.insert(scope.redis_key(key));
+                    n += 1;
+                }
+            }
+        }
+        assert_eq!(seen.len(), n, "no two scopes share a record");
+        // The service keys' form is unchanged (records stored by earlier versions still replay).
+        assert_eq!(Scope::Events.redis_key("k-1"), "idem:events:k-1");
+        assert_eq!(Scope::Mark("a:b").redis_key("c"), "idem:user:mark:3:a:b:c");
     }
 }

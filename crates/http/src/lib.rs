@@ -16,9 +16,11 @@ pub mod query;
 pub mod routes;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod schemas;
+pub mod user_writes;
 
 pub use error::{ApiError, ErrorBody, ErrorCode, ErrorDetail, Issue};
 pub use notify_routes::{NotifyRoutes, Reply};
+pub use user_writes::UserWrites;
 
 /// Rejects an empty batch (`empty_batch`) or one over `max` items (`batch_too_large`), both 400.
 fn check_batch_len(n: usize, max: usize, what: &str) -> Result<(), ApiError> {

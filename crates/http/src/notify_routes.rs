@@ -177,7 +177,7 @@ impl<H: HttpClient> NotifyRoutes for NotifyService<H> {
                 Err(e) => (Err(e), vec![]),
             }
         };
-        guarded(self, "events", body, key, op).await
+        guarded(self, idem::Scope::Events, body, key, op).await
     }
 
     async fn post_events<Q: EventQueue>(
@@ -193,7 +193,7 @@ impl<H: HttpClient> NotifyRoutes for NotifyService<H> {
                 Err(e) => (Err(e), vec![]),
             }
         };
-        guarded(self, "events", body, key, op).await
+        guarded(self, idem::Scope::Events, body, key, op).await
     }
 
     async fn post_retraction(&self, body: &[u8], key: Option<&str>, now_ms: i64) -> Flow {
@@ -203,7 +203,7 @@ impl<H: HttpClient> NotifyRoutes for NotifyService<H> {
                 Err(e) => (Err(e), vec![]),
             }
         };
-        guarded(self, "retractions", body, key, op).await
+        guarded(self, idem::Scope::Retractions, body, key, op).await
     }
 
     async fn get_preferences(&self, owner: &str) -> (Result<Value, ApiError>, Vec<Deferred>) {
@@ -243,11 +243,12 @@ impl<H: HttpClient> NotifyRoutes for NotifyService<H> {
 }
 
 /// Runs `op` under an Idempotency-Key (Stripe semantics): one Redis call to claim before,
-/// one deferred call to keep the result (or free the key after a 5xx). Without Redis the key is
-/// still validated and the request runs unguarded (only the replay flag is lost).
-async fn guarded<H: HttpClient>(
+/// one deferred call to keep the result (or free the key after a 5xx). `body` is what a reused
+/// key must match (the request body, or what stands for it). Without Redis the key is still
+/// validated and the request runs unguarded (only the replay flag is lost).
+pub(crate) async fn guarded<H: HttpClient>(
     svc: &NotifyService<H>,
-    route: &str,
+    scope: idem::Scope<'_>,
     body: &[u8],
     key: Option<&str>,
     op: impl std::future::Future<Output = Flow>,
@@ -259,7 +260,7 @@ async fn guarded<H: HttpClient>(
         return op.await;
     };
     let hash = egn_core::ip::sha256_hex(body);
-    let rkey = idem::redis_key(route, key);
+    let rkey = scope.redis_key(key);
     let script = Script::new(idem::CLAIM_LUA);
     let pending_ms = idem::PENDING_MS.to_string();
     let claimed = redis

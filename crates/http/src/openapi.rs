@@ -56,6 +56,13 @@ const ASSET_503: &[&str] = &["asset_unavailable", "asset_corrupt"];
 const BACKEND_503: &[&str] = &["backend_unavailable", "duplicate_key", "not_configured"];
 /// 422 of operations that check an owner (the token's `sub`) or an item key as stored text.
 const KEY_422: &[&str] = &["missing_field", "field_too_long", "invalid_characters"];
+/// 422 of the user writes: [`KEY_422`] and a reused Idempotency-Key.
+const USER_WRITE_422: &[&str] = &[
+    "missing_field",
+    "field_too_long",
+    "invalid_characters",
+    "idempotency_key_reused",
+];
 /// 502: the backend refused a request the worker built (a bug or a misconfiguration).
 const BACKEND_502: &[&str] = &["backend_rejected", "backend_decode"];
 
@@ -106,6 +113,22 @@ fn idempotency_key_param() -> Value {
         "required": false,
         "description": "Replays the first answer for the same key and body (24 h); another body → 422 `idempotency_key_reused`; while the first runs → 409 `idempotency_in_flight`.",
         "schema": { "type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$" },
+    })
+}
+
+/// The header on a user's write: the same rules, in a key space of the token's `sub` alone.
+fn user_idempotency_key_param() -> Value {
+    let mut p = idempotency_key_param();
+    p["description"] = json!("Keys are per user (another user's equal key is another key). Replays the first answer for the same key and body (24 h; for a delete, the same `itemKey`), so a resend whose first attempt applied gets that first answer; another body → 422 `idempotency_key_reused`; while the first runs → 409 `idempotency_in_flight`.");
+    p
+}
+
+/// A user write's 200, which a replay repeats.
+fn replayable(description: &str, schema: &str) -> Value {
+    json!({
+        "description": description,
+        "headers": replayed_header(),
+        "content": { "application/json": { "schema": schema_ref(schema) } },
     })
 }
 
@@ -334,14 +357,13 @@ fn detail(op: Op) -> Detail {
         },
         Op::Bulk => Detail {
             description: "One Data API call over the live inbox, or one category: `read`, `seen` (clears the badge, items stay unread), `archiveRead`, `delete` (other devices see deletions in `changes`).",
+            params: vec![user_idempotency_key_param()],
             request: Some(schema_ref("BulkBody")),
-            responses: vec![(
-                200,
-                json_response("Items changed", schema_ref("Updated")),
-            )],
+            responses: vec![(200, replayable("Items changed", "Updated"))],
             errors: vec![
-                (422, codes(KEY_422)),
-                (400, codes(&["invalid_json", "invalid_action"])),
+                (422, codes(USER_WRITE_422)),
+                (409, codes(&["idempotency_in_flight"])),
+                (400, codes(&["invalid_json", "invalid_action", "invalid_idempotency_key"])),
                 (502, codes(BACKEND_502)),
                 (503, codes(BACKEND_503)),
             ],
@@ -370,36 +392,38 @@ fn detail(op: Op) -> Detail {
             ..none()
         },
         Op::Mark => Detail {
-            description: "Exactly one of `itemKey` or `all: true`.",
+            description: "Exactly one of `itemKey` or `all: true`. An `itemKey` the user has no live item for (never created, deleted, or purged) answers 404 `item_not_found`: reconcile with `changes`.",
+            params: vec![user_idempotency_key_param()],
             request: Some(schema_ref("MarkBody")),
-            responses: vec![(
-                200,
-                json_response("Items changed", schema_ref("Updated")),
-            )],
+            responses: vec![(200, replayable("Items changed", "Updated"))],
             errors: vec![
-                (422, codes(KEY_422)),
-                (400, codes(&["invalid_json", "invalid_flag", "invalid_target"])),
+                (422, codes(USER_WRITE_422)),
+                (404, codes(&["item_not_found"])),
+                (409, codes(&["idempotency_in_flight"])),
+                (400, codes(&["invalid_json", "invalid_flag", "invalid_target", "invalid_idempotency_key"])),
                 (502, codes(BACKEND_502)),
                 (503, codes(BACKEND_503)),
             ],
             ..none()
         },
         Op::DeleteItem => Detail {
-            params: vec![json!({
-                "name": "itemKey",
-                "in": "path",
-                "required": true,
-                "description": "The item's key, percent-encoded as one path segment.",
-                "schema": text(256),
-            })],
-            responses: vec![(
-                200,
-                json_response("Deleted", schema_ref("Deleted")),
-            )],
+            description: "An item the user does not have (never created, already deleted, or purged) answers 404 `item_not_found`; with an Idempotency-Key, a resend of a delete that applied answers its first 200.",
+            params: vec![
+                json!({
+                    "name": "itemKey",
+                    "in": "path",
+                    "required": true,
+                    "description": "The item's key, percent-encoded as one path segment.",
+                    "schema": text(256),
+                }),
+                user_idempotency_key_param(),
+            ],
+            responses: vec![(200, replayable("Deleted", "Deleted"))],
             errors: vec![
-                (422, codes(KEY_422)),
-                (400, codes(&["invalid_path"])),
-                (404, codes(&["not_found"])),
+                (422, codes(USER_WRITE_422)),
+                (409, codes(&["idempotency_in_flight"])),
+                (400, codes(&["invalid_path", "invalid_idempotency_key"])),
+                (404, codes(&["item_not_found"])),
                 (502, codes(BACKEND_502)),
                 (503, codes(BACKEND_503)),
             ],

@@ -1,6 +1,6 @@
 //! Build-time and operator tools over the core: the asset builder's geo pipeline (GeoJSON
 //! source, index builder, outline, the point-in-polygon oracle the index is checked against),
-//! the binaries (`build-assets`, `ipdb-check`, `dev-token`, `check-config`) and the fuzz
+//! the binaries (`build-assets`, `ipdb-check`, `check-config`) and the fuzz
 //! targets. Native only: none of it is in the worker's wasm.
 #![cfg(not(target_arch = "wasm32"))]
 

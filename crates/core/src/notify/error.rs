@@ -48,6 +48,9 @@ pub enum NotifyError {
         /// Field name.
         field: &'static str,
     },
+    /// A write aimed at one item the owner does not have (never created, deleted, or purged).
+    #[error("no such notification")]
+    ItemNotFound,
     /// A list cursor that this server did not issue.
     #[error("invalid cursor")]
     InvalidCursor,

@@ -351,7 +351,8 @@ impl<H: HttpClient> NotificationStore<H> {
     /// Sets a flag on one item or all; returns how many items changed (one call).
     ///
     /// # Errors
-    /// Backend failures.
+    /// [`NotifyError::ItemNotFound`] when the one item is not the owner's live item; backend
+    /// failures.
     pub async fn mark(
         &self,
         owner: &str,
@@ -370,15 +371,22 @@ impl<H: HttpClient> NotificationStore<H> {
         )?;
         let m = query::mark(owner, target, flag, value, now_ms);
         let coll = &self.cfg.collection;
-        let r = if m.many {
-            self.api
+        if m.many {
+            return Ok(self
+                .api
                 .update_many(coll, &m.filter, &m.update, false)
                 .await?
-        } else {
-            self.api
-                .update_one(coll, &m.filter, &m.update, false)
-                .await?
-        };
+                .modified);
+        }
+        let r = self
+            .api
+            .update_one(coll, &m.filter, &m.update, false)
+            .await?;
+        // `matched`, not `modified`: a mark that finds the flag already set still stamps `sync`
+        // and is no miss, while no match means the item is gone and the client must reconcile.
+        if r.matched == 0 {
+            return Err(NotifyError::ItemNotFound);
+        }
         Ok(r.modified)
     }
 

@@ -3,31 +3,26 @@ package dev.edgegeonotify.inbox
 import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.CompletableDeferred
 import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.CoroutineStart
+import kotlinx.coroutines.Deferred
 import kotlinx.coroutines.Job
-import kotlinx.coroutines.channels.Channel
-import kotlinx.coroutines.delay
+import kotlinx.coroutines.async
+import kotlinx.coroutines.currentCoroutineContext
+import kotlinx.coroutines.ensureActive
+import kotlinx.coroutines.flow.MutableSharedFlow
 import kotlinx.coroutines.flow.MutableStateFlow
+import kotlinx.coroutines.flow.SharedFlow
 import kotlinx.coroutines.flow.StateFlow
+import kotlinx.coroutines.flow.asSharedFlow
 import kotlinx.coroutines.flow.asStateFlow
-import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.flow.update
 import kotlinx.coroutines.launch
-import kotlinx.coroutines.withTimeoutOrNull
 import kotlinx.coroutines.sync.Mutex
 import kotlinx.coroutines.sync.withLock
-import java.io.IOException
 import java.net.URLEncoder
 import java.util.UUID
-import java.util.concurrent.atomic.AtomicLong
+import java.util.concurrent.ConcurrentHashMap
 import kotlin.random.Random
-
-/** An error the server answered, with its stable `code` and the `X-Request-Id` to quote. */
-class InboxException(
-    val status: Int,
-    val code: String,
-    message: String,
-    val requestId: String?,
-) : Exception("$status $code: $message" + (requestId?.let { " (request $it)" } ?: ""))
 
 /**
  * "Full jitter" backoff: a uniform wait in `[0, min(maxMs, baseMs * 2^attempt)]`, so clients
@@ -35,18 +30,18 @@ class InboxException(
  */
 internal fun fullJitter(baseMs: Long, maxMs: Long, attempt: Int, random: Random): Long {
     val cap = minOf(maxMs, baseMs shl minOf(attempt, 20))
-    return if (cap <= 0) 0 else random.nextLong(cap + 1)
+    return if (cap <= 0) 0 else (random.nextDouble() * cap).toLong()
 }
 
-/** The WebSocket's state, for a "live" dot or an "offline" banner. */
-enum class Connection { STOPPED, CONNECTING, LIVE, RECONNECTING }
-
-/** Everything an app renders: the inbox ([view]) plus connection and the last error. */
+/** Everything an app renders: the inbox ([view]), the status and the last error. */
 data class InboxState(
     val view: InboxView = InboxView.EMPTY,
-    val connection: Connection = Connection.STOPPED,
+    val status: Status = Status.STOPPED,
+    /** Why the status is POLLING (the socket's close or refusal, getToken()'s error); null otherwise. */
+    val statusReason: Throwable? = null,
     /** True once the inbox was shown from a load, a pull or persisted state. */
     val ready: Boolean = false,
+    /** The error that stopped the last request; cleared by the next request that succeeds. */
     val lastError: Throwable? = null,
 ) {
     val items get() = view.items
@@ -58,445 +53,435 @@ data class InboxState(
 data class InboxConfig(
     /** Items per `load()` / `loadMore()` page (server maximum 100). */
     val pageSize: Int = 20,
-    /** Entries per change-feed call while pulling (server maximum 100). */
-    val changesPageSize: Int = 100,
-    /** Attempts of one request on 429/5xx before giving up (a mark then rolls back). */
-    val maxAttempts: Int = 4,
-    /** Backoff of retried requests without `Retry-After`: full jitter from this base. */
+    /** Entries per change-feed call while pulling; null: the server's default, its maximum (100). */
+    val changesPageSize: Int? = null,
+    /** Resends of one request after transient answers before the lane stops (the op stays queued). */
+    val retries: Int = 3,
+    /** Backoff of resends without `Retry-After`: full jitter from this base, up to [retryMaxMs]. */
     val retryBaseMs: Long = 250,
-    /** Cap of any single wait, including a server's `Retry-After`. */
-    val retryMaxMs: Long = 30_000,
+    val retryMaxMs: Long = 8_000,
+    /** A `Retry-After` longer than this is not waited in line: the lane stops and resumes after it. */
+    val maxWaitMs: Long = 60_000,
+    /** Pull interval while POLLING; doubled after each failed poll up to [pollMaxMs]. */
+    val pollMs: Long = 30_000,
+    val pollMaxMs: Long = 300_000,
     /** Reconnect backoff until the server's first badge brings its own `reconnect` hint. */
     val reconnect: ReconnectHint = ReconnectHint.DEFAULT,
     /** Randomness of the jitter (a seeded one makes tests repeatable). */
     val random: Random = Random.Default,
+    /** Every wait goes through this clock (tests pass one they control). */
+    val clock: InboxClock = SystemClock,
 )
+
+/** The end of a `mark`, `bulk` or `remove`. */
+sealed interface WriteResult {
+    /** The server confirmed it. */
+    data object Applied : WriteResult
+
+    /** Not confirmed yet: kept (persisted, with its Idempotency-Key) and sent again on the next
+     *  trigger; [error] is what stopped it (offline, a second 401, retries ran out). */
+    data class Queued(val error: InboxError) : WriteResult
+
+    /** The server refused it: rolled back exactly (and a pull reconciles). */
+    data class Rejected(val error: InboxException) : WriteResult
+}
+
+/** An operation the server refused after it was shown (also one queued long before). */
+data class Rollback(val op: PendingOp, val error: InboxException)
 
 /**
  * One user's inbox: the store as a [StateFlow], kept current by the change feed and the live
- * badge over a WebSocket, persisted so a cold start shows the inbox at once.
+ * badge (or polling when the socket cannot open), persisted so a cold start shows it at once.
  *
- * - [getToken] is called on every WebSocket connect, on the first request, and after a 401 (then
- *   the request is retried once): it must return a token valid *now* (refresh it if needed).
- * - Marks, bulk actions and deletes are optimistic: [state] changes at once and rolls back exactly
- *   if the server refuses (a 4xx other than 401) or retries run out. A mark made offline stays
- *   queued (persisted, with its Idempotency-Key) and is sent when the connection is back.
- * - Call [onForeground] when the app returns to the foreground (Lifecycle `ON_START`): it pulls and
- *   reconnects at once instead of waiting out a backoff.
+ * Every request that reads or changes the store runs in one **lane**: at most one in flight,
+ * queued operations first (in creation order, each with the Idempotency-Key minted when it was
+ * made), then a pull if one was asked for. Triggers (start, [onForeground], [onOnline], a socket
+ * open, a newer badge, a poll tick, a new operation, [flush], [pull]) only ask for work and join
+ * the running lane. So a page read before an operation was confirmed is never applied after it.
  *
- * All work runs in [scope] (e.g. a ViewModel's or the process's); cancelling it stops everything.
+ * [getToken] is called with `refresh = false` for a token (cached, shared by HTTP and the socket,
+ * asked again within 30 s of its `exp`) and with `refresh = true` only after the server refused
+ * the cached one (a 401, or a 4001 close of the socket).
  */
 class InboxClient(
     baseUrl: String,
     private val userId: String,
-    private val getToken: suspend () -> String,
+    getToken: suspend (refresh: Boolean) -> String,
     private val scope: CoroutineScope,
     private val transport: InboxTransport = OkHttpTransport(),
     private val persistence: InboxPersistence = MemoryPersistence(),
     private val config: InboxConfig = InboxConfig(),
 ) {
     private val base = baseUrl.trimEnd('/')
+    private val clock = config.clock
     private val storeLock = Mutex()
     private var store = InboxStore()
     private val _state = MutableStateFlow(InboxState())
+    private val _rollbacks = MutableSharedFlow<Rollback>(extraBufferCapacity = 64)
+    private val tokens = TokenCache(getToken, clock)
+    private val http = Requester(base, transport, tokens, config)
+    private val journal = Journal(persistence, "inbox.$userId") { e ->
+        _state.update { it.copy(lastError = InboxError("persistence", e.toString(), e)) }
+    }
 
     /** The inbox as observable state (Compose: `client.state.collectAsState()`). */
     val state: StateFlow<InboxState> = _state.asStateFlow()
 
-    @Volatile
-    private var token: String? = null
-    private val tokenLock = Mutex()
-    private val pullLock = Mutex()
-    private val pullRequests = Channel<Unit>(Channel.CONFLATED)
-    private val wakeUps = Channel<Unit>(Channel.CONFLATED)
-    private val inFlight = HashSet<String>()
-    private var streamJob: Job? = null
-    private var pullJob: Job? = null
+    /** Operations the server refused, each once (also those queued long before). */
+    val rollbacks: SharedFlow<Rollback> = _rollbacks.asSharedFlow()
 
-    @Volatile
-    private var socket: InboxSocket? = null
-
-    @Volatile
-    private var hint: ReconnectHint = config.reconnect
-
-    private val sent = AtomicLong()
-    private val received = AtomicLong()
-
-    /** HTTP requests this client sent (retries included). */
-    val requestsSent: Long get() = sent.get()
+    /** HTTP requests this client sent (resends included). */
+    val requestsSent: Long get() = http.sent.get()
 
     /** Bytes of HTTP response bodies this client read. */
-    val bytesReceived: Long get() = received.get()
+    val bytesReceived: Long get() = http.received.get()
 
-    private val persistKey = "inbox.$userId"
+    private val live = Live(
+        base.replaceFirst(Regex("^http"), "ws"), transport, tokens, config,
+        setStatus = { s, why -> _state.update { it.copy(status = s, statusReason = why) } },
+        onOpen = { ask(pull = true) }, // whatever happened while the socket was down
+        onMessage = { onSocketMessage(it) },
+        poll = { ask(pull = true).await() },
+    )
+    private var liveJob: Job? = null
 
     // ---------------------------------------------------------------- lifecycle
 
     /**
-     * Shows the persisted inbox (if any) at once, then catches up: a pull from its `sync`, or a
-     * first `load()`; sends operations queued offline; opens the live badge unless [stream] is
-     * false (then the app pulls when it wants, e.g. from [onForeground]).
+     * Shows the persisted inbox (if any) at once, then catches up in the lane (sends queued
+     * operations, pulls from the persisted `sync` or loads the first page), and keeps current:
+     * the live badge, or with [live] false polling only. Never throws: errors land in `lastError`.
      */
-    suspend fun start(stream: Boolean = true) {
+    suspend fun start(live: Boolean = true) {
         restore()
-        if (stream) synchronized(this) { streamJob = streamJob ?: scope.launch { streamLoop() } }
-        catchUp()
+        synchronized(this) {
+            liveJob = liveJob ?: scope.launch { if (live) this@InboxClient.live.run() else this@InboxClient.live.pollOnly() }
+        }
+        ask(pull = true).await()
     }
 
-    /** Closes the socket and stops background work (state and persistence stay). */
+    /** Closes the socket and stops polling (the state, the queue and persistence stay; a request
+     *  in flight finishes). */
     fun stop() {
         synchronized(this) {
-            streamJob?.cancel()
-            pullJob?.cancel()
-            streamJob = null
-            pullJob = null
+            liveJob?.cancel()
+            liveJob = null
         }
-        socket?.close(1000, "stopped")
-        socket = null
-        _state.update { it.copy(connection = Connection.STOPPED) }
+        live.close()
+        val stopped = InboxError("stopped", "the client was stopped")
+        for (id in outcomes.keys.toList()) outcomes.remove(id)?.complete(WriteResult.Queued(stopped))
+        synchronized(laneLock) { lane }?.cancel() // the request in flight is abandoned; its op stays queued
+        _state.update { it.copy(status = Status.STOPPED, statusReason = null) }
     }
 
-    /** The app is visible again: pull and send queued operations now, reconnect now (no backoff wait). */
+    /** The app is visible again: send the queue and pull now; reconnect now (no backoff wait). */
     fun onForeground() {
-        requestPull()
-        if (_state.value.connection != Connection.LIVE) wakeUps.trySend(Unit)
+        ask(pull = true)
+        if (_state.value.status != Status.LIVE) live.wake()
     }
+
+    /** The network is back (ConnectivityManager's onAvailable): the same as [onForeground]. */
+    fun onOnline() = onForeground()
 
     /** Drops the socket as a dead network would (no close handshake); it reconnects by itself. */
-    fun dropConnection() {
-        socket?.cancel()
-    }
+    fun dropConnection() = live.drop()
 
-    // ---------------------------------------------------------------- reads
+    // ---------------------------------------------------------------- reads (joined to the lane)
 
-    /** First page with counts; replaces the inbox. */
-    suspend fun load() {
-        val page = Page.fromJson(json(call("GET", "/v1/notifications?limit=${config.pageSize}")))
-        mutate { it.applyPage(page, append = false) }
-    }
+    /** First page with counts; replaces the inbox. Throws the error that stopped the lane. */
+    suspend fun load() = join(ask(load = true))
 
     /** The next page (nothing when the last page was read). */
-    suspend fun loadMore() {
-        val cursor = storeLock.withLock { store.nextCursor } ?: return
-        val page = Page.fromJson(json(call("GET", "/v1/notifications?limit=${config.pageSize}&cursor=${enc(cursor)}")))
-        mutate { it.applyPage(page, append = true) }
-    }
+    suspend fun loadMore() = join(ask(more = true))
 
-    /** The change feed from the store's `sync` until `hasMore` is false (a `load()` if none). */
-    suspend fun pull() = pullLock.withLock {
-        var since = storeLock.withLock { store.sync }
-        if (since == null) {
-            load()
-            return@withLock
-        }
-        while (true) {
-            val ch = Changes.fromJson(
-                json(call("GET", "/v1/notifications/changes?limit=${config.changesPageSize}&since=${enc(since!!)}")),
-            )
-            mutate { it.applyChanges(ch) }
-            if (!ch.hasMore) break
-            since = ch.sync
-        }
-    }
+    /** The change feed from the store's `sync` until `hasMore` is false (a `load()` if none), then
+     *  the counts if anything changed; queued operations are sent first. */
+    suspend fun pull() = join(ask(pull = true))
+
+    /** Sends every queued operation (they are sent anyway on any trigger). */
+    suspend fun flush() = join(ask())
 
     /** Asks the server for the badge counts (one call) and shows them. */
-    suspend fun refreshCounts() {
-        val c = Counts.fromJson(json(call("GET", "/v1/notifications/unread-count")))
-        mutate { it.applyCounts(c) }
+    suspend fun refreshCounts() = join(ask(counts = true))
+
+    private suspend fun join(lane: Deferred<InboxError?>) {
+        awaitLane(lane)?.let { throw it }
+    }
+
+    /** The lane's end; `stopped` when [stop] cancelled it (not the caller's cancellation). */
+    private suspend fun awaitLane(lane: Deferred<InboxError?>): InboxError? = try {
+        lane.await()
+    } catch (e: CancellationException) {
+        currentCoroutineContext().ensureActive()
+        InboxError("stopped", "the client was stopped")
     }
 
     // ---------------------------------------------------------------- optimistic writes
 
-    /** Sets [flag] of one item; true once the server applied it, false if queued or rolled back. */
-    suspend fun mark(itemKey: String, flag: Flag, value: Boolean = true): Boolean =
+    /** Sets [flag] of one item to [value]; shown at once. */
+    suspend fun mark(itemKey: String, flag: Flag, value: Boolean = true): WriteResult =
         submit(PendingOp.Mark(newId(), itemKey, flag, value, newKey()))
 
     /** A bulk action over the inbox (or one category). */
-    suspend fun bulk(action: BulkAction, category: String? = null): Boolean =
+    suspend fun bulk(action: BulkAction, category: String? = null): WriteResult =
         submit(PendingOp.Bulk(newId(), action, category, newKey()))
 
     /** Deletes one item (other devices see a tombstone). */
-    suspend fun delete(itemKey: String): Boolean = submit(PendingOp.Delete(newId(), itemKey, newKey()))
-
-    /** Sends every queued operation (after a reconnect; [start] and the stream call it). */
-    suspend fun flushQueue() {
-        val ops = storeLock.withLock { store.pendingOps }
-        for (op in ops) if (!outcomes.containsKey(op.id)) send(op)
-    }
+    suspend fun remove(itemKey: String): WriteResult = submit(PendingOp.Delete(newId(), itemKey, newKey()))
 
     private fun newId() = UUID.randomUUID().toString()
     private fun newKey() = "inbox-" + UUID.randomUUID().toString()
 
-    /** Outcome of each operation made by this client while its `mark`/`bulk`/`delete` call waits. */
-    private val outcomes = java.util.concurrent.ConcurrentHashMap<String, CompletableDeferred<Boolean>>()
+    /** The result each operation made by this client waits for while its call runs. */
+    private val outcomes = ConcurrentHashMap<String, CompletableDeferred<WriteResult>>()
 
-    private suspend fun submit(op: PendingOp): Boolean {
-        val outcome = CompletableDeferred<Boolean>()
+    private suspend fun submit(op: PendingOp): WriteResult {
+        val outcome = CompletableDeferred<WriteResult>()
         outcomes[op.id] = outcome
         mutate { it.addPending(op) }
-        send(op) // background flushes leave an operation alone while its call is running
-        settle(op, false) // (no-op when send settled it)
-        return outcome.await()
-    }
-
-    private fun settle(op: PendingOp, applied: Boolean) {
-        outcomes.remove(op.id)?.complete(applied)
-    }
-
-    private suspend fun send(op: PendingOp) {
-        synchronized(inFlight) { if (!inFlight.add(op.id)) return }
-        try {
-            // Confirmed or dropped since the caller listed it: nothing to send.
-            if (storeLock.withLock { !store.isPending(op.id) }) return
-            val (method, path, body) = when (op) {
-                is PendingOp.Mark -> Triple("POST", "/v1/notifications/mark", MarkRequest(op.itemKey, false, op.flag, op.value).toJson())
-                is PendingOp.Bulk -> Triple("POST", "/v1/notifications/bulk", BulkRequest(op.action, op.category).toJson())
-                is PendingOp.Delete -> Triple("DELETE", "/v1/notifications/items/${encSegment(op.itemKey)}", null)
+        while (true) {
+            val stopped = awaitLane(ask())
+            if (outcome.isCompleted) return outcome.await()
+            if (stopped != null) {
+                outcomes.remove(op.id)
+                return WriteResult.Queued(stopped)
             }
-            call(method, path, body?.let { Json.write(it) }, idempotencyKey = op.idempotencyKey)
-            mutate { it.confirm(op.id) }
-            settle(op, true)
-        } catch (e: CancellationException) {
-            throw e
-        } catch (e: InboxException) {
-            _state.update { it.copy(lastError = e) }
-            if (e.status != 401) {
-                // Refused, or retries ran out: roll back exactly, then reconcile with the server.
-                mutate { it.fail(op.id) }
-                requestPull()
-            } // A 401 after a fresh token: the token getter cannot help now; keep it queued.
-            settle(op, false)
-        } catch (e: Exception) {
-            // No answer (IOException: offline), getToken() failed, or an unreadable answer:
-            // nothing is known to have been applied, so the operation stays queued and is sent
-            // again (same Idempotency-Key) on reconnect, onForeground() or the next start().
-            _state.update { it.copy(lastError = e) }
-            settle(op, false)
-        } finally {
-            synchronized(inFlight) { inFlight.remove(op.id) }
         }
     }
 
-    // ---------------------------------------------------------------- state
+    // ---------------------------------------------------------------- the lane
 
-    private val persistLock = Mutex()
-    private val persistSignal = Channel<Unit>(Channel.CONFLATED)
-    private val persisted = MutableStateFlow(0L)
-    private var version = 0L
-    private var latest: InboxStore.Snapshot? = null
-    private var persistJob: Job? = null
+    private val laneLock = Any()
+    private var lane: Deferred<InboxError?>? = null
+    private var opsWanted = false
+    private var pullWanted = false
+    private var loadWanted = false
+    private var moreWanted = false
+    private var countsWanted = false
+    private var countsRead = false // in this round of the lane
+
+    /** Asks for work and returns the lane that will do it (the running one, or a new one). Its
+     *  value is the error that stopped it, or null when everything asked was done. */
+    private fun ask(pull: Boolean = false, load: Boolean = false, more: Boolean = false, counts: Boolean = false): Deferred<InboxError?> {
+        val started: Deferred<InboxError?>
+        synchronized(laneLock) {
+            opsWanted = true // every trigger sends what is queued first
+            pullWanted = pullWanted || pull
+            loadWanted = loadWanted || load
+            moreWanted = moreWanted || more
+            countsWanted = countsWanted || counts
+            lane?.let { return it }
+            started = scope.async(start = CoroutineStart.LAZY) { runLane() }
+            lane = started
+        }
+        started.start()
+        return started
+    }
+
+    private suspend fun runLane(): InboxError? {
+        try {
+            while (true) {
+                synchronized(laneLock) { opsWanted = false } // sendQueue() sends all that is queued
+                var stopped = sendQueue()
+                var load = false
+                var more = false
+                var pull = false
+                var counts = false
+                countsRead = false
+                if (stopped == null) {
+                    // Read after the ops: every trigger that came while they were sent joins this pull.
+                    synchronized(laneLock) {
+                        load = loadWanted
+                        more = moreWanted
+                        pull = pullWanted
+                        counts = countsWanted
+                        // ask() sets a flag before joining, so "nothing wanted" here means done.
+                        if (!opsWanted && !load && !more && !pull && !counts) {
+                            lane = null
+                            return null
+                        }
+                        loadWanted = false
+                        moreWanted = false
+                        pullWanted = false
+                        countsWanted = false
+                    }
+                    stopped = (if (load) doLoad() else null)
+                        ?: (if (more) doLoadMore() else null)
+                        ?: (if (pull) doPull() else null)
+                        ?: (if (counts && !countsRead) doCounts() else null)
+                }
+                if (stopped != null) {
+                    // What was wanted stays wanted: the next trigger resumes from the first queued op.
+                    synchronized(laneLock) {
+                        opsWanted = true
+                        loadWanted = loadWanted || load
+                        moreWanted = moreWanted || more
+                        pullWanted = pullWanted || pull
+                        countsWanted = countsWanted || counts
+                        lane = null
+                    }
+                    _state.update { it.copy(lastError = stopped) }
+                    return stopped
+                }
+            }
+        } catch (e: CancellationException) {
+            synchronized(laneLock) { lane = null }
+            throw e
+        } catch (e: Exception) {
+            // A bug, or an adapter that threw something unexpected: stop the lane (ops stay
+            // queued) rather than fail the app's scope, which would cancel the app's other work.
+            synchronized(laneLock) {
+                opsWanted = true
+                lane = null
+            }
+            val err = InboxError("internal", e.toString(), e)
+            _state.update { it.copy(lastError = err) }
+            return err
+        }
+    }
+
+    private fun answered() {
+        if (_state.value.lastError != null) _state.update { it.copy(lastError = null) }
+    }
+
+    /** Sends queued operations in creation order, one at a time; null when the queue is empty. */
+    private suspend fun sendQueue(): InboxError? {
+        while (true) {
+            val op = storeLock.withLock { store.firstPending() } ?: return null
+            val (method, path, body) = when (op) {
+                is PendingOp.Mark -> Triple("POST", "/v1/notifications/mark", MarkRequest(op.itemKey, false, op.flag, op.value).toJson().toString())
+                is PendingOp.Bulk -> Triple("POST", "/v1/notifications/bulk", BulkRequest(op.action, op.category).toJson().toString())
+                is PendingOp.Delete -> Triple("DELETE", "/v1/notifications/items/${encSegment(op.itemKey)}", null)
+            }
+            when (val sent = http.send(method, path, body, op.idempotencyKey)) {
+                is Sent.Stopped -> return stopped(sent)
+                is Sent.Answer -> {
+                    val r = sent.response
+                    val error = if (r.status in 200..299) null else InboxException.of(r)
+                    answered()
+                    if (error == null || (op is PendingOp.Delete && r.status == 404 && error.code == "item_not_found")) {
+                        // A delete of an item that is gone: the intent holds; the pull says what is there.
+                        mutate { it.confirm(op.id) }
+                        if (error != null) synchronized(laneLock) { pullWanted = true }
+                        outcomes.remove(op.id)?.complete(WriteResult.Applied)
+                    } else {
+                        mutate { it.fail(op.id) }
+                        _state.update { it.copy(lastError = error) }
+                        _rollbacks.tryEmit(Rollback(op, error))
+                        synchronized(laneLock) { pullWanted = true }
+                        outcomes.remove(op.id)?.complete(WriteResult.Rejected(error))
+                    }
+                }
+            }
+        }
+    }
+
+    private fun stopped(s: Sent.Stopped): InboxError {
+        // A Retry-After too long to wait in line: ask again once it has passed.
+        s.resumeAtMs?.let { at -> scope.launch { clock.sleep(at - clock.nowMs()); ask() } }
+        return s.error
+    }
+
+    /** A read: the parsed answer, or the error that stops the lane. */
+    private suspend fun <T> read(path: String, parse: (String) -> T, use: suspend (T) -> InboxError?): InboxError? =
+        when (val sent = http.send("GET", path)) {
+            is Sent.Stopped -> stopped(sent)
+            is Sent.Answer -> if (sent.response.status in 200..299) {
+                answered()
+                val body = try {
+                    parse(sent.response.body)
+                } catch (e: org.json.JSONException) {
+                    null
+                }
+                if (body == null) InboxError("invalid_answer", "unreadable answer to GET $path") else use(body)
+            } else {
+                InboxException.of(sent.response)
+            }
+        }
+
+    private suspend fun doLoad(): InboxError? = read("/v1/notifications?limit=${config.pageSize}", { Page.fromJson(parseObject(it)) }) { page ->
+        mutate { it.applyPage(page, append = false) }
+        if (page.counts == null) doCounts() else null.also { countsRead = true }
+    }
+
+    private suspend fun doLoadMore(): InboxError? {
+        val cursor = storeLock.withLock { store.nextCursor } ?: return null
+        return read("/v1/notifications?limit=${config.pageSize}&cursor=${enc(cursor)}", { Page.fromJson(parseObject(it)) }) { page ->
+            mutate { it.applyPage(page, append = true) }
+            null
+        }
+    }
+
+    private suspend fun doPull(): InboxError? {
+        var since = storeLock.withLock { store.sync } ?: return doLoad()
+        var applied = 0
+        while (true) {
+            var more = false
+            val stopped = read("/v1/notifications/changes?since=${enc(since)}" + (config.changesPageSize?.let { "&limit=$it" } ?: ""), { Changes.fromJson(parseObject(it)) }) { ch ->
+                mutate { it.applyChanges(ch) }
+                applied += ch.items.size
+                more = ch.hasMore
+                since = ch.sync
+                null
+            }
+            // A position the server no longer reads: start over from the first page.
+            if (stopped is InboxException && stopped.status == 400 && stopped.code == "invalid_cursor") return doLoad()
+            if (stopped != null) return stopped
+            if (!more) break
+        }
+        // The feed carries no counts: after a pull that changed items, ask, so they are the server's.
+        return if (applied > 0) doCounts() else null
+    }
+
+    private suspend fun doCounts(): InboxError? = read("/v1/notifications/unread-count", { Counts.fromJson(parseObject(it)) }) { c ->
+        mutate { it.applyCounts(c) }
+        countsRead = true
+        null
+    }
+
+    private fun enc(s: String) = URLEncoder.encode(s, "UTF-8")
+
+    private fun encSegment(s: String) = URLEncoder.encode(s, "UTF-8").replace("+", "%20")
+
+    // ---------------------------------------------------------------- state and persistence
 
     private suspend fun mutate(f: (InboxStore) -> Unit) {
         storeLock.withLock {
             f(store)
-            val view = store.view()
-            _state.update { it.copy(view = view, ready = true) }
-            latest = store.snapshot()
-            version++
+            _state.update { it.copy(view = store.view(), ready = true) }
+            journal.record(store)
         }
-        // Written in the background, latest snapshot only: a burst of change pages costs one
-        // write, and serialising a large store never holds up the state an app renders.
-        synchronized(this) { persistJob = persistJob ?: scope.launch { persistWorker() } }
-        persistSignal.trySend(Unit)
-    }
-
-    private suspend fun persistWorker() {
-        for (unit in persistSignal) writeLatest()
-    }
-
-    private suspend fun writeLatest() = persistLock.withLock {
-        val (v, snap) = storeLock.withLock { version to latest }
-        if (snap == null || v <= persisted.value) return@withLock
-        try {
-            persistence.write(persistKey, Json.write(snap.toJson()))
-        } catch (e: IOException) {
-            _state.update { it.copy(lastError = e) }
-        }
-        persisted.value = v
+        journal.kick(scope)
     }
 
     /** Waits until everything the store held when called is written to [persistence]. */
-    suspend fun awaitPersisted() {
-        val target = storeLock.withLock { version }
-        writeLatest()
-        persisted.first { it >= target }
-    }
+    suspend fun awaitPersisted() = journal.await()
 
     private suspend fun restore() {
-        val text = persistence.read(persistKey) ?: return
-        val restored = try {
-            InboxStore.fromPersisted(Json.parse(text).asObj())
-        } catch (e: Json.ParseException) {
-            null // an unreadable snapshot is a cache miss, not a crash
-        } catch (e: IllegalArgumentException) {
-            null
-        } ?: return
+        val restored = journal.restore() ?: return
         storeLock.withLock {
             store = restored
             _state.update { it.copy(view = restored.view(), ready = true) }
         }
     }
 
-    /** Pull, then send the queue. Never throws (it also runs in the background, in the app's
-     *  scope, where an exception would cancel the app's work): failures land in `lastError`. */
-    private suspend fun catchUp() {
-        for (step in listOf(::pull, ::flushQueue)) {
-            try {
-                step()
-            } catch (e: CancellationException) {
-                throw e
-            } catch (e: Exception) {
-                _state.update { it.copy(lastError = e) }
-            }
-        }
-    }
-
-    /** A pull soon, in the background; requests made while one runs are merged into one. */
-    private fun requestPull() {
-        synchronized(this) { pullJob = pullJob ?: scope.launch { pullWorker() } }
-        pullRequests.trySend(Unit)
-    }
-
-    private suspend fun pullWorker() {
-        // Each pull also sends what is queued (nothing to do when the queue is empty).
-        for (unit in pullRequests) catchUp()
-    }
-
-    // ---------------------------------------------------------------- HTTP
-
-    private suspend fun currentToken(fresh: Boolean): String = tokenLock.withLock {
-        val t = token
-        if (t != null && !fresh) return t
-        getToken().also { token = it }
-    }
-
-    /**
-     * One API call: bearer token (fresh once after a 401), `Retry-After` on 429/503, full-jitter
-     * retries on other 5xx, [InboxException] with the server's code and request id otherwise.
-     * [IOException] when no answer came (the caller decides: offline).
-     */
-    internal suspend fun call(method: String, path: String, body: String? = null, idempotencyKey: String? = null): String {
-        var refreshed = false
-        var attempt = 0
-        while (true) {
-            attempt++
-            val headers = linkedMapOf("Authorization" to "Bearer ${currentToken(false)}", "Accept" to "application/json")
-            if (body != null) headers["Content-Type"] = "application/json"
-            if (idempotencyKey != null) headers["Idempotency-Key"] = idempotencyKey
-            sent.incrementAndGet()
-            val r = transport.execute(HttpRequest(method, base + path, headers, body))
-            received.addAndGet(r.body.toByteArray(Charsets.UTF_8).size.toLong())
-            if (r.status in 200..299) return r.body
-            val err = ErrorBody.fromJsonOrNull(r.body)
-            val ex = InboxException(r.status, err?.code ?: "http_${r.status}", err?.message ?: r.body.take(200), r.header("x-request-id"))
-            when {
-                r.status == 401 && !refreshed -> {
-                    refreshed = true
-                    currentToken(true)
-                    attempt-- // the retry after a refresh is not a backoff attempt
-                }
-                (r.status == 429 || r.status >= 500) && attempt < config.maxAttempts -> delay(retryDelay(r, attempt))
-                else -> throw ex
-            }
-        }
-    }
-
-    private fun retryDelay(r: HttpResponse, attempt: Int): Long {
-        val after = r.header("retry-after")?.trim()?.toLongOrNull()
-        if (after != null) return (after * 1000).coerceIn(0, config.retryMaxMs)
-        return fullJitter(config.retryBaseMs, config.retryMaxMs, attempt - 1)
-    }
-
-    private fun fullJitter(baseMs: Long, maxMs: Long, attempt: Int) = fullJitter(baseMs, maxMs, attempt, config.random)
-
-    private fun json(text: String) = Json.parse(text).asObj()
-
-    private fun enc(s: String) = URLEncoder.encode(s, "UTF-8")
-
-    private fun encSegment(s: String) = URLEncoder.encode(s, "UTF-8").replace("+", "%20")
-
     // ---------------------------------------------------------------- live badge
 
-    private sealed class SocketEvent {
-        class Opened(val protocol: String?) : SocketEvent()
-        class Message(val text: String) : SocketEvent()
-        class Closed(val code: Int, val status: Int?) : SocketEvent()
-    }
-
-    /** Connect, read badges, reconnect with full jitter; a fresh token on every connect. */
-    private suspend fun streamLoop() {
-        var attempt = 0
-        val wsBase = base.replaceFirst(Regex("^http"), "ws")
-        while (true) {
-            _state.update { it.copy(connection = if (attempt == 0) Connection.CONNECTING else Connection.RECONNECTING) }
-            val events = Channel<SocketEvent>(Channel.UNLIMITED)
-            var opened = false
-            try {
-                val t = currentToken(true) // a fresh token on every connect
-                val s = transport.openSocket("$wsBase/v1/notifications/stream", listOf("inbox.v1", "auth.$t"), object : SocketListener {
-                    override fun onOpen(protocol: String?) {
-                        events.trySend(SocketEvent.Opened(protocol))
-                    }
-
-                    override fun onMessage(text: String) {
-                        events.trySend(SocketEvent.Message(text))
-                    }
-
-                    override fun onClosed(code: Int, reason: String, error: Throwable?, status: Int?) {
-                        events.trySend(SocketEvent.Closed(code, status))
-                    }
-                })
-                socket = s
-                loop@ for (ev in events) {
-                    when (ev) {
-                        is SocketEvent.Opened -> {
-                            opened = true
-                            attempt = 0
-                            _state.update { it.copy(connection = Connection.LIVE) }
-                            // Whatever happened while the socket was down: pull, send the queue.
-                            scope.launch { catchUp() }
-                        }
-                        is SocketEvent.Message -> onSocketMessage(ev.text)
-                        is SocketEvent.Closed -> break@loop
-                    }
-                }
-            } catch (e: CancellationException) {
-                socket?.cancel()
-                throw e
-            } catch (e: Exception) {
-                _state.update { it.copy(lastError = e) }
-            }
-            socket = null
-            if (!opened) attempt++ else attempt = 1
-            _state.update { it.copy(connection = Connection.RECONNECTING) }
-            val wait = fullJitter(hint.baseMs, hint.maxMs, attempt - 1)
-            // Wait out the backoff, or less if the app comes to the foreground.
-            withTimeoutOrNull(wait) { wakeUps.receive() }
-        }
-    }
-
     private suspend fun onSocketMessage(text: String) {
-        val m = try {
-            Json.parse(text).asObj()
-        } catch (e: Json.ParseException) {
-            return
-        }
         val badge = try {
-            Badge.fromJson(m)
-        } catch (e: Json.ParseException) {
+            Badge.fromJson(parseObject(text))
+        } catch (e: org.json.JSONException) {
             null
         } ?: return
-        badge.reconnect?.let { hint = it }
+        badge.reconnect?.let { live.hint = it }
         var pullNeeded = false
-        storeLock.withLock {
-            if (store.applyBadge(badge)) {
-                pullNeeded = Position.isOlder(store.sync, badge.sync)
-                _state.update { it.copy(view = store.view()) }
-            }
-        }
+        mutate { s -> if (s.applyBadge(badge)) pullNeeded = Position.isOlder(s.sync, badge.sync) }
         // The badge says something changed; the feed says what.
-        if (pullNeeded) requestPull()
+        if (pullNeeded) ask(pull = true)
     }
+
+    /** Ids of the queued operations, oldest first (tests name the operations they made). */
+    internal fun pendingOpIds(): List<String> = store.pendingOps.map { it.id }
 
     /** Waits until [pred] holds for the state (tests and app code that need "loaded"). */
     suspend fun awaitState(pred: (InboxState) -> Boolean): InboxState {

@@ -1,5 +1,9 @@
 package dev.edgegeonotify.inbox
 
+import org.json.JSONArray
+import org.json.JSONException
+import org.json.JSONObject
+
 /*
  * Typed request and response bodies of every route the client calls. Field names and required
  * fields are checked against the worker's /openapi.json by ContractTest (see [Contract]), so a
@@ -13,8 +17,8 @@ data class Origin(
     val createdTimeMsec: Long,
     val avatar: String? = null,
     val landing: String? = null,
-) : JsonModel {
-    override fun toJson(): Map<String, Any?> = buildMap {
+) {
+    fun toJson(): JSONObject = JSONObject().apply {
         put("senderId", senderId)
         put("name", name)
         avatar?.let { put("avatar", it) }
@@ -23,7 +27,7 @@ data class Origin(
     }
 
     companion object {
-        fun fromJson(m: Map<String, Any?>) = Origin(
+        fun fromJson(m: JSONObject) = Origin(
             senderId = m.str("senderId"),
             name = m.str("name"),
             createdTimeMsec = m.long("createdTimeMsec"),
@@ -54,61 +58,26 @@ data class Notification(
     val summary: String?,
     /** `originsCount` is exact; false only on a server without Redis once the cap dropped a sender (an upper bound). */
     val originsCountExact: Boolean = true,
-) : JsonModel {
-    override fun toJson(): Map<String, Any?> = linkedMapOf(
-        "notificationId" to notificationId,
-        "itemKey" to itemKey,
-        "serviceType" to serviceType,
-        "categoryType" to categoryType,
-        "notificationType" to notificationType,
-        "templateType" to templateType,
-        "createdTimeMsec" to createdTimeMsec,
-        "expireAtMsec" to expireAtMsec,
-        "revision" to revision,
-        "originsCount" to originsCount,
-        "originsCountExact" to originsCountExact,
-        "origins" to origins.map { it.toJson() },
-        "read" to read,
-        "seen" to seen,
-        "archived" to archived,
-        "landing" to landing,
-        "messageArguments" to messageArguments,
-        "summary" to summary,
-    )
-
-    // The persisted store is mostly these: written field by field, without building a map.
-    override fun writeJson(sb: StringBuilder) {
-        fun key(k: String) = sb.append(if (sb.last() == '{') "\"" else ",\"").append(k).append("\":")
-        fun str(k: String, v: String?) {
-            key(k)
-            if (v == null) sb.append("null") else Json.quote(sb, v)
-        }
-        sb.append('{')
-        str("notificationId", notificationId)
-        str("itemKey", itemKey)
-        str("serviceType", serviceType)
-        str("categoryType", categoryType)
-        str("notificationType", notificationType)
-        str("templateType", templateType)
-        key("createdTimeMsec").append(createdTimeMsec)
-        key("expireAtMsec").append(expireAtMsec)
-        key("revision").append(revision)
-        key("originsCount").append(originsCount)
-        key("originsCountExact").append(originsCountExact)
-        key("origins").append('[')
-        origins.forEachIndexed { i, o ->
-            if (i > 0) sb.append(',')
-            Json.write(sb, o.toJson())
-        }
-        sb.append(']')
-        key("read").append(read)
-        key("seen").append(seen)
-        key("archived").append(archived)
-        str("landing", landing)
-        key("messageArguments")
-        Json.write(sb, messageArguments)
-        str("summary", summary)
-        sb.append('}')
+) {
+    fun toJson(): JSONObject = JSONObject().apply {
+        put("notificationId", notificationId)
+        put("itemKey", itemKey)
+        put("serviceType", serviceType)
+        put("categoryType", categoryType)
+        put("notificationType", notificationType)
+        put("templateType", templateType)
+        put("createdTimeMsec", createdTimeMsec)
+        put("expireAtMsec", expireAtMsec)
+        put("revision", revision)
+        put("originsCount", originsCount)
+        put("originsCountExact", originsCountExact)
+        put("origins", JSONArray().also { a -> origins.forEach { a.put(it.toJson()) } })
+        put("read", read)
+        put("seen", seen)
+        put("archived", archived)
+        put("landing", landing.orJsonNull())
+        put("messageArguments", JSONObject().also { o -> messageArguments.forEach { (k, v) -> o.put(k, v) } })
+        put("summary", summary.orJsonNull())
     }
 
     /** This item with one flag set to [value]. */
@@ -125,7 +94,7 @@ data class Notification(
     }
 
     companion object {
-        fun fromJson(m: Map<String, Any?>) = Notification(
+        fun fromJson(m: JSONObject) = Notification(
             notificationId = m.str("notificationId"),
             itemKey = m.str("itemKey"),
             serviceType = m.str("serviceType"),
@@ -136,26 +105,26 @@ data class Notification(
             expireAtMsec = m.long("expireAtMsec"),
             revision = m.long("revision"),
             originsCount = m.long("originsCount"),
-            origins = m.list("origins").map { Origin.fromJson(it.asObj()) },
+            origins = m.arr("origins").objects().map { Origin.fromJson(it) },
             read = m.bool("read"),
             seen = m.bool("seen"),
             archived = m.bool("archived"),
             landing = m.strOrNull("landing"),
-            messageArguments = m.obj("messageArguments").mapValues { (_, v) -> v.toString() },
+            messageArguments = m.obj("messageArguments").let { a -> a.keyList().associateWith { a.get(it).toString() } },
             summary = m.strOrNull("summary"),
             // Absent in a store persisted before the field existed.
-            originsCountExact = m["originsCountExact"] as? Boolean ?: true,
+            originsCountExact = m.boolOr("originsCountExact", true),
         )
     }
 }
 
 /** `{unread, unseen}`: the badge over the whole unarchived inbox (`Counts`). */
-data class Counts(val unread: Long, val unseen: Long) : JsonModel {
-    override fun toJson(): Map<String, Any?> = linkedMapOf("unread" to unread, "unseen" to unseen)
+data class Counts(val unread: Long, val unseen: Long) {
+    fun toJson(): JSONObject = JSONObject().put("unread", unread).put("unseen", unseen)
 
     companion object {
         val ZERO = Counts(0, 0)
-        fun fromJson(m: Map<String, Any?>) = Counts(m.long("unread"), m.long("unseen"))
+        fun fromJson(m: JSONObject) = Counts(m.long("unread"), m.long("unseen"))
     }
 }
 
@@ -165,19 +134,19 @@ data class Page(
     val nextCursor: String?,
     val counts: Counts?,
     val sync: String,
-) : JsonModel {
-    override fun toJson(): Map<String, Any?> = buildMap {
-        put("items", items.map { it.toJson() })
-        put("nextCursor", nextCursor)
+) {
+    fun toJson(): JSONObject = JSONObject().apply {
+        put("items", JSONArray().also { a -> items.forEach { a.put(it.toJson()) } })
+        put("nextCursor", nextCursor.orJsonNull())
         counts?.let { put("counts", it.toJson()) }
         put("sync", sync)
     }
 
     companion object {
-        fun fromJson(m: Map<String, Any?>) = Page(
-            items = m.list("items").map { Notification.fromJson(it.asObj()) },
+        fun fromJson(m: JSONObject) = Page(
+            items = m.arr("items").objects().map { Notification.fromJson(it) },
             nextCursor = m.strOrNull("nextCursor"),
-            counts = (m["counts"] as? Map<*, *>)?.let { Counts.fromJson(it.asObj()) },
+            counts = m.objOrNull("counts")?.let { Counts.fromJson(it) },
             sync = m.str("sync"),
         )
     }
@@ -193,25 +162,26 @@ sealed class Change {
 
     data class Tombstone(override val itemKey: String) : Change()
 
-    fun toJson(): Map<String, Any?> = when (this) {
+    fun toJson(): JSONObject = when (this) {
         is Upsert -> item.toJson()
-        is Tombstone -> linkedMapOf("itemKey" to itemKey, "deleted" to true)
+        is Tombstone -> JSONObject().put("itemKey", itemKey).put("deleted", true)
     }
 
     companion object {
-        fun fromJson(m: Map<String, Any?>): Change =
-            if (m["deleted"] == true) Tombstone(m.str("itemKey")) else Upsert(Notification.fromJson(m))
+        fun fromJson(m: JSONObject): Change =
+            if (m.opt("deleted") == true) Tombstone(m.str("itemKey")) else Upsert(Notification.fromJson(m))
     }
 }
 
 /** `GET /v1/notifications/changes`. */
-data class Changes(val items: List<Change>, val sync: String, val hasMore: Boolean) : JsonModel {
-    override fun toJson(): Map<String, Any?> =
-        linkedMapOf("items" to items.map { it.toJson() }, "sync" to sync, "hasMore" to hasMore)
+data class Changes(val items: List<Change>, val sync: String, val hasMore: Boolean) {
+    fun toJson(): JSONObject = JSONObject()
+        .put("items", JSONArray().also { a -> items.forEach { a.put(it.toJson()) } })
+        .put("sync", sync).put("hasMore", hasMore)
 
     companion object {
-        fun fromJson(m: Map<String, Any?>) = Changes(
-            items = m.list("items").map { Change.fromJson(it.asObj()) },
+        fun fromJson(m: JSONObject) = Changes(
+            items = m.arr("items").objects().map { Change.fromJson(it) },
             sync = m.str("sync"),
             hasMore = m.bool("hasMore"),
         )
@@ -222,7 +192,7 @@ data class Changes(val items: List<Change>, val sync: String, val hasMore: Boole
 data class ReconnectHint(val baseMs: Long, val maxMs: Long, val jitter: String) {
     companion object {
         val DEFAULT = ReconnectHint(1_000, 30_000, "full")
-        fun fromJson(m: Map<String, Any?>) = ReconnectHint(m.long("baseMs"), m.long("maxMs"), m.strOrNull("jitter") ?: "full")
+        fun fromJson(m: JSONObject) = ReconnectHint(m.long("baseMs"), m.long("maxMs"), m.strOrNull("jitter") ?: "full")
     }
 }
 
@@ -232,13 +202,13 @@ data class Badge(val unread: Long, val unseen: Long, val sync: String, val recon
 
     companion object {
         /** Null for a message of another type (the protocol may grow). */
-        fun fromJson(m: Map<String, Any?>): Badge? {
-            if (m["type"] != "badge") return null
+        fun fromJson(m: JSONObject): Badge? {
+            if (m.opt("type") != "badge") return null
             return Badge(
                 unread = m.long("unread"),
                 unseen = m.long("unseen"),
                 sync = m.str("sync"),
-                reconnect = (m["reconnect"] as? Map<*, *>)?.let { ReconnectHint.fromJson(it.asObj()) },
+                reconnect = m.objOrNull("reconnect")?.let { ReconnectHint.fromJson(it) },
             )
         }
     }
@@ -265,60 +235,62 @@ enum class BulkAction(val wire: String) {
 }
 
 /** `POST /v1/notifications/mark` body: exactly one of [itemKey] or [all]. */
-data class MarkRequest(val itemKey: String?, val all: Boolean, val flag: Flag, val value: Boolean = true) : JsonModel {
+data class MarkRequest(val itemKey: String?, val all: Boolean, val flag: Flag, val value: Boolean = true) {
     init {
         require((itemKey != null) != all) { "exactly one of itemKey or all" }
     }
 
-    override fun toJson(): Map<String, Any?> = buildMap {
+    fun toJson(): JSONObject = JSONObject().apply {
         if (itemKey != null) put("itemKey", itemKey) else put("all", true)
         put("flag", flag.wire)
         put("value", value)
     }
 
     companion object {
-        fun fromJson(m: Map<String, Any?>) = MarkRequest(
+        fun fromJson(m: JSONObject) = MarkRequest(
             itemKey = m.strOrNull("itemKey"),
-            all = m["all"] == true,
+            all = m.opt("all") == true,
             flag = Flag.of(m.str("flag")),
-            value = m["value"] as? Boolean ?: true,
+            value = m.boolOr("value", true),
         )
     }
 }
 
 /** `POST /v1/notifications/bulk` body. */
-data class BulkRequest(val action: BulkAction, val category: String? = null) : JsonModel {
-    override fun toJson(): Map<String, Any?> = buildMap {
+data class BulkRequest(val action: BulkAction, val category: String? = null) {
+    fun toJson(): JSONObject = JSONObject().apply {
         put("action", action.wire)
         category?.let { put("category", it) }
     }
 
     companion object {
-        fun fromJson(m: Map<String, Any?>) = BulkRequest(BulkAction.of(m.str("action")), m.strOrNull("category"))
+        fun fromJson(m: JSONObject) = BulkRequest(BulkAction.of(m.str("action")), m.strOrNull("category"))
     }
 }
 
 /** The answer of mark and bulk: `{updated}`. */
 data class Updated(val updated: Long) {
     companion object {
-        fun fromJson(m: Map<String, Any?>) = Updated(m.long("updated"))
+        fun fromJson(m: JSONObject) = Updated(m.long("updated"))
     }
 }
 
 /** The answer of `DELETE /v1/notifications/items/{itemKey}`: `{deleted: true}`. */
 data class Deleted(val deleted: Boolean) {
     companion object {
-        fun fromJson(m: Map<String, Any?>) = Deleted(m.bool("deleted"))
+        fun fromJson(m: JSONObject) = Deleted(m.bool("deleted"))
     }
 }
 
 /** Every 4xx/5xx body: `{"error":{"code","message"}}`. */
 data class ErrorBody(val code: String, val message: String) {
     companion object {
-        fun fromJsonOrNull(text: String): ErrorBody? = runCatching {
-            val e = Json.parse(text).asObj().obj("error")
+        fun fromJsonOrNull(text: String): ErrorBody? = try {
+            val e = parseObject(text).obj("error")
             ErrorBody(e.str("code"), e.str("message"))
-        }.getOrNull()
+        } catch (e: JSONException) {
+            null
+        }
     }
 }
 

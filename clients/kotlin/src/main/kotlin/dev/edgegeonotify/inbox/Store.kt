@@ -1,111 +1,9 @@
 package dev.edgegeonotify.inbox
 
+import org.json.JSONArray
+import org.json.JSONException
+import org.json.JSONObject
 import java.util.TreeMap
-
-/**
- * Change-feed positions (`sync` of pages, changes and badges). Opaque to apps; the store
- * compares them: base64url (no padding) of the JSON array `[ms, id]`, ordered by `ms`, then `id`
- * (byte order). `null` is older than every position; a position that does not decode is never
- * "older" (clients/conformance/README.md, "Positions").
- */
-object Position {
-    private class Decoded(val ms: Long, val id: String)
-
-    private const val ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-
-    /** base64url without padding (java.util.Base64 needs Android API 26; this needs nothing). */
-    internal fun base64UrlDecode(s: String): ByteArray {
-        val t = s.trimEnd('=')
-        val out = java.io.ByteArrayOutputStream(t.length * 3 / 4)
-        var acc = 0
-        var bits = 0
-        for (c in t) {
-            val v = ALPHABET.indexOf(c)
-            if (v < 0) throw IllegalArgumentException("not base64url")
-            acc = (acc shl 6) or v
-            bits += 6
-            if (bits >= 8) {
-                bits -= 8
-                out.write((acc shr bits) and 0xff)
-            }
-        }
-        if (bits >= 6) throw IllegalArgumentException("truncated base64url")
-        return out.toByteArray()
-    }
-
-    /** `[revision, notificationId]` of a list cursor (the same encoding), or null. */
-    internal fun decodeCursor(s: String): Pair<Long, String>? = decode(s)?.let { it.ms to it.id }
-
-    internal fun bytesBefore(a: String, b: String) = compareBytes(a, b) < 0
-
-    private fun decode(s: String): Decoded? = try {
-        val arr = Json.parse(String(base64UrlDecode(s), Charsets.UTF_8)) as? List<*>
-        val ms = arr?.getOrNull(0)
-        val id = arr?.getOrNull(1)
-        if (arr != null && arr.size == 2 && ms is Long && id is String) Decoded(ms, id) else null
-    } catch (e: IllegalArgumentException) {
-        null
-    }
-
-    private fun compareBytes(a: String, b: String): Int {
-        val x = a.toByteArray(Charsets.UTF_8)
-        val y = b.toByteArray(Charsets.UTF_8)
-        for (i in 0 until minOf(x.size, y.size)) {
-            val c = (x[i].toInt() and 0xff) - (y[i].toInt() and 0xff)
-            if (c != 0) return c
-        }
-        return x.size - y.size
-    }
-
-    /** True when [a] is strictly older than [b]; false whenever [a] does not decode. */
-    fun isOlder(a: String?, b: String?): Boolean {
-        if (b == null) return false
-        val db = decode(b) ?: return false
-        if (a == null) return true
-        val da = decode(a) ?: return false
-        return da.ms < db.ms || (da.ms == db.ms && compareBytes(da.id, db.id) < 0)
-    }
-
-    /** The newer of [a] and [b]; [b] (the one just received) when either does not decode. */
-    fun max(a: String?, b: String?): String? {
-        if (a == null) return b
-        if (b == null) return a
-        if (decode(a) == null || decode(b) == null) return b
-        return if (isOlder(a, b)) b else a
-    }
-}
-
-/** An optimistic operation the server has not yet confirmed. */
-sealed class PendingOp {
-    abstract val id: String
-    abstract val idempotencyKey: String
-
-    /** Counts generation when the operation was created (see [InboxStore.confirm]). */
-    internal var generation: Long = 0
-
-    data class Mark(override val id: String, val itemKey: String, val flag: Flag, val value: Boolean, override val idempotencyKey: String) : PendingOp()
-    data class Bulk(override val id: String, val action: BulkAction, val category: String?, override val idempotencyKey: String) : PendingOp()
-    data class Delete(override val id: String, val itemKey: String, override val idempotencyKey: String) : PendingOp()
-
-    fun toJson(): Map<String, Any?> = when (this) {
-        is Mark -> linkedMapOf("id" to id, "kind" to "mark", "itemKey" to itemKey, "flag" to flag.wire, "value" to value, "idempotencyKey" to idempotencyKey)
-        is Bulk -> linkedMapOf("id" to id, "kind" to "bulk", "action" to action.wire, "category" to category, "idempotencyKey" to idempotencyKey)
-        is Delete -> linkedMapOf("id" to id, "kind" to "delete", "itemKey" to itemKey, "idempotencyKey" to idempotencyKey)
-    }
-
-    companion object {
-        fun fromJson(m: Map<String, Any?>): PendingOp {
-            val id = m.str("id")
-            val key = m.strOrNull("idempotencyKey") ?: id
-            return when (val kind = m.str("kind")) {
-                "mark" -> Mark(id, m.str("itemKey"), Flag.of(m.str("flag")), m["value"] as? Boolean ?: true, key)
-                "bulk" -> Bulk(id, BulkAction.of(m.str("action")), m.strOrNull("category"), key)
-                "delete" -> Delete(id, m.str("itemKey"), key)
-                else -> throw Json.ParseException("unknown operation kind '$kind'")
-            }
-        }
-    }
-}
 
 /** What an app sees: the server's inbox with the pending operations applied on top. */
 data class InboxView(
@@ -150,6 +48,12 @@ class InboxStore {
     private val pending = ArrayList<PendingOp>()
     private var cached: InboxView? = null
 
+    // What changed since the last [drainJournal], so persistence writes the change, not the store.
+    private val dirtyItems = LinkedHashSet<String>()
+    private var metaDirty = false
+    private val opRecords = ArrayList<JSONObject>()
+    private var replaced = true // everything was replaced (a first page): the journal is a snapshot
+
     val pendingOps: List<PendingOp> get() = pending.toList()
     val size: Int get() = byKey.size
 
@@ -158,6 +62,7 @@ class InboxStore {
     private fun remove(itemKey: String) {
         val old = byKey.remove(itemKey) ?: return
         order.remove(key(old))
+        dirtyItems.add(itemKey)
     }
 
     private fun upsert(n: Notification) {
@@ -165,10 +70,12 @@ class InboxStore {
         if (n.archived) return // only the inbox is kept
         byKey[n.itemKey] = n
         order[key(n)] = n
+        dirtyItems.add(n.itemKey)
     }
 
     private fun changed() {
         cached = null
+        metaDirty = true // cheap to rewrite: counts, positions
     }
 
     /** `load()` (or `loadMore()` with [append]): a list page. */
@@ -176,6 +83,7 @@ class InboxStore {
         if (!append) {
             byKey.clear()
             order.clear()
+            replaced = true
         }
         for (n in page.items) upsert(n)
         nextCursor = page.nextCursor
@@ -234,16 +142,21 @@ class InboxStore {
         require(pending.none { it.id == op.id }) { "duplicate operation id ${op.id}" }
         op.generation = generation
         pending.add(op)
+        opRecords.add(JSONObject().put("p", op.toJson()))
         changed()
     }
 
     fun isPending(id: String): Boolean = pending.any { it.id == id }
+
+    /** The oldest operation not yet confirmed (the next the lane sends). */
+    fun firstPending(): PendingOp? = pending.firstOrNull()
 
     /** The server applied [id]: into the base (counts only if not replaced since). */
     fun confirm(id: String): PendingOp? {
         val i = pending.indexOfFirst { it.id == id }
         if (i < 0) return null
         val op = pending.removeAt(i)
+        opRecords.add(JSONObject().put("q", id))
         val layer = Layer(byKey, baseCounts)
         layer.apply(op)
         for ((k, v) in layer.changedItems) {
@@ -259,6 +172,7 @@ class InboxStore {
         val i = pending.indexOfFirst { it.id == id }
         if (i < 0) return null
         val op = pending.removeAt(i)
+        opRecords.add(JSONObject().put("q", id))
         changed()
         return op
     }
@@ -340,6 +254,55 @@ class InboxStore {
     }
 
     /**
+     * What changed since the last call, as persistence records (one JSON object a line, see
+     * [applyRecord]), or null when everything was replaced and only a [snapshot] will do. The
+     * cost is that of the change: the items touched, the pending operations added or dropped.
+     */
+    fun drainJournal(): List<String>? {
+        val out = if (replaced) {
+            null
+        } else {
+            val lines = ArrayList<String>(dirtyItems.size + opRecords.size + 1)
+            for (k in dirtyItems) {
+                val n = byKey[k]
+                lines.add((if (n != null) JSONObject().put("i", n.toJson()) else JSONObject().put("x", k)).toString())
+            }
+            for (r in opRecords) lines.add(r.toString())
+            if (metaDirty) lines.add(JSONObject().put("m", meta()).toString())
+            lines
+        }
+        replaced = false
+        dirtyItems.clear()
+        opRecords.clear()
+        metaDirty = false
+        return out
+    }
+
+    private fun meta(): JSONObject = JSONObject()
+        .put("counts", baseCounts.toJson())
+        .put("countsSync", countsSync.orJsonNull())
+        .put("sync", sync.orJsonNull())
+        .put("nextCursor", nextCursor.orJsonNull())
+
+    /** Replays one record of [drainJournal] (a cold start: the snapshot, then its records). */
+    fun applyRecord(r: JSONObject) {
+        when {
+            r.has("i") -> upsert(Notification.fromJson(r.obj("i")))
+            r.has("x") -> remove(r.str("x"))
+            r.has("p") -> addPending(PendingOp.fromJson(r.obj("p")))
+            r.has("q") -> r.str("q").let { id -> pending.removeAll { it.id == id } }
+            r.has("m") -> r.obj("m").let { m ->
+                baseCounts = Counts.fromJson(m.obj("counts"))
+                countsSync = m.strOrNull("countsSync")
+                sync = m.strOrNull("sync")
+                nextCursor = m.strOrNull("nextCursor")
+            }
+            else -> throw JSONException("unknown journal record")
+        }
+        changed()
+    }
+
+    /**
      * An immutable copy of what is persisted: O(n) references, no serialisation, so the caller
      * can render it to JSON ([Snapshot.toJson]) outside any lock.
      */
@@ -354,33 +317,33 @@ class InboxStore {
         private val pending: List<PendingOp>,
     ) {
         /** The language-neutral persisted state (version 1, clients/conformance/README.md). */
-        fun toJson(): Map<String, Any?> = linkedMapOf(
-            "version" to 1L,
-            "items" to items, // JsonModel: Json.write renders them directly
-            "counts" to counts.toJson(),
-            "countsSync" to countsSync,
-            "sync" to sync,
-            "nextCursor" to nextCursor,
-            "pending" to pending.map { it.toJson() },
-        )
+        fun toJson(): JSONObject = JSONObject()
+            .put("version", 1)
+            .put("items", JSONArray().also { a -> items.forEach { a.put(it.toJson()) } })
+            .put("counts", counts.toJson())
+            .put("countsSync", countsSync.orJsonNull())
+            .put("sync", sync.orJsonNull())
+            .put("nextCursor", nextCursor.orJsonNull())
+            .put("pending", JSONArray().also { a -> pending.forEach { a.put(it.toJson()) } })
     }
 
     /** The language-neutral persisted state (version 1, clients/conformance/README.md). */
-    fun toPersisted(): Map<String, Any?> = snapshot().toJson()
+    fun toPersisted(): JSONObject = snapshot().toJson()
 
     companion object {
         /** A store from [toPersisted]'s output (a cold start). */
-        fun fromPersisted(m: Map<String, Any?>): InboxStore {
-            val v = m["version"]
-            if (v != 1L) throw Json.ParseException("unsupported persisted version $v")
+        fun fromPersisted(m: JSONObject): InboxStore {
+            val v = m.opt("version")
+            if (v != 1 && v != 1L) throw JSONException("unsupported persisted version $v")
             val s = InboxStore()
-            for (n in m.list("items")) s.upsert(Notification.fromJson(n.asObj()))
+            for (n in m.arr("items").objects()) s.upsert(Notification.fromJson(n))
             s.baseCounts = Counts.fromJson(m.obj("counts"))
             s.countsSync = m.strOrNull("countsSync")
             s.sync = m.strOrNull("sync")
             s.nextCursor = m.strOrNull("nextCursor")
             s.generation = 1
-            for (p in m.list("pending")) s.addPending(PendingOp.fromJson(p.asObj()))
+            for (p in m.arr("pending").objects()) s.addPending(PendingOp.fromJson(p))
+            s.drainJournal() // restored: nothing new to write
             return s
         }
     }

@@ -32,7 +32,9 @@ object Bench {
         exitProcess(0)
     }
 
-    private fun pos(ms: Long) = Base64.getUrlEncoder().withoutPadding().encodeToString(Json.write(listOf(ms, "")).toByteArray())
+    private fun pos(ms: Long) = Base64.getUrlEncoder().withoutPadding().encodeToString(jsonText(listOf(ms, "")).toByteArray())
+
+    private var lastBytes = 0L
 
     private fun store() {
         val n = 10_000
@@ -51,30 +53,53 @@ object Bench {
         }
         val rounds = 300
         val pages = (0 until rounds).map { changePage(it) }
-        fun run(persist: Boolean): Pair<Double, Double> {
+        // persist: 0 nothing, 1 the whole store as JSON (every change before issue 41), 2 the
+        // change's journal lines (what a change appends now).
+        fun run(persist: Int, mark: Boolean = false): Pair<Double, Double> {
             val s = InboxStore()
             s.applyPage(page, append = false)
             s.view()
+            s.drainJournal()
             val times = DoubleArray(rounds)
+            var bytes = 0L
             for ((i, p) in pages.withIndex()) {
                 val t0 = System.nanoTime()
-                s.applyChanges(p)
+                if (mark) s.addPending(PendingOp.Mark("op$i", "k${(i * 7919) % n}", Flag.READ, true, "key$i")) else s.applyChanges(p)
                 val v = s.view()
-                if (persist) Json.write(s.snapshot().toJson())
+                when (persist) {
+                    1 -> bytes += s.snapshot().toJson().toString().length
+                    2 -> bytes += s.drainJournal()!!.sumOf { it.length + 1 }
+                }
                 times[i] = (System.nanoTime() - t0) / 1e6
+                if (persist != 2) s.drainJournal()
                 check(v.items.size >= n - 10 * (i + 1))
             }
+            lastBytes = bytes / rounds
             // The first third warms the JIT up; report the rest.
             val measured = times.drop(rounds / 3).sorted()
             return measured[measured.size / 2] to measured[(measured.size * 95) / 100]
         }
-        run(false)
-        val (med, p95) = run(false)
-        val (pmed, pp95) = run(true)
-        println("| step | median ms | p95 ms |")
-        println("|---|---|---|")
-        println("| apply 100 changes + build the visible list (10 000 items) | ${"%.3f".format(med)} | ${"%.3f".format(p95)} |")
-        println("| the same + render the whole store to JSON (what a persistence write costs; done in the background, latest state only) | ${"%.3f".format(pmed)} | ${"%.3f".format(pp95)} |")
+        run(0)
+        run(2) // both paths warm before anything is measured
+        fun row(label: String, r: Pair<Double, Double>, bytes: Boolean = true) =
+            println("| $label | ${"%.3f".format(r.first)} | ${"%.3f".format(r.second)} | ${if (bytes) lastBytes.toString() else "–"} |")
+        println("| step | median ms | p95 ms | bytes written per change |")
+        println("|---|---|---|---|")
+        row("apply 100 changes + build the visible list (10 000 items)", run(0), bytes = false)
+        row("the same + render the whole store to JSON (the whole-store rewrite every change did before; now only a compaction does it)", run(1))
+        row("the same + render the change as journal lines (what a change appends now)", run(2))
+        row("one mark (optimistic) + the whole store as JSON (before)", run(1, mark = true))
+        row("one mark (optimistic) + its journal lines (now)", run(2, mark = true))
+        // A cold start: the persisted text (a snapshot of 10 000 items) parsed into a store.
+        val text = InboxStore().also { it.applyPage(page, append = false) }.toPersisted().toString()
+        val loads = (0 until 30).map {
+            val t0 = System.nanoTime()
+            check(InboxStore.fromPersisted(parseObject(text)).size == n)
+            (System.nanoTime() - t0) / 1e6
+        }.drop(10).sorted()
+        println("| a cold start: parse the persisted snapshot (10 000 items) into a store | ${"%.3f".format(loads[loads.size / 2])} | ${"%.3f".format(loads[loads.size * 95 / 100])} | ${text.length} read |")
+        println()
+        println("The journal is compacted (one snapshot written again) once its lines outgrow the last snapshot (at least ${Journal.COMPACT_MIN / 1024} KiB).")
     }
 
     private suspend fun coldStart() {
@@ -85,7 +110,7 @@ object Bench {
             val b64 = Base64.getUrlEncoder().withoutPadding()
             val now = System.currentTimeMillis() / 1000
             val h = b64.encodeToString("""{"alg":"HS256","typ":"JWT"}""".toByteArray())
-            val c = b64.encodeToString(Json.write(mapOf("sub" to sub, "iss" to env["INBOX_AUTH_ISSUER"], "aud" to env["INBOX_AUTH_AUDIENCE"], "iat" to now, "exp" to now + 600)).toByteArray())
+            val c = b64.encodeToString(jsonText(mapOf("sub" to sub, "iss" to env["INBOX_AUTH_ISSUER"], "aud" to env["INBOX_AUTH_AUDIENCE"], "iat" to now, "exp" to now + 600)).toByteArray())
             val mac = Mac.getInstance("HmacSHA256").apply { init(SecretKeySpec(env["INBOX_AUTH_SECRET"]!!.toByteArray(), "HmacSHA256")) }
             return "$h.$c." + b64.encodeToString(mac.doFinal("$h.$c".toByteArray()))
         }
@@ -98,36 +123,36 @@ object Bench {
             "createdTimeMsec" to System.currentTimeMillis(),
         )
         for (b in 0 until 10) {
-            val r = http.execute(HttpRequest("POST", "$base/v1/notifications/events", svc, Json.write(mapOf("events" to (0 until 100).map { event("i${b * 100 + it}") }))))
+            val r = http.execute(HttpRequest("POST", "$base/v1/notifications/events", svc, jsonText(mapOf("events" to (0 until 100).map { event("i${b * 100 + it}") }))))
             check(r.status == 200) { "batch: ${r.status} ${r.body}" }
         }
         val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
         val dir = Files.createTempDirectory("inbox-bench").toFile()
         try {
             // Full reload: every page of 100 until nextCursor is null.
-            val full = InboxClient(base, u, { mint(u) }, scope, http, FilePersistence(dir), InboxConfig(pageSize = 100))
+            val full = InboxClient(base, u, { _ -> mint(u) }, scope, http, FilePersistence(dir), InboxConfig(pageSize = 100))
             full.load()
             while (full.state.value.view.nextCursor != null) full.loadMore()
             check(full.state.value.items.size == 1000)
             full.awaitPersisted()
             // 10 changes while the app is closed: 5 new items, 3 marks, 2 deletes (another device).
             for (i in 0 until 5) {
-                val r = http.execute(HttpRequest("POST", "$base/v1/notifications/events", svc, Json.write(event("new$i"))))
+                val r = http.execute(HttpRequest("POST", "$base/v1/notifications/events", svc, jsonText(event("new$i"))))
                 check(r.status == 201) { "create: ${r.status}" }
             }
-            val other = InboxClient(base, u, { mint(u) }, scope, http, MemoryPersistence(), InboxConfig(pageSize = 100))
+            val other = InboxClient(base, u, { _ -> mint(u) }, scope, http, MemoryPersistence(), InboxConfig(pageSize = 100))
             other.load()
-            for (i in 0 until 3) check(other.mark("i${990 - i}", Flag.READ))
-            for (i in 0 until 2) check(other.delete("i${980 - i}"))
+            for (i in 0 until 3) check(other.mark("i${990 - i}", Flag.READ) == WriteResult.Applied)
+            for (i in 0 until 2) check(other.remove("i${980 - i}") == WriteResult.Applied)
             // Cold start from the persisted state.
-            val cold = InboxClient(base, u, { mint(u) }, scope, http, FilePersistence(dir), InboxConfig(pageSize = 100))
-            cold.start(stream = false)
+            val cold = InboxClient(base, u, { _ -> mint(u) }, scope, http, FilePersistence(dir), InboxConfig(pageSize = 100))
+            cold.start(live = false)
             check(cold.state.value.items.size == 1003) { "cold start shows ${cold.state.value.items.size}" }
             val persisted = dir.listFiles()!!.sumOf { it.length() }
             println("| start | requests | bytes read |")
             println("|---|---|---|")
             println("| full reload (pages of 100) | ${full.requestsSent} | ${full.bytesReceived} |")
-            println("| cold start from persisted state (pull since sync) | ${cold.requestsSent} | ${cold.bytesReceived} |")
+            println("| cold start from persisted state (the change feed since its sync, then the counts) | ${cold.requestsSent} | ${cold.bytesReceived} |")
             println()
             println("1 000 items, then 10 changes (5 creates, 3 marks, 2 deletes) made elsewhere; the persisted file is $persisted bytes.")
         } finally {

@@ -1,15 +1,8 @@
 package dev.edgegeonotify.inbox
 
-import kotlinx.coroutines.CoroutineScope
-import kotlinx.coroutines.Dispatchers
-import kotlinx.coroutines.SupervisorJob
-import kotlinx.coroutines.cancel
-import kotlinx.coroutines.runBlocking
-import org.junit.After
+import kotlinx.coroutines.CompletableDeferred
+import kotlinx.coroutines.launch
 import org.junit.Assert.assertEquals
-import org.junit.Assert.assertFalse
-import org.junit.Assert.assertNull
-import org.junit.Assert.assertThrows
 import org.junit.Assert.assertTrue
 import org.junit.Test
 import java.io.IOException
@@ -23,116 +16,139 @@ internal fun testItem(key: String, revision: Long, read: Boolean = false, seen: 
 )
 
 /**
- * The client's request rules over a scripted transport (pure logic: which requests it makes and
- * what it does with each answer). The same rules against the real worker: IntegrationTest.
+ * The client's rules that the transport vectors do not state on their own: the two lost-intent
+ * bugs of issue 41 as they were reported, the token cache, Retry-After parsing, the backoff,
+ * and the persistence log (a change appends, a cold start replays it).
  */
 class ClientUnitTest {
-    private class Scripted(vararg answers: (HttpRequest) -> HttpResponse) : InboxTransport {
-        val queue = ArrayDeque(answers.toList())
-        val sent = java.util.concurrent.CopyOnWriteArrayList<HttpRequest>()
-
-        /** The answer once [queue] is empty (null: any further request fails the test). */
-        @Volatile
-        var fallback: ((HttpRequest) -> HttpResponse)? = null
-
+    /** A transport whose answers the test gives by hand, one request at a time. */
+    private class Held : InboxTransport {
+        val open = ArrayList<Pair<HttpRequest, CompletableDeferred<HttpResponse>>>()
+        val all = ArrayList<HttpRequest>()
+        var maxInFlight = 0
         override suspend fun execute(request: HttpRequest): HttpResponse {
-            sent.add(request)
-            val next = synchronized(queue) { queue.removeFirstOrNull() } ?: fallback
-                ?: throw AssertionError("unexpected request ${request.method} ${request.url}")
-            return next(request)
+            val d = CompletableDeferred<HttpResponse>()
+            open.add(request to d)
+            all.add(request)
+            maxInFlight = maxOf(maxInFlight, open.size)
+            try {
+                return d.await()
+            } finally {
+                open.removeAll { it.second === d }
+            }
         }
 
-        override fun openSocket(url: String, protocols: List<String>, listener: SocketListener): InboxSocket =
-            throw AssertionError("no socket in unit tests")
+        fun answer(status: Int, body: String) = open.first().second.complete(HttpResponse(status, emptyMap(), body))
+        override fun openSocket(url: String, protocols: List<String>, listener: SocketListener): InboxSocket = throw IOException("no socket here")
     }
 
-    private fun answer(status: Int, body: String, vararg headers: Pair<String, String>): (HttpRequest) -> HttpResponse =
-        { HttpResponse(status, headers.associate { it.first.lowercase() to it.second }, body) }
+    private fun pageText(vararg items: Notification) =
+        Page(items.toList(), null, Counts(items.count { !it.read }.toLong(), items.count { !it.seen }.toLong()), "WzEsIiJd").toJson().toString()
 
-    private fun err(status: Int, code: String, vararg headers: Pair<String, String>) =
-        answer(status, """{"error":{"code":"$code","message":"m"}}""", "X-Request-Id" to "req-$status", *headers)
-
-    private fun page(vararg items: Notification, unread: Long = items.count { !it.read }.toLong()) =
-        Json.write(Page(items.toList(), null, Counts(unread, unread), "WzEsIiJd"))
-
-    private val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
-
-    @After
-    fun cancel() = scope.cancel()
-
-    private fun client(t: InboxTransport, tokens: MutableList<String>, persistence: InboxPersistence = MemoryPersistence()): InboxClient {
-        var n = 0
-        return InboxClient("http://x", "u", { "tok${++n}".also { tokens.add(it) } }, scope, t, persistence, InboxConfig(random = Random(1)))
+    @Test
+    fun readThenUnreadWithTheFirstRequestSlowEndsUnread() {
+        val sim = Sim()
+        val t = Held()
+        val c = InboxClient("http://x", "u", { "tok" }, sim.scope, t, MemoryPersistence(), InboxConfig(clock = sim))
+        sim.scope.launch { c.load() }
+        sim.settle()
+        t.answer(200, pageText(testItem("a", 1)))
+        sim.settle()
+        sim.scope.launch { c.mark("a", Flag.READ, true) }
+        sim.scope.launch { c.mark("a", Flag.READ, false) }
+        sim.scope.launch { c.pull() }
+        c.onForeground()
+        sim.settle()
+        // The first mark is slow: nothing else goes out meanwhile.
+        assertEquals(1, t.open.size)
+        assertTrue(t.open.single().first.body!!.contains("\"value\":true"))
+        sim.advance(600)
+        t.answer(200, """{"updated":1}""")
+        sim.settle()
+        assertTrue(t.open.single().first.body!!.contains("\"value\":false"))
+        t.answer(200, """{"updated":1}""")
+        sim.settle()
+        assertEquals("GET", t.open.single().first.method) // then the pull
+        t.answer(200, """{"items":[],"sync":"WzIsIiJd","hasMore":false}""")
+        sim.settle()
+        assertEquals(1, t.maxInFlight)
+        assertEquals(false, c.state.value.items.single().read)
+        assertEquals(0, c.state.value.view.pending)
     }
 
     @Test
-    fun a401GetsOneFreshTokenAndOneRetry() = runBlocking {
-        val t = Scripted(err(401, "token_expired"), answer(200, page(testItem("a", 1))), err(401, "token_expired"), err(401, "invalid_token"))
-        val tokens = ArrayList<String>()
-        val c = client(t, tokens)
-        c.load()
-        assertEquals(listOf("Bearer tok1", "Bearer tok2"), t.sent.map { it.headers["Authorization"] })
-        assertEquals(listOf("a"), c.state.value.items.map { it.itemKey })
-        // The fresh token is kept; a second 401 after a refresh is the caller's error.
-        val e = assertThrows(InboxException::class.java) { runBlocking { c.refreshCounts() } }
-        assertEquals(listOf(401, "invalid_token", "req-401"), listOf(e.status, e.code, e.requestId))
-        assertEquals(listOf("tok1", "tok2", "tok3"), tokens)
+    fun aPageReadBeforeAConfirmedDeleteNeverResurrectsIt() {
+        val sim = Sim()
+        val t = Held()
+        val c = InboxClient("http://x", "u", { "tok" }, sim.scope, t, MemoryPersistence(), InboxConfig(clock = sim))
+        sim.scope.launch { c.load() }
+        sim.settle()
+        t.answer(200, pageText(testItem("a", 1), testItem("b", 2)))
+        sim.settle()
+        // A pull is running (its page still shows "a") when the delete is made.
+        sim.scope.launch { c.pull() }
+        sim.settle()
+        sim.scope.launch { c.remove("a") }
+        sim.settle()
+        assertEquals(listOf("b"), c.state.value.items.map { it.itemKey })
+        t.answer(200, Changes(listOf(Change.Upsert(testItem("a", 1))), "WzIsIiJd", false).toJson().toString())
+        sim.settle()
+        t.answer(200, """{"unread":2,"unseen":2}""") // the counts after a pull that changed items
+        sim.settle()
+        assertEquals("the delete waited for the pull", "DELETE", t.open.single().first.method)
+        t.answer(204, "")
+        sim.settle()
+        assertEquals(listOf("b"), c.state.value.items.map { it.itemKey })
+        assertEquals(1, t.maxInFlight)
     }
 
     @Test
-    fun retryAfterAnd5xxAreRetriedThenSurfacedWithCodeAndRequestId() = runBlocking {
-        val t = Scripted(err(429, "rate_limited", "Retry-After" to "0"), answer(200, """{"unread":3,"unseen":1}"""))
-        val c = client(t, ArrayList())
-        c.refreshCounts()
-        assertEquals(2, t.sent.size)
-        assertEquals(Counts(3, 1), c.state.value.counts)
-        val t2 = Scripted(*Array(4) { err(503, "backend_unavailable", "Retry-After" to "0") })
-        val c2 = client(t2, ArrayList())
-        val e = assertThrows(InboxException::class.java) { runBlocking { c2.refreshCounts() } }
-        assertEquals(listOf(503, "backend_unavailable", "req-503"), listOf(e.status, e.code, e.requestId))
-        assertEquals("maxAttempts requests, then the error", InboxConfig().maxAttempts, t2.sent.size)
+    fun retryAfterIsSecondsOrAnHttpDate() {
+        val now = 1_796_083_200_000L // 2026-12-01T00:00:00Z
+        assertEquals(3000L, retryAfterMs("3", now))
+        assertEquals(5000L, retryAfterMs("Tue, 01 Dec 2026 00:00:05 GMT", now))
+        assertEquals(0L, retryAfterMs("Mon, 30 Nov 2026 00:00:05 GMT", now))
+        assertEquals(null, retryAfterMs("soon", now))
+        assertEquals(null, retryAfterMs(null, now))
     }
 
     @Test
-    fun aRefusedMarkRollsBackExactlyAndAnOfflineMarkIsQueuedWithItsKey() = runBlocking {
-        val persistence = MemoryPersistence()
-        val t = Scripted(
-            answer(200, page(testItem("b", 2), testItem("a", 1))),
-            err(422, "field_too_long"), // the refused mark
-            answer(200, """{"items":[],"sync":"WzIsIiJd","hasMore":false}"""), // the reconciling pull
-        )
-        val c = client(t, ArrayList(), persistence)
-        c.load()
-        val before = c.state.value.view
-        assertFalse(c.mark("a", Flag.READ))
-        // The pull after a failure runs in the background; wait for its answer to be applied.
-        c.awaitState { it.view.sync == "WzIsIiJd" }
-        assertEquals(before.items, c.state.value.items)
-        assertEquals(before.counts, c.state.value.counts)
-        assertEquals("field_too_long", (c.state.value.lastError as InboxException).code)
+    fun aJwtIsCachedUntil30SecondsBeforeItsExp() {
+        val b64 = java.util.Base64.getUrlEncoder().withoutPadding()
+        val jwt = "h." + b64.encodeToString("""{"exp":100}""".toByteArray()) + ".s"
+        assertEquals(100_000L, jwtExpMs(jwt))
+        assertEquals(null, jwtExpMs("opaque-token"))
+    }
 
-        // The network goes away (a background flush after the pull may try again: same answer).
-        t.fallback = { throw IOException("offline") }
-        assertFalse(c.mark("b", Flag.READ))
-        assertEquals(Counts(1, 2), c.state.value.counts)
-        assertEquals(1, c.state.value.view.pending)
-        val marks = t.sent.filter { it.url.endsWith("/mark") && it.body!!.contains("\"b\"") }
-        val key = marks.first().headers["Idempotency-Key"]
-        assertTrue(key!!.startsWith("inbox-"))
-        assertTrue(marks.all { it.headers["Idempotency-Key"] == key })
-        // Persisted with its key: a new client (a cold start) restores it and sends the same key.
-        c.awaitPersisted()
-        val t2 = Scripted(
-            answer(200, """{"items":[],"sync":"WzMsIiJd","hasMore":false}"""),
-            answer(200, """{"updated":1}"""),
-        )
-        val c2 = client(t2, ArrayList(), persistence)
-        c2.start(stream = false)
-        assertEquals(key, t2.sent[1].headers["Idempotency-Key"])
-        assertEquals("""{"itemKey":"b","flag":"read","value":true}""", t2.sent[1].body)
-        assertEquals(0, c2.state.value.view.pending)
-        assertEquals(Counts(1, 2), c2.state.value.counts)
-        assertNull(t2.queue.firstOrNull())
+    @Test
+    fun aChangeAppendsItsLinesAndAColdStartReplaysThem() {
+        val sim = Sim()
+        val t = Held()
+        val p = MemoryPersistence()
+        val c = InboxClient("http://x", "u", { "tok" }, sim.scope, t, p, InboxConfig(clock = sim))
+        sim.scope.launch { c.load() }
+        sim.settle()
+        t.answer(200, pageText(*Array(50) { testItem("k$it", it + 1L) }))
+        sim.settle()
+        sim.scope.launch { c.awaitPersisted() }
+        sim.settle()
+        var text = ""
+        sim.scope.launch { text = p.read("inbox.u")!! }
+        sim.settle()
+        val snapshotLen = text.length
+        sim.scope.launch { c.mark("k3", Flag.READ) }
+        sim.settle()
+        sim.scope.launch { c.awaitPersisted(); text = p.read("inbox.u")!! }
+        sim.settle()
+        val appended = text.length - snapshotLen
+        assertTrue("a mark appends its own lines ($appended bytes), not the store ($snapshotLen)", appended in 1 until snapshotLen / 10)
+        // A cold start from the log shows the mark, still queued with its key.
+        val c2 = InboxClient("http://x", "u", { "tok" }, sim.scope, t, p, InboxConfig(clock = sim))
+        sim.scope.launch { c2.start(live = false) }
+        sim.settle()
+        assertEquals(1, c2.state.value.view.pending)
+        assertTrue(c2.state.value.items.first { it.itemKey == "k3" }.read)
+        assertEquals(c.state.value.items, c2.state.value.items)
     }
 
     @Test
@@ -141,7 +157,7 @@ class ClientUnitTest {
         for (attempt in 0..8) {
             val cap = minOf(30_000L, 1_000L shl attempt)
             val waits = List(2000) { fullJitter(1_000, 30_000, attempt, r) }
-            assertTrue("attempt $attempt within [0, $cap]", waits.all { it in 0..cap })
+            assertTrue("attempt $attempt within [0, $cap)", waits.all { it in 0 until cap })
             // Spread over the whole range, not clustered at the cap (what plain backoff does).
             assertTrue(waits.min() < cap / 10 && waits.max() > cap * 9 / 10)
         }

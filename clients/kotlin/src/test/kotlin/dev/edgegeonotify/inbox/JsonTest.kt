@@ -1,36 +1,39 @@
 package dev.edgegeonotify.inbox
 
+import org.json.JSONException
 import org.junit.Assert.assertEquals
 import org.junit.Assert.assertThrows
 import org.junit.Test
 
 class JsonTest {
     @Test
-    fun parsesAndWritesTheShapesTheServerSends() {
-        val text = """{"a":[1,-2,3.5,true,false,null],"s":"q\"\\\n\u00e9\ud83d\ude00","o":{}}"""
-        val v = Json.parse(text).asObj()
-        assertEquals(listOf(1L, -2L, 3.5, true, false, null), v["a"])
+    fun readsAndWritesTheShapesTheServerSends() {
+        val text = """{"a":[1,-2,3.5,true,false,null,12345678901],"s":"q\"\\\n\u00e9\ud83d\ude00","o":{}}"""
+        val v = plain(parseObject(text)) as Map<*, *>
+        assertEquals(listOf(1L, -2L, 3.5, true, false, null, 12345678901L), v["a"])
         assertEquals("q\"\\\né\uD83D\uDE00", v["s"])
         assertEquals(emptyMap<String, Any?>(), v["o"])
-        assertEquals(v, Json.parse(Json.write(v)))
-        assertEquals("""{"k":"\u0001"}""", Json.write(mapOf("k" to "\u0001")))
+        assertEquals(v, plain(parseObject(jsonText(v))))
     }
 
     @Test
-    fun refusesBrokenText() {
-        for (bad in listOf("", "{", "[1,]", "{\"a\" 1}", "tru", "\"open", "1 2", "{\"a\":1,}")) {
-            assertThrows(bad, Json.ParseException::class.java) { Json.parse(bad) }
+    fun refusesBrokenTextAndMistypedFields() {
+        for (bad in listOf("", "{", "{\"a\" 1}", "\"open", "[1]")) {
+            assertThrows(bad, JSONException::class.java) { parseObject(bad) }
         }
+        // A number where a string belongs is a broken answer (org.json's getString would coerce it).
+        assertThrows(JSONException::class.java) { Counts.fromJson(parseObject("""{"unread":"1","unseen":0}""")) }
+        assertThrows(JSONException::class.java) { parseObject("""{"k":1}""").str("k") }
     }
 
     @Test
-    fun aNotificationWrittenDirectlyReadsBackAsItsTree() {
-        val plain = testItem("a", 5)
-        val odd = plain.copy(itemKey = "q\"\\\n\u0001é", landing = "https://x/y?a=1", summary = null, messageArguments = mapOf("k" to "v\"w"))
-        for (n in listOf(plain, odd)) {
-            val text = Json.write(n)
-            assertEquals(n.toJson(), Json.parse(text))
-            assertEquals(n, Notification.fromJson(Json.parse(text).asObj()))
+    fun aNotificationReadsBackAsItself() {
+        val plainItem = testItem("a", 5)
+        val odd = plainItem.copy(itemKey = "q\"\\\n\u0001é", landing = "https://x/y?a=1", summary = null, messageArguments = mapOf("k" to "v\"w"))
+        for (n in listOf(plainItem, odd)) {
+            val text = n.toJson().toString()
+            assertEquals(plain(n.toJson()), plain(parseObject(text)))
+            assertEquals(n, Notification.fromJson(parseObject(text)))
         }
     }
 }

@@ -8,7 +8,7 @@ import java.util.Base64
 
 class PositionTest {
     private fun pos(ms: Long, id: String) =
-        Base64.getUrlEncoder().withoutPadding().encodeToString(Json.write(listOf(ms, id)).toByteArray())
+        Base64.getUrlEncoder().withoutPadding().encodeToString(jsonText(listOf(ms, id)).toByteArray())
 
     @Test
     fun positionsOrderByTimeThenId() {
