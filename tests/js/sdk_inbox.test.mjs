@@ -117,40 +117,43 @@ test("a create reaches the badge over the WebSocket, and the client pulls the it
   await c.stop();
 });
 
-test("a dropped socket reconnects with a fresh token and catches up on what it missed", async () => {
+test("a dropped socket reconnects with the cached token (no identity-provider round trip) and catches up on what it missed", async () => {
   const sockets = [];
   const protocols = [];
+  // While `blocked`, the socket can't be built (a CSP block): the client polls until resume().
+  let blocked = false;
   class Recording extends WebSocket {
-    constructor(url, p) { super(url, p); sockets.push(this); protocols.push(p); }
+    constructor(url, p) {
+      if (blocked) throw new Error("blocked by CSP");
+      super(url, p);
+      sockets.push(this);
+      protocols.push(p);
+    }
   }
-  let gate = null;
-  let tokens = 0;
+  const asked = [];
   const c = client("drop", {
     live: true,
     WebSocket: Recording,
-    getToken: async ({ refresh }) => {
-      if (refresh && gate) await gate.promise;
-      return userToken("drop", { claims: { jti: `t${++tokens}` } });
-    },
+    random: () => 0.5,
+    getToken: ({ refresh }) => { asked.push(refresh); return userToken("drop"); },
   });
   await send("drop", "before");
   await c.start();
   await statusIs(c, "live");
-  // The network drops: hold the reconnect at its getToken until the missed change exists.
-  let release;
-  gate = { promise: new Promise((r) => { release = r; }) };
+  blocked = true;
   sockets[0].close(4000, "network gone");
   await statusIs(c, "polling");
   await send("drop", "missed");
   assert.deepEqual(keys(c), ["before"]);
-  gate = null;
-  release();
+  blocked = false;
+  c.resume(); // back in the foreground: reconnect now
   await statusIs(c, "live");
   await until(c, (s) => s.items.some((i) => i.itemKey === "missed"), "the catch-up pull");
   assert.deepEqual(keys(c), ["missed", "before"]);
   assert.equal(sockets.length, 2);
   assert.equal(protocols[0][0], "inbox.v1");
-  assert.notEqual(protocols[0][1], protocols[1][1], "each connect asked for its own token");
+  assert.equal(protocols[0][1], protocols[1][1], "the reconnect reused the cached token");
+  assert.deepEqual(asked, [false], "one getToken call for HTTP and both connects");
   await c.stop();
 });
 
@@ -175,53 +178,96 @@ test("while the stream is refused the client polls the change feed", async () =>
   await c.stop();
 });
 
-test("a token that expires while in use is refreshed on the 401 retry and on the reconnect", async () => {
-  const expired = userToken("exp", { claims: { exp: Math.floor(Date.now() / 1000) - 3600 } });
-  const script = [expired, "valid", expired, "valid"];
+test("a revoked token is refreshed once, on the 401, and the socket then uses the refreshed one; a JWT near its exp is asked for again", async () => {
+  // Revoked: its exp is fine, so only the server can tell (401), on HTTP and on the upgrade.
+  const revoked = userToken("exp", { sign: () => Buffer.from("not the signature") });
+  const script = [revoked];
   const asked = [];
+  const protocols = [];
+  class Recording extends WebSocket {
+    constructor(url, p) { super(url, p); protocols.push(p[1]); }
+  }
   const c = client("exp", {
     live: true,
-    getToken: ({ refresh }) => {
-      asked.push(refresh);
-      const t = script.shift() ?? "valid";
-      return t === "valid" ? userToken("exp") : t;
-    },
+    WebSocket: Recording,
+    getToken: ({ refresh }) => { asked.push(refresh); return script.shift() ?? userToken("exp"); },
   });
   await send("exp", "e1");
-  await c.start(); // load: expired → 401 → a fresh token → retried
+  await c.start(); // load: revoked → 401 → one fresh token → resent
   assert.deepEqual(keys(c), ["e1"]);
-  assert.deepEqual(asked.slice(0, 2), [false, true]);
-  // First connect gets an expired token (handshake refused), the reconnect a fresh one.
   await statusIs(c, "live");
-  assert.ok(asked.length >= 4, `getToken on every connect: ${JSON.stringify(asked)}`);
+  assert.deepEqual(asked, [false, true], "no refresh but the one the 401 asked for");
+  assert.notEqual(protocols.at(-1), `auth.${revoked}`, "the open socket uses the refreshed token");
   await c.stop();
+
+  // A token 20 s from its exp: used once, then asked for again (refresh: false) before the next
+  // request instead of being sent until it expires.
+  const short = userToken("exp", { claims: { exp: Math.floor(Date.now() / 1000) + 20 } });
+  const script2 = [short];
+  const asked2 = [];
+  const c2 = client("exp", { getToken: ({ refresh }) => { asked2.push(refresh); return script2.shift() ?? userToken("exp"); } });
+  await c2.start();
+  assert.deepEqual(keys(c2), ["e1"]);
+  await c2.pull();
+  assert.deepEqual(asked2, [false, false]);
+  await c2.stop();
 });
 
-test("an injected backend failure makes a mark roll back exactly, with the server's code and request id", async () => {
+test("a refused mark rolls back exactly (outcome rejected, with the server's code and request id); a 503 keeps it queued and it is sent later", async () => {
   for (const k of ["r1", "r2"]) await send("rb", k);
-  const c = client("rb", { retry: { attempts: 2, maxWaitMs: 1000 } });
+  const c = client("rb", { retry: { attempts: 1, maxWaitMs: 1000 } });
   await c.start();
   const before = view(c);
   assert.deepEqual(before.counts, { unread: 2, unseen: 2 });
   const rollbacks = [];
   c.on("rollback", (op, e) => rollbacks.push({ op, e }));
-  await stack.faults("data", [{ match: "updateone", mode: "fail_before", count: 1 }]);
+  // Refused: a flag the server does not know (400).
+  const refused = await c.mark("r1", "bogus");
+  assert.equal(refused.outcome, "rejected");
+  assert.equal(refused.error.status, 400);
+  assert.match(refused.error.requestId ?? "", /\S/, "X-Request-Id carried");
+  assert.deepEqual(view(c), before, "rolled back exactly");
+  assert.equal(rollbacks.length, 1);
+  assert.equal(rollbacks[0].e.code, refused.error.code);
+
+  // A backend failure (503) is transient: kept, shown, not rolled back; sent once it recovers.
+  await stack.faults("data", [{ match: "updateone", mode: "fail_before", count: 2 }]);
   const p = c.mark("r1", "read");
   assert.equal(c.snapshot.items.find((i) => i.itemKey === "r1").read, true, "shown at once");
   assert.deepEqual(c.snapshot.counts, { unread: 1, unseen: 2 });
-  const err = await p.catch((e) => e);
+  const queued = await p;
   await stack.clearFaults();
-  assert.equal(err.status, 503);
-  assert.equal(typeof err.code, "string");
-  assert.match(err.requestId ?? "", /\S/, "X-Request-Id carried");
-  assert.deepEqual(view(c), before, "rolled back exactly");
-  assert.equal(rollbacks.length, 1);
-  assert.equal(rollbacks[0].e.code, err.code);
-  // The server did not apply it either: a fresh client sees r1 unread.
+  assert.equal(queued.outcome, "queued");
+  assert.equal(queued.error.status, 503);
+  assert.equal(rollbacks.length, 1, "no rollback for a transient failure");
+  assert.equal(c.snapshot.pending.length, 1);
+  await c.flush();
+  assert.equal(c.snapshot.pending.length, 0, "sent and confirmed");
   const fresh = client("rb");
   await fresh.start();
-  assert.equal(fresh.snapshot.items.find((i) => i.itemKey === "r1").read, false);
+  assert.equal(fresh.snapshot.items.find((i) => i.itemKey === "r1").read, true, "applied on the server");
+  assert.deepEqual(view(fresh), view(c));
   await Promise.all([c.stop(), fresh.stop()]);
+});
+
+test("a delete of an item deleted on another device is applied (404 item_not_found), a mark of it is rejected; both reconcile", async () => {
+  for (const k of ["g1", "g2"]) await send("gone", k);
+  const c = client("gone");
+  await c.start();
+  const other = client("gone");
+  await other.start();
+  assert.equal((await other.remove("g1")).outcome, "applied");
+  assert.equal((await other.remove("g2")).outcome, "applied");
+  await other.stop();
+  const rollbacks = [];
+  c.on("rollback", (op) => rollbacks.push(op.kind));
+  assert.deepEqual(await c.remove("g1"), { outcome: "applied" }, "the intent holds: the item is gone");
+  const marked = await c.mark("g2", "read");
+  assert.equal(marked.outcome, "rejected");
+  assert.equal(marked.error.code, "item_not_found");
+  assert.deepEqual(rollbacks, ["mark"]);
+  await until(c, (s) => s.items.length === 0 && s.counts.unread === 0, "the pull after the answers");
+  await c.stop();
 });
 
 test("a mark made offline is queued and sent on reconnect with its Idempotency-Key", async () => {
@@ -237,8 +283,8 @@ test("a mark made offline is queued and sent on reconnect with its Idempotency-K
   const c = client("off", { fetch: net, persistence });
   await c.start();
   offline = true;
-  const err = await c.mark("o1", "read").catch((e) => e);
-  assert.equal(err.code, "network");
+  const r = await c.mark("o1", "read");
+  assert.deepEqual([r.outcome, r.error?.code], ["queued", "network"]);
   assert.equal(c.snapshot.pending.length, 1, "queued");
   assert.equal(c.snapshot.items[0].read, true, "shown while offline");
   // The app restarts while still offline: the queued mark is persisted with its key.

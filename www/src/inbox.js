@@ -1,8 +1,9 @@
 // The inbox half of the console, on the TypeScript SDK (clients/ts): sign in with a user token;
 // the SDK's InboxClient keeps the list (newest first, each item once), the counts and the live
-// badge (WebSocket, fresh token on every connect, full-jitter reconnect, a pull on reconnect and
-// when the page becomes visible, polling while the stream is down); marks, archive, delete and
-// "all read/seen" show at once and roll back if the worker refuses them. Each tab is one
+// badge (WebSocket with the one cached token, full-jitter reconnect, a pull on reconnect and when
+// the page becomes visible, polling while the stream is down); marks, archive, delete and
+// "all read/seen" show at once, are sent once and in order, and roll back if the worker refuses
+// them (the result says applied, queued or rejected). Each tab is one
 // client with its own view (the inbox, one category, or the archive).
 
 import { InboxClient } from "../../clients/ts/src/index.ts";
@@ -191,12 +192,12 @@ function act(key, action) {
   const done = action === "delete"
     ? c.remove(key)
     : c.mark(key, ...{ read: ["read", true], unread: ["read", false], archive: ["archived", true], unarchive: ["archived", false] }[action]);
-  done.catch((e) => { if (e.code === "network") say($("inbox-status"), "Offline: saved, will be sent when back online."); });
+  void done.then((r) => { if (r.outcome === "queued") say($("inbox-status"), "Offline: saved, will be sent when back online."); });
 }
 
 /** "Mark all read" / "mark all seen": one bulk call. */
 function markAll(flag) {
-  state.client?.bulk(flag).catch((e) => { if (e.code === "network") say($("inbox-status"), "Offline: will be sent when back online."); });
+  void state.client?.bulk(flag).then((r) => { if (r.outcome === "queued") say($("inbox-status"), "Offline: will be sent when back online."); });
 }
 
 function initTabs() {

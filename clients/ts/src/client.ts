@@ -1,18 +1,24 @@
-// The inbox client: one user's store kept in sync with the worker. Loads and pages the list,
-// pulls the change feed, keeps a live badge over the WebSocket (fresh token on every connect,
-// full-jitter reconnect with the server's hints, a pull on every reconnect and when the page
-// becomes visible, polling while the stream is down), applies marks and bulk actions at once
-// and rolls them back exactly on failure, queues them while offline, and persists the store.
+// The inbox client: one user's store kept in sync with the worker. Every request that reads or
+// changes the store goes through one lane (lane.ts: queued operations first, in order, each
+// with its persisted Idempotency-Key, then pulls); every trigger (start, resume, online, socket
+// open, a newer badge, a poll tick, a new operation, flush, pull) only asks the lane for work.
+// The live badge comes over a WebSocket with the shared cached token; while it is down the
+// client polls. The model is clients/conformance/README.md's, shared with the Kotlin SDK and
+// checked by the transport vectors.
 import { Http, InboxError, newKey } from "./http.ts";
-import type { HttpOptions, RetryPolicy } from "./http.ts";
+import type { RetryPolicy } from "./http.ts";
+import { Lane, systemClock } from "./lane.ts";
+import type { Clock, WriteResult } from "./lane.ts";
 import { MemoryPersistence } from "./persistence.ts";
 import type { Persistence } from "./persistence.ts";
 import { decodePosition, isOlder } from "./position.ts";
 import { InboxStore } from "./store.ts";
 import type { BulkAction, Flag, InboxSnapshot, Operation } from "./store.ts";
-import type { BadgeMessage, ChangesBody, Counts, PageBody } from "./types.ts";
+import type { BadgeMessage } from "./types.ts";
 
-/** Where the live badge stands. */
+export type { Clock, WriteResult } from "./lane.ts";
+
+/** Where the live badge stands (README "Status"). */
 export type LiveStatus = "stopped" | "connecting" | "live" | "polling";
 
 /** The constructor of a WebSocket (browsers', React Native's and Node ≥ 22's global fits). */
@@ -27,7 +33,11 @@ export type WebSocketFactory = new (url: string, protocols: string[]) => WebSock
 export interface InboxClientOptions {
   /** The worker's origin, e.g. `https://api.example.com`. */
   baseUrl: string;
-  /** Returns the user's JWT. Called on every stream connect, and again after a 401 (`refresh`). */
+  /**
+   * Returns the user's JWT. Called once and cached for HTTP and the stream alike (again with
+   * `refresh: false` 30 s before the JWT's `exp`); `refresh: true` only after a 401 answer or a
+   * 4001 close of the stream — map it to a forced refresh at your identity provider.
+   */
   getToken: (opts: { refresh: boolean }) => string | Promise<string>;
   /** The key the store is persisted under (default: the token's `sub`). */
   user?: string;
@@ -44,32 +54,37 @@ export interface InboxClientOptions {
    * keeps tombstones 7 days, so an older position could miss deletions (default 6 days).
    */
   maxPersistedAgeMs?: number;
-  /** How often to pull while the stream is down (default 30 s). */
+  /** How often to pull while the stream is down (default 30 s; doubled after each failed poll, up to 5 min). */
   pollMs?: number;
   fetch?: typeof fetch;
   WebSocket?: WebSocketFactory;
   retry?: Partial<RetryPolicy>;
   /** Jitter source in [0, 1) (default Math.random). */
   random?: () => number;
-  sleep?: HttpOptions["sleep"];
+  /** Time and timers (default: Date.now and setTimeout); tests pass a fake clock. */
+  clock?: Clock;
   /** Listen to `document` visibility and `online` events (default: when they exist). */
   watchVisibility?: boolean;
 }
 
 /** Events besides the store's own `subscribe`. */
 export interface InboxEvents {
-  /** A background failure (poll, pull after a badge, reconnect, a rolled-back operation). */
+  /** A background failure: the lane stopped (`lastError`) or the stream is down (`statusReason`). */
   error: (e: InboxError, context: string) => void;
   /** The live badge's status changed. */
   status: (s: LiveStatus) => void;
   /** A badge was applied (after the store's stale check). */
   badge: (m: BadgeMessage) => void;
-  /** An optimistic operation was rolled back. */
+  /** An optimistic operation was refused by the server and rolled back. */
   rollback: (op: Operation, e: InboxError) => void;
 }
 
 const PROTOCOL = "inbox.v1";
 const OPEN = 1;
+const CONNECTING = 0;
+/** The stream's close code for an expired or revoked token: refresh and reconnect at once. */
+const CLOSE_TOKEN = 4001;
+const MAX_POLL_MS = 300_000;
 
 function subOf(token: string): string | null {
   try {
@@ -86,17 +101,23 @@ export class InboxClient {
   readonly http: Http;
   readonly #o: InboxClientOptions;
   readonly #persistence: Persistence;
+  readonly #clock: Clock;
+  readonly #lane: Lane;
   #user: string | null;
   #status: LiveStatus = "stopped";
+  #statusReason: InboxError | null = null;
   #running = false;
   #ws: WebSocketLike | null = null;
+  /** Bumped by every connect and by stop: a late getToken answer of an older connect is dropped. */
+  #connectGen = 0;
   #attempt = 0;
   #reconnect = { baseMs: 1_000, maxMs: 30_000 };
-  #reconnectTimer: ReturnType<typeof setTimeout> | null = null;
-  #pollTimer: ReturnType<typeof setTimeout> | null = null;
-  #pulling: Promise<number> | null = null;
-  #pullAgain = false;
-  #sending = new Set<string>();
+  #reconnectTimer: unknown = null;
+  #refreshOnConnect = false;
+  #pollTimer: unknown = null;
+  /** Bumped when the poll timer is cleared: a poll run that ends after that schedules nothing. */
+  #pollGen = 0;
+  #pollFailures = 0;
   #saving: Promise<void> = Promise.resolve();
   #saveQueued = false;
   #listeners: { [K in keyof InboxEvents]: Set<InboxEvents[K]> } = { error: new Set(), status: new Set(), badge: new Set(), rollback: new Set() };
@@ -106,7 +127,16 @@ export class InboxClient {
     this.#o = o;
     const { category, archived = false } = o.view ?? {};
     this.store = new InboxStore(null, (i) => i.archived === archived && (category === undefined || i.categoryType === category));
-    this.http = new Http({ baseUrl: o.baseUrl, getToken: o.getToken, fetch: o.fetch, retry: o.retry, sleep: o.sleep, random: o.random });
+    this.#clock = o.clock ?? systemClock;
+    this.#lane = new Lane({
+      store: this.store,
+      clock: this.#clock,
+      paths: { list: () => this.#listQuery(), counts: category === undefined ? "/v1/notifications/unread-count" : `/v1/notifications/unread-count?category=${encodeURIComponent(category)}` },
+      onRollback: (op, e) => this.#emit("rollback", op, e),
+      onStop: (e) => this.#emit("error", e, "sync"),
+    });
+    this.http = new Http({ baseUrl: o.baseUrl, getToken: o.getToken, fetch: o.fetch, retry: o.retry, random: o.random, now: () => this.#clock.now(), sleep: (ms) => this.#lane.sleep(ms) });
+    this.#lane.http = this.http;
     this.#persistence = o.persistence ?? new MemoryPersistence();
     this.#user = o.user ?? null;
     this.store.subscribe(() => this.#saveSoon());
@@ -115,6 +145,10 @@ export class InboxClient {
   /** The store's current state (see `InboxStore.getSnapshot`). */
   get snapshot(): InboxSnapshot { return this.store.getSnapshot(); }
   get status(): LiveStatus { return this.#status; }
+  /** Why the status is `polling` (the stream's last error); `null` when live or with `live: false`. */
+  get statusReason(): InboxError | null { return this.#statusReason; }
+  /** The error that last stopped the lane; cleared by the next request that gets an answer. */
+  get lastError(): InboxError | null { return this.#lane.lastError; }
 
   on<K extends keyof InboxEvents>(event: K, fn: InboxEvents[K]): () => void {
     this.#listeners[event].add(fn);
@@ -122,46 +156,57 @@ export class InboxClient {
   }
 
   /**
-   * Shows the persisted inbox at once (if any), then brings it up to date: only the changes
-   * since its `sync` when one was persisted, else the first page. Sends queued operations and
-   * opens the live badge (or starts polling). With a persisted inbox, a failed pull (offline) is
-   * reported as an `error` event, not thrown; without one, a failed first load is thrown.
+   * Shows the persisted inbox at once (if any), then brings it up to date through the lane:
+   * queued operations first, then only the changes since its `sync` when one was persisted, else
+   * the first page. Opens the live badge (or starts polling) at the same time. Resolves after
+   * that first lane run; without a persisted inbox a failed first load is thrown, with one it is
+   * only reported (`lastError`, an `error` event): the persisted inbox stays on screen. Either
+   * way the client stays started and catches up by itself (call `stop()` to end it).
    */
   async start(): Promise<void> {
     if (this.#running) return;
     this.#running = true;
+    this.#lane.running = true;
+    this.#setStatus(this.#o.live === false ? "polling" : "connecting", null);
+    let hasInbox = false;
     try {
       const saved = await this.#persistence.load(await this.#userKey());
+      // Restored even without a position (never loaded): its queued operations must survive.
+      if (saved) this.store.restore(saved);
       if (saved && saved.sync !== null) {
-        this.store.restore(saved);
+        hasInbox = true;
         const at = decodePosition(saved.sync);
-        const stale = at ? Date.now() - at.ms > (this.#o.maxPersistedAgeMs ?? 6 * 86_400_000) : false;
-        // Offline is fine here: the persisted inbox is on screen; polling/reconnect catch up.
-        await (stale ? this.load() : this.pull()).catch((e) => this.#emit("error", e as InboxError, "catch-up on start"));
-      } else {
-        await this.load();
+        if (at && this.#clock.now() - at.ms > (this.#o.maxPersistedAgeMs ?? 6 * 86_400_000)) this.#lane.reloadWanted = true;
       }
     } catch (e) {
-      this.#running = false;
+      await this.stop();
       throw e;
     }
-    void this.flush();
+    if (!this.#running) return;
+    this.#lane.pullWanted = true;
+    const first = this.#lane.kick();
     this.#watch();
-    if (this.#o.live === false) this.#setStatus("polling"), this.#schedulePoll();
+    if (this.#o.live === false) this.#schedulePoll();
     else void this.#connect();
+    const err = await first;
+    // Nothing to show: the app must know. The client keeps running (polling or reconnecting,
+    // its queue kept), so the inbox arrives by itself when the network does.
+    if (err && !hasInbox && this.store.sync === null) throw err;
   }
 
-  /** Closes the stream and stops polling (the store and its persisted copy stay). */
+  /** Closes the stream and stops polling; queued operations stay persisted (results: `queued`, code `stopped`). */
   async stop(): Promise<void> {
     this.#running = false;
+    this.#connectGen++;
     this.#unwatch?.();
     this.#unwatch = null;
-    this.#clearTimers();
+    this.#clearReconnect();
+    this.#clearPoll();
     const ws = this.#ws;
     this.#ws = null;
     ws?.close(1000, "stopped");
-    this.#setStatus("stopped");
-    await this.#pulling?.catch(() => 0);
+    this.#setStatus("stopped", null);
+    await this.#lane.stop();
     await this.saved();
   }
 
@@ -180,189 +225,111 @@ export class InboxClient {
     await this.#persistence.clear(await this.#userKey());
   }
 
-  // --- load and sync ---------------------------------------------------------------------------
+  // --- the lane's work ---------------------------------------------------------------------------
 
-  /** The first page with counts: replaces the store's items (pending operations stay on top). */
-  async load(): Promise<void> {
-    const page = await this.http.request<PageBody>("GET", `/v1/notifications?${this.#listQuery()}`);
-    this.store.applyPage(page);
+  /** Reloads the first page with counts (pending operations stay on top). Rejects if it fails. */
+  load(): Promise<void> {
+    return this.#lane.pull(true).then(() => undefined);
   }
 
-  /** The next older page; false at the end. */
-  async loadMore(): Promise<boolean> {
-    const cursor = this.store.nextCursor;
-    if (cursor === null) return false;
-    const q = `${this.#listQuery()}&counts=false&cursor=${encodeURIComponent(cursor)}`;
-    const page = await this.http.request<PageBody>("GET", `/v1/notifications?${q}`);
-    this.store.applyPage(page, true);
-    return page.nextCursor !== null;
+  /** The next older page (in the lane); false at the end. */
+  loadMore(): Promise<boolean> {
+    return this.#lane.loadMore(this.#listQuery());
   }
 
   /**
-   * The change feed from the store's `sync` until `hasMore` is false; resolves to the number of
-   * entries applied. Calls made while one runs share it (plus one more run after it).
+   * Pulls the change feed from the store's `sync` until `hasMore` is false (then the counts, when
+   * entries came); resolves to the number of entries. Calls made while one runs share the next
+   * pull. Rejects when it fails (the lane stops; the next trigger tries again).
    */
   pull(): Promise<number> {
-    if (this.#pulling) {
-      this.#pullAgain = true;
-      return this.#pulling;
-    }
-    const run = async () => {
-      let applied = 0;
-      do {
-        this.#pullAgain = false;
-        applied += await this.#pullOnce();
-      } while (this.#pullAgain);
-      return applied;
-    };
-    this.#pulling = run().finally(() => { this.#pulling = null; });
-    return this.#pulling;
+    return this.#lane.pull(false);
   }
 
-  async #pullOnce(): Promise<number> {
-    if (this.store.sync === null) {
-      await this.load();
-      return this.store.getSnapshot().items.length;
-    }
-    let applied = 0;
-    for (;;) {
-      const since = encodeURIComponent(this.store.sync ?? "");
-      let body: ChangesBody;
-      try {
-        body = await this.http.request<ChangesBody>("GET", `/v1/notifications/changes?since=${since}`);
-      } catch (e) {
-        // A position the server no longer reads (e.g. persisted by an older version): start over.
-        if (e instanceof InboxError && e.code === "invalid_cursor") {
-          await this.load();
-          return applied + this.store.getSnapshot().items.length;
-        }
-        throw e;
-      }
-      this.store.applyChanges(body);
-      applied += body.items.length;
-      if (!body.hasMore) break;
-    }
-    // Without the stream no badge follows a change: read the counts (one call) when something changed.
-    if (applied > 0 && this.#status !== "live") {
-      this.store.applyCounts(await this.http.request<Counts>("GET", "/v1/notifications/unread-count"));
-    }
-    // Reaching the server means online: queued operations go now.
-    if (this.store.pending.some((op) => !this.#sending.has(op.id))) void this.flush();
-    return applied;
+  /** Sends every queued operation, oldest first; resolves when the lane is idle or stopped. */
+  async flush(): Promise<void> {
+    await this.#lane.kick();
   }
 
-  // --- optimistic operations -------------------------------------------------------------------
-
-  /** Sets `flag` on one item: shown at once, rolled back if the server refuses it. */
-  mark(itemKey: string, flag: Flag, value = true): Promise<void> {
-    return this.#run({ id: newKey(), kind: "mark", itemKey, flag, value, idempotencyKey: newKey() });
+  /** Sets `flag` on one item: shown at once; the result says applied, queued or rejected. */
+  mark(itemKey: string, flag: Flag, value = true): Promise<WriteResult> {
+    return this.#lane.enqueue({ id: newKey(), kind: "mark", itemKey, flag, value, idempotencyKey: newKey() });
   }
 
-  /** A bulk action over the inbox (or one category): shown at once, rolled back on failure. */
-  bulk(action: BulkAction, category?: string): Promise<void> {
+  /** A bulk action over the inbox (or one category): shown at once. */
+  bulk(action: BulkAction, category?: string): Promise<WriteResult> {
     const op: Operation = { id: newKey(), kind: "bulk", action, idempotencyKey: newKey() };
     if (category !== undefined) op.category = category;
-    return this.#run(op);
+    return this.#lane.enqueue(op);
   }
 
-  /** Deletes one item: hidden at once, back if the server refuses. */
-  remove(itemKey: string): Promise<void> {
-    return this.#run({ id: newKey(), kind: "delete", itemKey, idempotencyKey: newKey() });
+  /** Deletes one item: hidden at once. */
+  remove(itemKey: string): Promise<WriteResult> {
+    return this.#lane.enqueue({ id: newKey(), kind: "delete", itemKey, idempotencyKey: newKey() });
   }
 
-  /** Sends every queued operation (oldest first). */
-  async flush(): Promise<void> {
-    for (const op of this.store.pending) {
-      if (!this.#sending.has(op.id)) await this.#send(op).catch(() => {});
-    }
-  }
-
-  async #run(op: Operation): Promise<void> {
-    this.store.addPending(op);
-    await this.#send(op);
-  }
-
-  /**
-   * Sends one operation. Success confirms it; a network failure (after retries) keeps it queued
-   * (offline: sent again on reconnect, with the same Idempotency-Key); any other failure rolls
-   * it back and pulls to reconcile. Rejects with the error in both failure cases.
-   */
-  async #send(op: Operation): Promise<void> {
-    this.#sending.add(op.id);
-    try {
-      if (op.kind === "mark") {
-        await this.http.request("POST", "/v1/notifications/mark", { body: { itemKey: op.itemKey, flag: op.flag, value: op.value }, idempotencyKey: op.idempotencyKey });
-      } else if (op.kind === "bulk") {
-        const body = op.category === undefined ? { action: op.action } : { action: op.action, category: op.category };
-        await this.http.request("POST", "/v1/notifications/bulk", { body, idempotencyKey: op.idempotencyKey });
-      } else {
-        await this.http.request("DELETE", `/v1/notifications/items/${encodeURIComponent(op.itemKey)}`, { idempotencyKey: op.idempotencyKey });
-      }
-      this.store.confirm(op.id);
-    } catch (e) {
-      const err = e instanceof InboxError ? e : new InboxError(0, "network", String(e));
-      if (err.code !== "network") {
-        this.store.fail(op.id);
-        this.#emit("rollback", op, err);
-        void this.pull().catch((pe) => this.#emit("error", pe as InboxError, "pull after a rollback"));
-      }
-      throw err;
-    } finally {
-      this.#sending.delete(op.id);
-    }
-  }
-
-  // --- live badge ------------------------------------------------------------------------------
+  // --- triggers ----------------------------------------------------------------------------------
 
   /** The page became visible again (browsers: automatic; React Native: call from AppState). */
   resume(): void {
     if (!this.#running) return;
-    void this.pull().catch((e) => this.#emit("error", e as InboxError, "pull on resume"));
+    this.#lane.pullWanted = true;
+    void this.#lane.kick();
     if (this.#o.live === false) return;
     if (this.#ws?.readyState === OPEN) this.#ws.send("refresh");
-    else {
+    else if (this.#ws?.readyState !== CONNECTING || this.#ws === null) {
       // A socket dead after sleep: reconnect now rather than after the backoff.
       this.#attempt = 0;
       void this.#connect();
     }
   }
 
+  /** The network is back (browsers: the `online` event, automatic; React Native: NetInfo). */
+  online(): void {
+    this.resume();
+  }
+
+  // --- live badge --------------------------------------------------------------------------------
+
   async #connect(): Promise<void> {
     if (!this.#running || this.#o.live === false) return;
     this.#clearReconnect();
+    const gen = ++this.#connectGen;
     const old = this.#ws;
     this.#ws = null;
     old?.close(1000, "reconnecting");
-    this.#setStatus(this.#status === "live" ? "polling" : this.#status === "stopped" ? "connecting" : this.#status);
-    let token: string;
+    let token: string | null;
     try {
-      // A fresh token on every connect: a token that expired while the socket was up never
-      // makes the reconnect fail forever.
-      token = await this.#o.getToken({ refresh: true });
+      const refresh = this.#refreshOnConnect;
+      this.#refreshOnConnect = false;
+      token = await this.http.token(refresh);
     } catch (e) {
-      this.#emit("error", new InboxError(0, "token", String(e)), "getToken");
-      this.#scheduleReconnect();
+      if (gen === this.#connectGen) this.#down(e instanceof InboxError ? e : new InboxError(0, "token", String(e)));
       return;
     }
-    if (!this.#running) return;
-    const WS = this.#o.WebSocket ?? (globalThis as unknown as { WebSocket: WebSocketFactory }).WebSocket;
+    if (!this.#running || gen !== this.#connectGen) return;
+    const WS = this.#o.WebSocket ?? (globalThis as unknown as { WebSocket?: WebSocketFactory }).WebSocket;
     const url = `${this.http.baseUrl.replace(/^http/, "ws")}/v1/notifications/stream`;
     let ws: WebSocketLike;
     try {
-      ws = new WS(url, [PROTOCOL, `auth.${token}`]);
+      if (!WS) throw new Error("no WebSocket in this runtime");
+      ws = new WS(url, [PROTOCOL, `auth.${token ?? ""}`]);
     } catch (e) {
-      this.#emit("error", new InboxError(0, "network", String(e)), "stream");
-      this.#scheduleReconnect();
+      this.#down(new InboxError(0, "websocket_unavailable", String((e as Error)?.message ?? e), null, null, { cause: e }));
       return;
     }
     this.#ws = ws;
+    let opened = false;
     ws.addEventListener("open", () => {
       if (this.#ws !== ws) return;
+      opened = true;
       this.#attempt = 0;
       this.#clearPoll();
-      this.#setStatus("live");
-      // Catch up on whatever happened while the stream was down.
-      void this.pull().catch((e) => this.#emit("error", e as InboxError, "pull on connect"));
+      this.#pollFailures = 0;
+      this.#setStatus("live", null);
+      // Catch up on whatever happened while the stream was down (and send what is queued).
+      this.#lane.pullWanted = true;
+      void this.#lane.kick();
     });
     ws.addEventListener("message", (ev: { data: unknown }) => {
       if (this.#ws !== ws || typeof ev.data !== "string") return;
@@ -379,22 +346,32 @@ export class InboxClient {
       const behind = isOlder(this.store.sync, m.sync ?? null);
       if (this.store.applyBadge(m)) {
         this.#emit("badge", m);
-        if (behind) void this.pull().catch((e) => this.#emit("error", e as InboxError, "pull after a badge"));
+        if (behind) {
+          this.#lane.pullWanted = true;
+          void this.#lane.kick();
+        }
       }
     });
-    const down = () => {
+    const lost = (code: number) => {
       if (this.#ws !== ws) return;
       this.#ws = null;
       if (!this.#running) return;
-      this.#setStatus("polling");
-      this.#schedulePoll();
-      this.#scheduleReconnect();
+      if (code === CLOSE_TOKEN) {
+        // The token expired or was revoked: one refresh and a reconnect at once (API docs).
+        this.#enterPolling(new InboxError(0, "stream_closed", `the stream closed (${code})`));
+        this.#refreshOnConnect = true;
+        void this.#connect();
+        return;
+      }
+      this.#down(opened
+        ? new InboxError(0, "stream_closed", `the stream closed (${code})`)
+        : new InboxError(0, "stream_refused", `the stream was refused (${code})`));
     };
-    ws.addEventListener("close", down);
+    ws.addEventListener("close", (ev: { code?: number }) => lost(ev?.code ?? 1006));
     // A refused handshake (e.g. an expired token) may fire only `error` (Node's WebSocket does).
     ws.addEventListener("error", () => {
       if (this.#ws !== ws) return;
-      down();
+      lost(1006);
       try {
         ws.close();
       } catch {
@@ -403,33 +380,46 @@ export class InboxClient {
     });
   }
 
-  #scheduleReconnect(): void {
+  /** The stream is down: poll, report why, and reconnect after the backoff. */
+  #down(reason: InboxError): void {
     if (!this.#running) return;
+    this.#enterPolling(reason);
+    this.#emit("error", reason, "stream");
     this.#clearReconnect();
     const { baseMs, maxMs } = this.#reconnect;
     const delay = this.http.backoff(this.#attempt++, baseMs, maxMs);
-    this.#reconnectTimer = setTimeout(() => void this.#connect(), delay);
+    this.#reconnectTimer = this.#clock.setTimeout(() => {
+      this.#reconnectTimer = null;
+      void this.#connect();
+    }, delay);
   }
 
+  #enterPolling(reason: InboxError | null): void {
+    this.#setStatus("polling", reason);
+    this.#schedulePoll();
+  }
+
+  /** The next poll tick, unless one is pending or running: pollMs, doubled per failed poll (≤ 5 min). */
   #schedulePoll(): void {
-    if (!this.#running || this.#pollTimer) return;
-    this.#pollTimer = setTimeout(async () => {
+    if (!this.#running || this.#pollTimer !== null || this.#status !== "polling") return;
+    const gen = this.#pollGen;
+    const delay = Math.min(MAX_POLL_MS, (this.#o.pollMs ?? 30_000) * 2 ** this.#pollFailures);
+    this.#pollTimer = this.#clock.setTimeout(async () => {
+      this.#pollTimer = "running";
+      this.#lane.pullWanted = true;
+      const err = await this.#lane.kick();
+      if (gen !== this.#pollGen) return;
       this.#pollTimer = null;
-      if (!this.#running || this.#status === "live") return;
-      try {
-        await this.pull();
-      } catch (e) {
-        this.#emit("error", e as InboxError, "poll");
-      }
+      this.#pollFailures = err ? this.#pollFailures + 1 : 0;
       this.#schedulePoll();
-    }, this.#o.pollMs ?? 30_000);
+    }, delay);
   }
 
   #watch(): void {
     const g = globalThis as unknown as { document?: EventTarget & { visibilityState?: string }; addEventListener?: EventTarget["addEventListener"]; removeEventListener?: EventTarget["removeEventListener"] };
     if (this.#o.watchVisibility === false || !g.document?.addEventListener) return;
     const onVisible = () => { if (g.document?.visibilityState === "visible") this.resume(); };
-    const onOnline = () => this.resume();
+    const onOnline = () => this.online();
     g.document.addEventListener("visibilitychange", onVisible);
     g.addEventListener?.("online", onOnline);
     this.#unwatch = () => {
@@ -438,7 +428,7 @@ export class InboxClient {
     };
   }
 
-  // --- internals -------------------------------------------------------------------------------
+  // --- internals ---------------------------------------------------------------------------------
 
   #listQuery(): string {
     const size = Math.min(100, Math.max(1, this.#o.pageSize ?? 20));
@@ -468,7 +458,8 @@ export class InboxClient {
     });
   }
 
-  #setStatus(s: LiveStatus): void {
+  #setStatus(s: LiveStatus, reason: InboxError | null): void {
+    this.#statusReason = reason;
     if (s === this.#status) return;
     this.#status = s;
     this.#emit("status", s);
@@ -479,17 +470,13 @@ export class InboxClient {
   }
 
   #clearReconnect(): void {
-    if (this.#reconnectTimer) clearTimeout(this.#reconnectTimer);
+    if (this.#reconnectTimer !== null) this.#clock.clearTimeout(this.#reconnectTimer);
     this.#reconnectTimer = null;
   }
 
   #clearPoll(): void {
-    if (this.#pollTimer) clearTimeout(this.#pollTimer);
+    if (this.#pollTimer !== null && this.#pollTimer !== "running") this.#clock.clearTimeout(this.#pollTimer);
     this.#pollTimer = null;
-  }
-
-  #clearTimers(): void {
-    this.#clearReconnect();
-    this.#clearPoll();
+    this.#pollGen++;
   }
 }

@@ -1,6 +1,7 @@
-// One request path for the SDK: JSON in and out, auth (a fresh token once on 401), backpressure
-// (429/503/409 wait for `Retry-After`), and errors that carry the server's `code` and the
-// `X-Request-Id` of the answer.
+// One request path for the SDK: JSON in and out, auth (one cached token; a fresh one once on
+// 401), transient answers retried after `Retry-After` or a full-jitter backoff, and errors that
+// carry the server's `code` and the `X-Request-Id` of the answer. The answer classes are
+// clients/conformance/README.md's ("Operations"), shared with the Kotlin SDK.
 import type { ErrorBody } from "./types.ts";
 
 /** Every error the SDK surfaces. `code` is the server's stable code, or an SDK code:
@@ -19,13 +20,17 @@ export class InboxError extends Error {
     this.requestId = requestId;
     this.retryAfterMs = retryAfterMs;
   }
-  /** True when trying again later may succeed (network, 408/409/425/429, 5xx). */
+  /**
+   * True when trying again later may succeed (the "transient" class): no answer (network, or
+   * getToken threw), 408, 425, 429, 5xx, and 409 `idempotency_in_flight` (another 409 is final).
+   */
   get retryable(): boolean {
-    return this.status === 0 || [408, 409, 425, 429].includes(this.status) || this.status >= 500;
+    if (this.status === 409) return this.code === "idempotency_in_flight";
+    return this.status === 0 || [408, 425, 429].includes(this.status) || this.status >= 500;
   }
 }
 
-/** Retry policy for 429/503/409 and network failures. */
+/** Retry policy for transient failures (`InboxError.retryable`). */
 export interface RetryPolicy {
   /** Retries after the first attempt (default 3). */
   attempts: number;
@@ -40,7 +45,10 @@ export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseMs: 250, maxMs: 8_0
 
 export interface HttpOptions {
   baseUrl: string;
-  /** The bearer token; called again (fresh) after a 401. Omit for public routes. */
+  /**
+   * The bearer token: asked once and cached (until 30 s before a JWT's `exp`), with
+   * `refresh: true` only after a 401. Omit for public routes.
+   */
   getToken?: (opts: { refresh: boolean }) => string | Promise<string>;
   fetch?: typeof fetch;
   retry?: Partial<RetryPolicy>;
@@ -48,6 +56,8 @@ export interface HttpOptions {
   sleep?: (ms: number) => Promise<void>;
   /** In [0, 1): jitter source (default Math.random). */
   random?: () => number;
+  /** The clock (ms since the epoch) for HTTP-date `Retry-After` and token expiry (default Date.now). */
+  now?: () => number;
 }
 
 export interface RequestOptions {
@@ -68,6 +78,20 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
 
 const sleeper = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/** A cached token is asked for again this long before its `exp`. */
+const EXPIRY_MARGIN_MS = 30_000;
+
+/** A JWT's `exp` in ms; null when the token is not a JWT or has none (then it is kept). */
+export function tokenExpiry(token: string): number | null {
+  try {
+    const part = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    const exp = (JSON.parse(atob(part)) as { exp?: unknown }).exp;
+    return typeof exp === "number" ? exp * 1000 : null;
+  } catch {
+    return null;
+  }
+}
+
 export class Http {
   readonly baseUrl: string;
   readonly #getToken: HttpOptions["getToken"];
@@ -75,7 +99,10 @@ export class Http {
   readonly #retry: RetryPolicy;
   readonly #sleep: (ms: number) => Promise<void>;
   readonly #random: () => number;
+  readonly #now: () => number;
   #token: string | null = null;
+  /** The getToken call under way: concurrent callers (HTTP and the socket) share it. */
+  #asking: { refresh: boolean; promise: Promise<string> } | null = null;
 
   constructor(o: HttpOptions) {
     this.baseUrl = o.baseUrl.replace(/\/+$/, "");
@@ -85,13 +112,41 @@ export class Http {
     this.#retry = { ...DEFAULT_RETRY, ...o.retry };
     this.#sleep = o.sleep ?? sleeper;
     this.#random = o.random ?? Math.random;
+    this.#now = o.now ?? Date.now;
   }
 
-  /** A token: the cached one, or a fresh one from `getToken` (always when `refresh`). */
+  /**
+   * The token for a request or a socket: the cached one unless it is a JWT within 30 s of its
+   * `exp` (then `getToken({refresh: false})`); `refresh` (after a 401 or a 4001 close) asks
+   * `getToken({refresh: true})`. A failing getToken rejects with code `token` (transient).
+   */
   async token(refresh = false): Promise<string | null> {
-    if (!this.#getToken) return null;
-    if (refresh || this.#token === null) this.#token = await this.#getToken({ refresh });
-    return this.#token;
+    const get = this.#getToken;
+    if (!get) return null;
+    if (!refresh && this.#token !== null) {
+      const exp = tokenExpiry(this.#token);
+      if (exp === null || exp - this.#now() > EXPIRY_MARGIN_MS) return this.#token;
+    }
+    const asking = this.#asking;
+    // Join a call under way, unless it is a plain one and a refresh is wanted.
+    if (asking && (asking.refresh || !refresh)) return asking.promise;
+    const promise = (async () => {
+      if (asking) await asking.promise.catch(() => null);
+      try {
+        return await get({ refresh });
+      } catch (cause) {
+        throw new InboxError(0, "token", `getToken failed: ${String((cause as Error)?.message ?? cause)}`, null, null, { cause });
+      }
+    })();
+    const mine = { refresh, promise };
+    this.#asking = mine;
+    try {
+      const t = await promise;
+      this.#token = t;
+      return t;
+    } finally {
+      if (this.#asking === mine) this.#asking = null;
+    }
   }
 
   /** The backoff before retry `attempt` (0-based): full jitter. */
@@ -99,23 +154,32 @@ export class Http {
     return Math.floor(this.#random() * Math.min(maxMs, baseMs * 2 ** attempt));
   }
 
-  /** Sends one request (retrying as the policy says) and parses the JSON answer. */
+  /** The retry policy in force (defaults merged with the options). */
+  get retry(): Readonly<RetryPolicy> { return this.#retry; }
+
+  /**
+   * Sends one request and parses the JSON answer. A transient failure is retried `attempts`
+   * times, after `Retry-After` when given (one longer than `maxWaitMs` fails at once), else
+   * after the backoff; a 401 gets one fresh token and an immediate resend (not a retry).
+   */
   async request<T>(method: string, path: string, o: RequestOptions = {}): Promise<T> {
     let refreshed = false;
     for (let attempt = 0; ; attempt++) {
       let res: Response;
       try {
-        res = await this.#send(method, path, o, await this.token(false));
+        const used = await this.token(false);
+        res = await this.#send(method, path, o, used);
         if (res.status === 401 && this.#getToken && !refreshed) {
-          // The token expired (or was revoked) while in use: one fresh token, one retry.
+          // The token expired (or was revoked) while in use: one fresh token (unless another
+          // request refreshed it meanwhile), one immediate resend.
           refreshed = true;
           await res.body?.cancel();
-          res = await this.#send(method, path, o, await this.token(true));
+          const fresh = this.#token !== null && this.#token !== used ? this.#token : await this.token(true);
+          res = await this.#send(method, path, o, fresh);
         }
       } catch (cause) {
-        if (cause instanceof InboxError) throw cause;
-        const err = new InboxError(0, "network", String((cause as Error)?.message ?? cause), null, null, { cause });
-        if (attempt >= this.#retry.attempts) throw err;
+        const err = cause instanceof InboxError ? cause : new InboxError(0, "network", String((cause as Error)?.message ?? cause), null, null, { cause });
+        if (!err.retryable || attempt >= this.#retry.attempts) throw err;
         await this.#sleep(this.backoff(attempt));
         continue;
       }
@@ -127,9 +191,8 @@ export class Http {
           throw new InboxError(res.status, "bad_response", "the answer is not JSON", res.headers.get("x-request-id"));
         }
       }
-      const err = await errorOf(res);
-      const retryable = err.status === 429 || err.status === 503 || err.status === 409;
-      if (!retryable || attempt >= this.#retry.attempts) throw err;
+      const err = await errorOf(res, this.#now());
+      if (!err.retryable || attempt >= this.#retry.attempts) throw err;
       const wait = err.retryAfterMs ?? this.backoff(attempt);
       // Honour Retry-After: never earlier; if it is longer than we may wait, fail now.
       if (wait > this.#retry.maxWaitMs) throw err;
@@ -150,9 +213,9 @@ export class Http {
   }
 }
 
-async function errorOf(res: Response): Promise<InboxError> {
+async function errorOf(res: Response, now: number): Promise<InboxError> {
   const requestId = res.headers.get("x-request-id");
-  const retryAfter = parseRetryAfter(res.headers.get("retry-after"));
+  const retryAfter = parseRetryAfter(res.headers.get("retry-after"), now);
   const text = await res.text().catch(() => "");
   let body: Partial<ErrorBody> | null = null;
   try {
@@ -161,7 +224,8 @@ async function errorOf(res: Response): Promise<InboxError> {
     // not the error shape: reported with an HTTP code below
   }
   const e = body?.error;
-  return new InboxError(res.status, e?.code ?? `http_${res.status}`, e?.message ?? text.slice(0, 200), requestId, retryAfter);
+  const fallback = res.status === 401 ? "unauthorized" : `http_${res.status}`;
+  return new InboxError(res.status, e?.code ?? fallback, e?.message ?? text.slice(0, 200), requestId, retryAfter);
 }
 
 /** A random Idempotency-Key (visible ASCII, as the server requires). */
