@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Section: the Kotlin SDK (clients/kotlin): store apply time on the JVM, cold start from
-# persisted state vs a full reload against the worker in workerd, and the library's jar size.
+# persisted state vs a full reload and create → badge → item-in-store latency against the worker
+# in workerd, the conformance vectors and interleaving runs (counted by the suites themselves),
+# and the library's jar size.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/env.sh
@@ -8,7 +10,7 @@ bash clients/kotlin/build.sh compile >&2
 bash clients/kotlin/build.sh jar >&2
 K=node_modules/kotlin-compiler/lib
 J=/usr/share/java
-CP="clients/kotlin/build/classes:$K/kotlin-stdlib.jar:$K/kotlinx-coroutines-core-jvm.jar:$J/okhttp.jar:$J/okio.jar:$J/com.android.json.jar:$J/junit4.jar"
+CP="clients/kotlin/build/classes:$K/kotlin-stdlib.jar:$K/kotlinx-coroutines-core-jvm.jar:$J/okhttp.jar:$J/okio.jar:$J/com.android.json.jar:$J/junit4.jar:$J/hamcrest-core.jar"
 jar_bytes=$(stat -c %s clients/kotlin/build/edge-inbox.jar)
 cat <<MD
 ## Kotlin SDK (clients/kotlin)
@@ -33,6 +35,23 @@ through \`tests/js/kotlin_stack.mjs\`):
 
 MD
 node tests/js/kotlin_stack.mjs java -cp "$CP" dev.edgegeonotify.inbox.Bench coldstart 2>/dev/null | grep -v '^{"rid"'
+cat <<MD
+
+Create → badge → item in the store, against the same stack (\`Bench latency\`): a started client
+(live, socket open); the service posts a create; timed from just before the POST until the
+client's state (its StateFlow) first shows the new counts, then the new item:
+
+MD
+node tests/js/kotlin_stack.mjs java -cp "$CP" dev.edgegeonotify.inbox.Bench latency 2>/dev/null | grep -v '^{"rid"'
+cat <<MD
+
+Correctness, counted from the suites' own runs (\`Bench harness\`: JUnit's result per vector file,
+and the seeded interleaving harness's runs with its invariants: at most one request in flight,
+every operation applied once and in order on the model server, no spurious rollback, no confirmed
+delete shown again, nothing left queued, device items and unread equal to the server's at the end):
+
+MD
+java -cp "$CP" dev.edgegeonotify.inbox.Bench harness 2>/dev/null
 cat <<MD
 
 Library jar (\`clients/kotlin/build.sh jar\`, classes only, no dependencies): $jar_bytes bytes.

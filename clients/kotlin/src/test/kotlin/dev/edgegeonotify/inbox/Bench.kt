@@ -1,12 +1,19 @@
 package dev.edgegeonotify.inbox
 
 import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.CoroutineStart
+import kotlinx.coroutines.TimeoutCancellationException
+import kotlinx.coroutines.async
+import kotlinx.coroutines.flow.first
+import kotlinx.coroutines.withTimeout
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.SupervisorJob
 import kotlinx.coroutines.cancel
+import kotlinx.coroutines.delay
 import kotlinx.coroutines.runBlocking
 import java.nio.file.Files
 import java.util.Base64
+import java.util.concurrent.atomic.AtomicLong
 import javax.crypto.Mac
 import javax.crypto.spec.SecretKeySpec
 import kotlin.system.exitProcess
@@ -17,6 +24,9 @@ import kotlin.system.exitProcess
  * - `store`: a 100-entry change page applied to a 10 000-item store (JVM, in process).
  * - `coldstart`: against the worker in workerd + the local stack (via tests/js/kotlin_stack.mjs):
  *   requests and bytes of a cold start from persisted state vs a full reload.
+ * - `latency`: the same stack: a service create → the badge's counts in a live client's state →
+ *   the item in its store, p50/p95.
+ * - `harness`: the correctness numbers ([BenchHarness]): vectors passed, interleaving runs.
  */
 object Bench {
     @JvmStatic
@@ -24,8 +34,10 @@ object Bench {
         when (args.firstOrNull()) {
             "store" -> store()
             "coldstart" -> runBlocking { coldStart() }
+            "latency" -> runBlocking { latency() }
+            "harness" -> BenchHarness.report()
             else -> {
-                System.err.println("usage: Bench store|coldstart")
+                System.err.println("usage: Bench store|coldstart|latency|harness")
                 exitProcess(2)
             }
         }
@@ -102,26 +114,34 @@ object Bench {
         println("The journal is compacted (one snapshot written again) once its lines outgrow the last snapshot (at least ${Journal.COMPACT_MIN / 1024} KiB).")
     }
 
+    // The stack tests/js/kotlin_stack.mjs started: the worker, the service key, the token setup.
+    private val env: Map<String, String> by lazy { System.getenv() }
+    private val base by lazy { env["INBOX_BASE_URL"] ?: error("run through tests/js/kotlin_stack.mjs") }
+    private val http by lazy { OkHttpTransport() }
+    private val svc by lazy { mapOf("Authorization" to "Bearer ${env["INBOX_SERVICE_TOKEN"]}", "Content-Type" to "application/json") }
+
+    /** A user token signed as the app backend would (HS256, the stack's setup). */
+    private fun mint(sub: String): String {
+        val b64 = Base64.getUrlEncoder().withoutPadding()
+        val now = System.currentTimeMillis() / 1000
+        val h = b64.encodeToString("""{"alg":"HS256","typ":"JWT"}""".toByteArray())
+        val c = b64.encodeToString(jsonText(mapOf("sub" to sub, "iss" to env["INBOX_AUTH_ISSUER"], "aud" to env["INBOX_AUTH_AUDIENCE"], "iat" to now, "exp" to now + 600)).toByteArray())
+        val mac = Mac.getInstance("HmacSHA256").apply { init(SecretKeySpec(env["INBOX_AUTH_SECRET"]!!.toByteArray(), "HmacSHA256")) }
+        return "$h.$c." + b64.encodeToString(mac.doFinal("$h.$c".toByteArray()))
+    }
+
+    private var ev = 0
+
+    /** A create event for [owner]'s [key], as the service posts it. */
+    private fun event(owner: String, key: String) = mapOf(
+        "owner" to owner, "itemKey" to key, "serviceType" to "feed", "categoryType" to "social", "notificationType" to "like",
+        "templateType" to "default", "eventId" to "b${System.nanoTime()}-${ev++}", "sender" to mapOf("id" to "s$ev", "name" to "Sender $ev"),
+        "createdTimeMsec" to System.currentTimeMillis(),
+    )
+
     private suspend fun coldStart() {
-        val env = System.getenv()
-        val base = env["INBOX_BASE_URL"] ?: error("run through tests/js/kotlin_stack.mjs")
-        val http = OkHttpTransport()
-        fun mint(sub: String): String {
-            val b64 = Base64.getUrlEncoder().withoutPadding()
-            val now = System.currentTimeMillis() / 1000
-            val h = b64.encodeToString("""{"alg":"HS256","typ":"JWT"}""".toByteArray())
-            val c = b64.encodeToString(jsonText(mapOf("sub" to sub, "iss" to env["INBOX_AUTH_ISSUER"], "aud" to env["INBOX_AUTH_AUDIENCE"], "iat" to now, "exp" to now + 600)).toByteArray())
-            val mac = Mac.getInstance("HmacSHA256").apply { init(SecretKeySpec(env["INBOX_AUTH_SECRET"]!!.toByteArray(), "HmacSHA256")) }
-            return "$h.$c." + b64.encodeToString(mac.doFinal("$h.$c".toByteArray()))
-        }
         val u = "bench-cold-${System.nanoTime()}"
-        val svc = mapOf("Authorization" to "Bearer ${env["INBOX_SERVICE_TOKEN"]}", "Content-Type" to "application/json")
-        var ev = 0
-        fun event(key: String) = mapOf(
-            "owner" to u, "itemKey" to key, "serviceType" to "feed", "categoryType" to "social", "notificationType" to "like",
-            "templateType" to "default", "eventId" to "b${ev++}", "sender" to mapOf("id" to "s$ev", "name" to "Sender $ev"),
-            "createdTimeMsec" to System.currentTimeMillis(),
-        )
+        fun event(key: String) = event(u, key)
         for (b in 0 until 10) {
             val r = http.execute(HttpRequest("POST", "$base/v1/notifications/events", svc, jsonText(mapOf("events" to (0 until 100).map { event("i${b * 100 + it}") }))))
             check(r.status == 200) { "batch: ${r.status} ${r.body}" }
@@ -158,6 +178,89 @@ object Bench {
         } finally {
             scope.cancel()
             dir.deleteRecursively()
+        }
+    }
+
+    private fun ms(ns: Long) = ns / 1e6
+
+    private suspend fun latency() {
+        val warm = 5
+        val u = "bench-latency-${System.nanoTime()}"
+        val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
+        try {
+            // The transport notes when the first socket message after a POST arrives, to tell the
+            // server's share of the badge time from the client's.
+            val message = AtomicLong(-1)
+            val timed = object : InboxTransport {
+                override suspend fun execute(request: HttpRequest) = http.execute(request)
+                override fun openSocket(url: String, protocols: List<String>, listener: SocketListener) = http.openSocket(
+                    url, protocols,
+                    object : SocketListener by listener {
+                        override fun onMessage(text: String) {
+                            message.compareAndSet(0, System.nanoTime())
+                            listener.onMessage(text)
+                        }
+                    },
+                )
+            }
+            val c = InboxClient(base, u, { _ -> mint(u) }, scope, timed, MemoryPersistence(), InboxConfig(pageSize = 100))
+            c.start()
+            withTimeout(30_000) { c.awaitState { it.status == Status.LIVE && it.ready } }
+            var n0 = 0
+            var lastMessage = 0L
+            // One round: [count] creates after [warm] warm-up, one at a time, each posted once the
+            // previous item is in the store, [paced]: not before 300 ms after the previous badge.
+            // The hub pushes at most one badge per 250 ms per owner (COALESCE_MS in
+            // crates/core/src/notify/badge.rs) and holds a change inside that window until it ends:
+            // paced rounds measure a create on an idle inbox, unpaced ones the window.
+            suspend fun round(count: Int, paced: Boolean): List<List<Double>> {
+                val cols = List(4) { ArrayList<Double>() } // POST answered, socket message, counts, item
+                for (i in 0 until warm + count) {
+                    val key = "l$n0"
+                    val want = (++n0).toLong() // each create is a new item: one more unread
+                    if (paced) delay(maxOf(0L, 300 - (System.nanoTime() - lastMessage) / 1_000_000))
+                    var badgeAt = 0L
+                    // Subscribed before the POST (undispatched) and resumed in the thread that sets
+                    // the state (unconfined), so a timestamp is when the state first showed it; a
+                    // state that shows both at once gives both the same time.
+                    val watch = scope.async(Dispatchers.Unconfined, start = CoroutineStart.UNDISPATCHED) {
+                        c.state.first { it.unread == want }
+                        badgeAt = System.nanoTime()
+                        c.state.first { s -> s.items.any { it.itemKey == key } }
+                        System.nanoTime()
+                    }
+                    message.set(0)
+                    val t0 = System.nanoTime()
+                    val r = http.execute(HttpRequest("POST", "$base/v1/notifications/events", svc, jsonText(event(u, key))))
+                    val answered = System.nanoTime()
+                    check(r.status == 201) { "create: ${r.status} ${r.body}" }
+                    val itemAt = try {
+                        withTimeout(30_000) { watch.await() }
+                    } catch (e: TimeoutCancellationException) {
+                        throw IllegalStateException("create $key: no badge/item in 30 s; state ${c.state.value.counts} ${c.state.value.status}", e)
+                    }
+                    lastMessage = message.get()
+                    check(lastMessage > 0) { "create $key: the counts changed without a socket message" }
+                    if (i >= warm) listOf(answered, lastMessage, badgeAt, itemAt).forEachIndexed { k, t -> cols[k].add(ms(t - t0)) }
+                }
+                return cols
+            }
+            val n = 100
+            val idle = round(n, paced = true)
+            val burst = round(n, paced = false)
+            // Every badge must have come over the open socket, not from polling.
+            check(c.state.value.status == Status.LIVE) { "status ${c.state.value.status} at the end" }
+            fun p(xs: List<Double>, q: Int) = xs.sorted()[(xs.size * q) / 100].let { "%.1f".format(it) }
+            val labels = listOf("the POST's answer (201)", "the badge message arrives on the socket", "the state shows the badge's counts (badge)", "the item is in the store (item in store)")
+            println("| creates | from just before the service's POST until | p50 ms | p95 ms | max ms |")
+            println("|---|---|---|---|---|")
+            for ((what, cols) in listOf("each ≥ 300 ms after the last badge" to idle, "back to back (the 250 ms badge window)" to burst)) {
+                for ((k, xs) in cols.withIndex()) println("| $what | ${labels[k]} | ${p(xs, 50)} | ${p(xs, 95)} | ${"%.1f".format(xs.max())} |")
+            }
+            println()
+            println("Per row $n creates (each a new item for one user, posted with the service key) after $warm warm-up, one at a time, each once the previous item was in the store; one live client (socket open, LIVE throughout).")
+        } finally {
+            scope.cancel()
         }
     }
 }

@@ -10,7 +10,7 @@ object DebugSeed {
     fun main(args: Array<String>) {
         val seed = args[0].toLong()
         val p = MemoryPersistence()
-        val r = interleave(seed, 150, { sim, net -> LaneClient(sim, net, p) }, trace = true)
+        val r = interleave(seed, HARNESS_STEPS, { sim, net -> LaneClient(sim, net, p) }, trace = true)
         println(r.violations.ifEmpty { listOf("no violation") }.joinToString("\n"))
     }
 }

@@ -5,17 +5,14 @@ import org.junit.Assert.assertTrue
 import org.junit.Test
 
 /**
- * The interleaving harness ([interleave]) over 320 seeds, 150 scheduler steps each. A failure
+ * The interleaving harness ([interleaveAll]: [HARNESS_SEEDS], [HARNESS_STEPS] scheduler steps each). A failure
  * prints every seed that broke an invariant and what it broke; rerun one with [interleave].
  */
 class InterleavingTest {
     @Test
     fun everySeededInterleavingKeepsTheInvariants() {
-        val seeds = 1L..320L
-        val runs = seeds.associateWith { seed ->
-            val persistence = MemoryPersistence()
-            interleave(seed, 150, { sim, net -> LaneClient(sim, net, persistence) })
-        }
+        val seeds = HARNESS_SEEDS
+        val runs = interleaveAll()
         println(
             "  interleavings: ${seeds.count()} seeds, ${runs.values.sumOf { it.ops }} operations made, " +
                 "${runs.values.sumOf { it.applied }} applied, ${runs.values.sumOf { it.restarts }} restarts, " +

@@ -338,6 +338,16 @@ fun interleave(seed: Long, steps: Int, make: (Sim, HarnessNet) -> HarnessClient,
     return Run(violations.distinct(), intents.size, server.applied.size, restarts, lost)
 }
 
+/** What InterleavingTest runs (and `Bench harness` reports): these seeds, this many scheduler steps each. */
+val HARNESS_SEEDS = 1L..320L
+const val HARNESS_STEPS = 150
+
+/** Every seed of [HARNESS_SEEDS] against this tree's SDK, each on its own persistence. */
+fun interleaveAll(): Map<Long, Run> = HARNESS_SEEDS.associateWith { seed ->
+    val persistence = MemoryPersistence()
+    interleave(seed, HARNESS_STEPS, { sim, net -> LaneClient(sim, net, persistence) })
+}
+
 /** The SDK of this tree behind [HarnessClient]. */
 class LaneClient(private val sim: Sim, net: HarnessNet, persistence: InboxPersistence) : HarnessClient {
     private val c = InboxClient(
