@@ -19,15 +19,23 @@ if [ "${1:-}" = "--simulate" ]; then
   [ "${2:-}" = "--yes" ] || { echo "--simulate removes packages and caches of this machine: add --yes" >&2; exit 2; }
   echo "[bare] removing what scripts/setup.sh installs" >&2
   # The packages setup's Debian branch installs that a bare image lacks (the reference image
-  # has jq, a JDK and python3-venv already), then what only they pulled in.
-  DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq redis-server redis-tools chromium chromium-common \
-    libokhttp-java libokio-java junit4 libandroid-json-java >/dev/null 2>&1 || true
-  DEBIAN_FRONTEND=noninteractive apt-get autoremove --purge -y -qq >/dev/null 2>&1 || true
-  apt-get clean
-  rm -f "$HOME"/.cargo/bin/{wasm-bindgen,wasm-bindgen-test-runner,wasm2es6js,worker-build,worker-codegen}
-  rm -f "$HOME"/.cargo/.crates.toml "$HOME"/.cargo/.crates2.json
+  # has jq, a JDK and python3-venv already), then what only they pulled in. Only installed
+  # names are given to apt (an unknown one would stop the whole purge).
+  pkgs=()
+  for p in redis-server redis-tools chromium chromium-common libokhttp-java libokio-java junit4 libandroid-json-java; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" && pkgs+=("$p")
+  done
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  if [ ${#pkgs[@]} -gt 0 ]; then $SUDO env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "${pkgs[@]}" >/dev/null; fi
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get autoremove --purge -y -qq >/dev/null
+  $SUDO apt-get clean
+  cargo uninstall wasm-bindgen-cli worker-build >/dev/null 2>&1 || true
   rustup target remove wasm32-unknown-unknown >/dev/null 2>&1 || true
-  rm -rf "$HOME/.cargo/registry" "$HOME/.cargo/git" "$HOME/.npm/_cacache" "$HOME/.cache/pip"
+  CH="${CARGO_HOME:-$HOME/.cargo}"
+  rm -rf "$CH/registry" "$CH/git" "$HOME/.npm/_cacache" "$HOME/.cache/pip"
+  for c in redis-server chromium wasm-bindgen worker-build; do
+    if command -v "$c" >/dev/null 2>&1; then echo "[bare] $c is still installed: not a bare machine" >&2; exit 1; fi
+  done
 fi
 dir="$(mktemp -d /tmp/bare-setup.XXXXXX)"
 git clone -q "$ROOT" "$dir/clone"
@@ -35,21 +43,32 @@ cd "$dir/clone"
 commit="$(git rev-parse --short HEAD)"
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
 
-# serve_time LOG: starts dev.sh, waits until /healthz answers, prints the seconds, stops it.
+if curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/"; then
+  echo "[bare] something already answers on port $PORT: stop it or set PORT" >&2; exit 1
+fi
+dev_pid=""
+# Whatever happens, no dev.sh (wrangler, workerd, the stack) is left running, nor the clone.
+trap '[ -z "$dev_pid" ] || kill -- -"$dev_pid" 2>/dev/null; rm -rf "$dir"' EXIT INT TERM
+
+# serve_time LOG: starts dev.sh, waits until /healthz answers 200, prints the seconds, stops it.
 serve_time() {
   local log="$1" t0 pid code
   t0=$(date +%s.%N)
   setsid env PORT="$PORT" bash scripts/dev.sh > "$log" 2>&1 &
   pid=$!
+  dev_pid=$pid
   for (( ; ; )); do
-    code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/healthz" || true)
-    [ "$code" = 000 ] || break
+    code=$(curl -s -o /dev/null --max-time 5 -w '%{http_code}' "http://127.0.0.1:$PORT/healthz" || true)
+    [ "$code" = 200 ] && break
     kill -0 "$pid" 2>/dev/null || { echo "[bare] dev.sh stopped before serving:" >&2; tail -30 "$log" >&2; exit 1; }
     sleep 0.5 # polls the port: the condition itself
   done
   awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }'
   kill -- -"$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
+  dev_pid=""
+  # Until the port is free again, so the second run cannot be answered by the first's workerd.
+  while curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$PORT/"; do sleep 0.2; done
 }
 first=$(serve_time "$dir/first.log")
 cp target/setup-times.tsv "$dir/first-steps.tsv"
@@ -67,4 +86,3 @@ mkdir -p "$(dirname "$out")"
   cat "$dir/first-steps.tsv"
 } > "$out"
 cat "$out"
-rm -rf "$dir"

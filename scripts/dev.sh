@@ -28,7 +28,7 @@ lan_ip() {
   echo "${ip:-your-LAN-address}"
 }
 
-TOKEN="$(node scripts/dev-token.mjs --sub ana --ttl 86400)"
+TOKEN="$(node scripts/dev-token.mjs --sub ana --ttl 86400 || echo "(none: node scripts/dev-token.mjs failed; the worker serves all the same)")"
 if [ "$HOST" != "127.0.0.1" ] && [ "$HOST" != "localhost" ]; then
   cat <<EOF
 [dev] WARNING: serving on $HOST: anyone on this network can reach this worker, and the local

@@ -61,7 +61,10 @@ step() {
   local name="$1"; shift
   local log="$LOGS/${name//[^A-Za-z0-9._-]/_}.log" start rc=0
   start=$(elapsed)
-  "$@" > "$log" 2>&1 || rc=$?
+  # In the background and waited for: a command on the left of `||` would run with `set -e`
+  # off, so a step function could fail half-way and still return 0.
+  "$@" > "$log" 2>&1 &
+  wait "$!" || rc=$?
   if [ "$rc" = 0 ]; then
     printf '%s\t%s\t%s\n' "$name" "$start" "$(elapsed)" >> "$TIMES"
   else
@@ -146,7 +149,9 @@ case "$platform" in
         act $SUDO apt-get update -qq
         act $SUDO apt-get install -y -qq "${need[@]}"
       else
-        apt_install() { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@"; }
+        # sudo asks for its password here, in the foreground, not in the middle of the compiles.
+        [ -z "$SUDO" ] || $SUDO -v
+        apt_install() { $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"; }
         bg "apt-get install ${need[*]}" apt_install "${need[@]}"
         APT_STEP="apt-get install ${need[*]}"
       fi
@@ -199,11 +204,13 @@ fi
 # Python venv for the local backend stack (after apt when apt brings python3-venv).
 if [ ! -x .venv/bin/python ] || ! cmp -s stack/requirements.txt .venv/.requirements.installed; then
   venv() {
-    [ -x .venv/bin/python ] || python3 -m venv .venv
-    .venv/bin/pip install -q -r stack/requirements.txt
-    cp stack/requirements.txt .venv/.requirements.installed
+    { [ -x .venv/bin/pip ] || python3 -m venv .venv; } &&
+      .venv/bin/pip install -q -r stack/requirements.txt &&
+      cp stack/requirements.txt .venv/.requirements.installed
   }
-  if [ "$PLAN" = 1 ]; then act python3 -m venv .venv; act .venv/bin/pip install -q -r stack/requirements.txt
+  if [ "$PLAN" = 1 ]; then
+    [ -x .venv/bin/pip ] || act python3 -m venv .venv
+    act .venv/bin/pip install -q -r stack/requirements.txt
   elif has_venv; then bg "python venv + pip" venv
   else
     # python3-venv comes with the apt step: wait for it (a sibling, so by polling its pid).
@@ -239,14 +246,21 @@ install_tools() {
   for t in "$@"; do
     case "$t" in
       wasm-bindgen-cli*) "${cheap[@]}" cargo install wasm-bindgen-cli --version "$WB_VERSION" --force \
-        --bin wasm-bindgen --no-default-features ;;
-      worker-build*) "${cheap[@]}" cargo install worker-build --version "$WORKER_VERSION" --locked --force ;;
+        --bin wasm-bindgen --no-default-features || return ;;
+      worker-build*) "${cheap[@]}" cargo install worker-build --version "$WORKER_VERSION" --locked --force || return ;;
     esac
   done
 }
 TOOLS_STEP="cargo install ${tools[*]:-}"
 if [ ${#tools[@]} -gt 0 ]; then
-  if [ "$PLAN" = 1 ]; then for t in "${tools[@]}"; do act cargo install ${t% *} --version "${t#* }"; done
+  if [ "$PLAN" = 1 ]; then
+    for t in "${tools[@]}"; do
+      case "$t" in
+        wasm-bindgen-cli*) act cargo install wasm-bindgen-cli --version "$WB_VERSION" --force --bin wasm-bindgen --no-default-features ;;
+        worker-build*) act cargo install worker-build --version "$WORKER_VERSION" --locked --force ;;
+      esac
+    done
+    say "(the tools build at opt-level 0, in target/tools, at nice 10)"
   else bg "$TOOLS_STEP" install_tools "${tools[@]}"
   fi
 fi

@@ -45,8 +45,9 @@ if [ -f "$bare" ]; then
 
 ### A bare machine
 
-\`bash bench/bare-setup.sh --simulate --yes\` (removes what setup installs: Debian packages, the
-cargo-installed tools, the wasm target, cargo's and npm's caches), then a clean clone of
+\`bash bench/bare-setup.sh --simulate --yes\` (removes what setup installs: its Debian packages
+but jq, the JDK and python3-venv, which the reference image has; the cargo-installed tools, the
+wasm target, cargo's and npm's caches), then a clean clone of
 $(meta commit) and \`scripts/dev.sh\` until \`/healthz\` answers; then \`dev.sh\` again. Recorded
 $(meta date) on $(meta cores) cores, load average $(meta "load before") before, $(meta "load after") after.
 
