@@ -40,9 +40,10 @@ cargo fmt --check
 ) > target/clippy-wasm.log 2>&1 &
 wasm_lint=$!
 # (Tried: one native compile for both, clippy-driver as the workspace wrapper while cargo test
-# builds. On a clean clone it was slower, 472 s for this and the next stage against ~340 s: the
-# benches' crate then builds for real instead of being checked, and the driver compiles with
-# MIR optimisations off.)
+# builds, the benches' crate built for real. Two clean-clone runs on one day: 472 s for this and
+# the next stage against 515 s. Not kept for now: a plain `cargo test` after it recompiles the
+# workspace crates (the wrapper is in their fingerprint), the worker crate's unhashed lib is
+# relinked on every later run, and egn-http's bench-only tests went unlinted.)
 cargo clippy --workspace --all-targets -- -D warnings || { kill "$wasm_lint" 2>/dev/null; exit 1; }
 stage "cargo test (native core, exactness vs oracle; the wasm clippy finishing beside it)"
 cargo test || { kill "$wasm_lint" 2>/dev/null; exit 1; }
