@@ -9,10 +9,8 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use edge_geo_notify::backend::native::{block_on, UreqClient};
-use edge_geo_notify::dedup::DedupConfig;
-use edge_geo_notify::notify::store::NotificationStore;
 use edge_geo_notify::notify::{
-    view, NewEvent, NewSender, NotificationView, NotifyConfig, NotifyService, Retraction,
+    view, NewEvent, NewSender, NotificationView, NotifyService, Retraction,
 };
 use serde_json::json;
 use stack_support::{now_ms, Stack};
@@ -37,16 +35,6 @@ fn raw(sender: usize, event_id: &str, t: i64) -> NewEvent {
         message_arguments: Default::default(),
         created_time_msec: t,
     }
-}
-
-fn service(stack: &Stack, redis: bool) -> NotifyService<UreqClient> {
-    let store = NotificationStore::new(stack.data_api(), NotifyConfig::default());
-    block_on(store.ensure_indexes()).unwrap();
-    NotifyService::new(
-        store,
-        redis.then(|| stack.redis()),
-        DedupConfig::for_rate(10_000, 600_000),
-    )
 }
 
 enum Op {
@@ -102,7 +90,7 @@ fn item(svc: &NotifyService<UreqClient>) -> NotificationView {
 #[test]
 fn counts_stay_exact_past_the_cap_with_returning_and_retracted_senders() {
     let stack = Stack::start();
-    let svc = service(&stack, true);
+    let svc = stack.notify_service(true);
     let t0 = now_ms() - 1_000_000;
     let retract_at = t0 + 5_000; // after every first event (t0 .. t0 + 2 990)
     let mut on = BTreeSet::new();
@@ -175,7 +163,7 @@ fn counts_stay_exact_past_the_cap_with_returning_and_retracted_senders() {
 #[test]
 fn without_redis_the_count_says_when_it_stops_being_exact() {
     let stack = Stack::start();
-    let svc = service(&stack, false);
+    let svc = stack.notify_service(false);
     let t0 = now_ms() - 1_000_000;
     let creates = |range: std::ops::Range<usize>, tag: &str| -> Vec<Vec<Op>> {
         range

@@ -8,24 +8,12 @@ mod stack_support;
 
 use edge_geo_notify::api::{NotifyRoutes, Reply, UserWrites};
 use edge_geo_notify::backend::native::{block_on, UreqClient};
-use edge_geo_notify::dedup::DedupConfig;
-use edge_geo_notify::notify::store::NotificationStore;
+use edge_geo_notify::notify::NotifyService;
 use edge_geo_notify::notify::{Deferred, NewEvent, NewSender, NotificationEvent};
-use edge_geo_notify::notify::{NotifyConfig, NotifyService};
 use serde_json::json;
 use stack_support::{now_ms, Stack};
 
 type Svc = NotifyService<UreqClient>;
-
-fn service(stack: &Stack, redis: bool) -> Svc {
-    let store = NotificationStore::new(stack.data_api(), NotifyConfig::default());
-    block_on(store.ensure_indexes()).unwrap();
-    NotifyService::new(
-        store,
-        redis.then(|| stack.redis()),
-        DedupConfig::for_rate(10_000, 600_000),
-    )
-}
 
 /// Writes one unread item of `owner` at `t`.
 fn item(svc: &Svc, owner: &str, key: &str, t: i64) {
@@ -77,7 +65,7 @@ fn unread(svc: &Svc, owner: &str, t: i64) -> u64 {
 #[test]
 fn a_resent_write_replays_its_first_answer_and_applies_once() {
     let stack = Stack::start();
-    let svc = service(&stack, true);
+    let svc = stack.notify_service(true);
     let t = now_ms();
     for k in ["a", "b", "c"] {
         item(&svc, "ana", k, t);
@@ -159,7 +147,7 @@ fn a_resent_write_replays_its_first_answer_and_applies_once() {
 #[test]
 fn in_flight_reused_and_malformed_keys() {
     let stack = Stack::start();
-    let svc = service(&stack, true);
+    let svc = stack.notify_service(true);
     let t = now_ms();
     item(&svc, "ana", "a", t);
     item(&svc, "ana", "b", t);
@@ -207,7 +195,7 @@ fn in_flight_reused_and_malformed_keys() {
 #[test]
 fn two_users_and_a_service_with_equal_keys_are_independent() {
     let stack = Stack::start();
-    let svc = service(&stack, true);
+    let svc = stack.notify_service(true);
     let t = now_ms();
     item(&svc, "ana", "x", t);
     item(&svc, "bo", "x", t);
@@ -240,7 +228,7 @@ fn two_users_and_a_service_with_equal_keys_are_independent() {
 #[test]
 fn a_write_on_an_item_the_user_does_not_have_is_404_item_not_found() {
     let stack = Stack::start();
-    let svc = service(&stack, true);
+    let svc = stack.notify_service(true);
     let t = now_ms();
     item(&svc, "ana", "kept", t);
     item(&svc, "ana", "deleted", t);
@@ -294,7 +282,7 @@ fn a_write_on_an_item_the_user_does_not_have_is_404_item_not_found() {
 #[test]
 fn without_redis_a_key_is_checked_and_the_write_runs_unguarded() {
     let stack = Stack::start();
-    let svc = service(&stack, false);
+    let svc = stack.notify_service(false);
     let t = now_ms();
     item(&svc, "ana", "a", t);
     let (r, deferred) = block_on(svc.delete_item("ana", "a", Some("k"), t));

@@ -11,6 +11,9 @@ use edge_geo_notify::backend::{
     DataApiAuth, DataApiClient, DataApiConfig, HttpClient, HttpRequest, RedisRestClient,
     RedisRestConfig,
 };
+use edge_geo_notify::dedup::DedupConfig;
+use edge_geo_notify::notify::store::NotificationStore;
+use edge_geo_notify::notify::{NotifyConfig, NotifyService};
 use serde_json::Value;
 
 /// A running stack; killed on drop.
@@ -114,6 +117,18 @@ impl Stack {
     }
 
     /// A Redis REST client with the read-write token.
+    /// A notification service over this stack with default settings and indexes ensured;
+    /// with or without Redis (dedup, rosters, idempotency records).
+    pub fn notify_service(&self, redis: bool) -> NotifyService<UreqClient> {
+        let store = NotificationStore::new(self.data_api(), NotifyConfig::default());
+        block_on(store.ensure_indexes()).unwrap();
+        NotifyService::new(
+            store,
+            redis.then(|| self.redis()),
+            DedupConfig::for_rate(10_000, 600_000),
+        )
+    }
+
     pub fn redis(&self) -> RedisRestClient<UreqClient> {
         RedisRestClient::new(
             UreqClient::default(),
