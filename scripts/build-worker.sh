@@ -35,10 +35,10 @@ export WASM_OPT_BIN="${WASM_OPT_BIN:-$PWD/node_modules/binaryen/bin/wasm-opt}"
 sha256() { if command -v sha256sum >/dev/null 2>&1; then sha256sum; else shasum -a 256; fi; }
 # The stamp covers every input of build/ (or build-bench/): the workspace's sources and lockfile,
 # this script, the npm lockfile (esbuild, binaryen), the tool versions, the cargo features,
-# assets/geo/index.bin and assets/ip/country/dir.bin, which the wasm embeds (src/edge/geo.rs,
+# assets/geo/index.bin, assets/tz/index.bin and assets/ip/country/dir.bin, which the wasm embeds (src/edge/geo.rs,
 # src/edge/ip/mod.rs). The rest of assets/ and www/ are not inputs of the bundle:
 # build-assets.sh above rebuilds and checks them on every run.
-stamp="$( (cat Cargo.toml Cargo.lock package-lock.json "$0" assets/geo/index.bin assets/ip/country/dir.bin;
+stamp="$( (cat Cargo.toml Cargo.lock package-lock.json "$0" assets/geo/index.bin assets/tz/index.bin assets/ip/country/dir.bin;
   find src crates -type f -not -path "crates/*/target/*" | sort | xargs cat;
   # The files whose published values crates/core/build.rs compiles in.
   sed -n '/PUBLISHED_FILES: /,/^];/p' crates/core/src/config/secrets/extract.rs | grep -o '"[^"]*"' | tr -d '"' | xargs cat;

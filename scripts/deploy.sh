@@ -8,7 +8,7 @@
 #   --provision     once per environment: create its R2 bucket, KV namespace and queues (put the
 #                   printed namespace id into wrangler.toml, [env.ENV], then run again without it)
 #   always          check the configuration first, also with --dry-run, before anything is
-#                   uploaded: `cargo run --bin check-config` (the worker's own rules) lists every
+#                   uploaded: `cargo run --profile assets --bin check-config` (the worker's own rules) lists every
 #                   placeholder left in wrangler.toml [env.ENV] (KV ids, AUTH_ISSUER,
 #                   AUTH_AUDIENCE, origins, URLs) and every secret in FILE that the deployed
 #                   worker would refuse (published in this repository, a placeholder, shorter than
@@ -119,7 +119,7 @@ if [ -n "$SECRETS" ] && [ -f "$SECRETS" ]; then
 elif [ -n "$SECRETS" ]; then
   say "(dry run) $SECRETS does not exist: its secrets are not checked"
 fi
-if ! cargo run --quiet --bin check-config -- "${check_args[@]}"; then
+if ! cargo run --profile assets --quiet --bin check-config -- "${check_args[@]}"; then
   say "refused: fix the problems above (nothing was uploaded)"
   exit 1
 fi

@@ -103,8 +103,8 @@ echo "worker at $BASE" >&2
 SCHEMA="$BASE/openapi.json"
 URL_OPT=()
 if [ "$(curl -s -o /dev/null -w '%{http_code}' "$SCHEMA")" != 200 ]; then
-  echo "the worker does not serve /openapi.json yet: using the document from cargo test" >&2
-  OPENAPI_OUT="$TMP/openapi.json" cargo test -q -p egn-http --lib openapi::tests::write_document >&2
+  echo "the worker does not serve /openapi.json yet: using the document from egn-tools' openapi" >&2
+  cargo run -q -p egn-tools --bin openapi > "$TMP/openapi.json"
   SCHEMA="$TMP/openapi.json"
   URL_OPT=(--url "$BASE")
 fi

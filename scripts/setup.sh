@@ -264,8 +264,10 @@ if [ ${#tools[@]} -gt 0 ]; then
   else bg "$TOOLS_STEP" install_tools "${tools[@]}"
   fi
 fi
-# The asset builder compiles while npm downloads the data it reads.
-bg "compile the asset builder" cargo build --profile assets --quiet --bin build-assets
+# The asset builder compiles while npm downloads the data it reads; the two other tools that
+# scripts run (deploy.sh's check-config, publish-ipdb.sh's ipdb-check) link from the same
+# compile, so their first run does not build the workspace again in another profile.
+bg "compile the asset builder" cargo build --profile assets --quiet --bin build-assets --bin check-config --bin ipdb-check
 
 # Local secrets file for wrangler dev (git-ignored), from the documented example. An older copy
 # gets the example's variables it lacks (e.g. the AUTH_* of user tokens), appended; its own

@@ -3,7 +3,7 @@
     python3 scripts/wrangler-env.py ENV FIELD      FIELD: bucket | kv_id | kv_key | name | check
     python3 scripts/wrangler-env.py ENV var NAME   the environment's variable NAME (empty if unset)
 
-`check` prints the JSON that `cargo run --bin check-config -- --wrangler-env FILE` reads: the
+`check` prints the JSON that `cargo run --profile assets --bin check-config -- --wrangler-env FILE` reads: the
 environment's vars and the ids of its bindings. WRANGLER_TOML names another file than the repo's
 wrangler.toml (tests).
 

@@ -4,10 +4,10 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
-use edge_geo_notify::auth::crypto::{hs256_sign, RustCrypto};
-use edge_geo_notify::auth::jwks::CachePolicy;
-use edge_geo_notify::auth::{Alg, AuthConfig, AuthError, Issuer, KeySource, Verifier};
-use edge_geo_notify::backend::{HttpClient, HttpRequest, HttpResponse, TransportError};
+use egn_core::auth::crypto::{hs256_sign, RustCrypto};
+use egn_core::auth::jwks::CachePolicy;
+use egn_core::auth::{Alg, AuthConfig, AuthError, Issuer, KeySource, Verifier};
+use egn_core::backend::{HttpClient, HttpRequest, HttpResponse, TransportError};
 use p256::ecdsa::signature::Signer;
 use rand::SeedableRng;
 use rsa::traits::PublicKeyParts;
@@ -321,7 +321,7 @@ fn keys_unavailable_is_a_server_problem() {
     let t = token("RS256", Some("r1"), &claims(json!({})));
     let e = run(v.verify(&t, NOW_MS)).unwrap_err();
     assert!(matches!(e, AuthError::KeysUnavailable(_)), "{e:?}");
-    assert_eq!(edge_geo_notify::api::ApiError::from(e).status, 503);
+    assert_eq!(egn_http::ApiError::from(e).status(), 503);
     // Within the cooldown, no refetch storm: still 503, still one fetch.
     assert!(matches!(
         run(v.verify(&t, NOW_MS + 1.0)),

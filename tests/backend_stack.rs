@@ -2,11 +2,9 @@
 
 mod stack_support;
 
-use edge_geo_notify::backend::native::{block_on, UreqClient};
-use edge_geo_notify::backend::{
-    ejson, BackendError, DataApiAuth, DataApiClient, FindOptions, Script,
-};
-use edge_geo_notify::dedup::{self, DedupConfig, Reservation};
+use egn_core::backend::native::{block_on, UreqClient};
+use egn_core::backend::{ejson, BackendError, DataApiAuth, DataApiClient, FindOptions, Script};
+use egn_core::dedup::{self, DedupConfig, Reservation};
 use serde_json::{json, Value};
 use stack_support::{now_ms, Stack};
 

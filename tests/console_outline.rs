@@ -59,7 +59,7 @@ fn outline_is_reproducible_complete_and_within_its_reported_error() {
         &std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/manifest.json")).unwrap(),
     )
     .unwrap();
-    let hex = edge_geo_notify::ip::sha256_hex(&bytes);
+    let hex = egn_core::ip::sha256_hex(&bytes);
     assert_eq!(manifest["outline"]["file"]["sha256"], hex.as_str());
     assert_eq!(manifest["outline"]["stats"]["bytes"], bytes.len());
 

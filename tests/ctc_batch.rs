@@ -5,7 +5,7 @@
 mod common;
 
 use common::world;
-use edge_geo_notify::geo::{GridPoint, LatLon, LANES};
+use egn_core::geo::{GridPoint, LatLon, LANES};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 

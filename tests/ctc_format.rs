@@ -6,7 +6,7 @@ use common::world;
 use egn_tools::geo::{build, format, CountryIndex, LoadError};
 
 fn hex(b: &[u8]) -> String {
-    edge_geo_notify::ip::sha256_hex(b)
+    egn_core::ip::sha256_hex(b)
 }
 
 #[test]

@@ -106,7 +106,7 @@ fn write_generated_seeds() {
     write("geo_index", "edit-noop", &edit);
     // ip_table: a small table (IPv4 ranges, IPv6 exception /64s) with each of its pages.
     let p6 = |s: &str| u128::from(s.parse::<std::net::Ipv6Addr>().unwrap());
-    let ranges = edge_geo_notify::ip::convert::Ranges {
+    let ranges = egn_core::ip::convert::Ranges {
         v4: vec![
             (0, None),
             (0x0808_0800, Some(*b"US")),
@@ -121,7 +121,7 @@ fn write_generated_seeds() {
             (p6("2a00:1:0:2::"), None),
         ],
     };
-    let t = edge_geo_notify::ip::table::build(&ranges, br#"{"database_type":"seed"}"#);
+    let t = egn_core::ip::table::build(&ranges, br#"{"database_type":"seed"}"#);
     for (i, page) in t.pages.iter().enumerate() {
         let mut d = vec![i as u8];
         d.extend((t.dir.len() as u32).to_le_bytes());

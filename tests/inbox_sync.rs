@@ -5,15 +5,15 @@ mod stack_support;
 
 use std::collections::BTreeMap;
 
-use edge_geo_notify::api::NotifyRoutes;
-use edge_geo_notify::backend::ejson;
-use edge_geo_notify::backend::native::{block_on, UreqClient};
-use edge_geo_notify::dedup::DedupConfig;
-use edge_geo_notify::notify::store::NotificationStore;
-use edge_geo_notify::notify::{
-    change_view, view, Bulk, Flag, ListParams, NewEvent, NewSender, NotificationEvent,
-    NotifyConfig, NotifyService, RetractOutcome, Target, MIN_SETTLE_MS,
+use egn_core::backend::ejson;
+use egn_core::backend::native::{block_on, UreqClient};
+use egn_core::dedup::DedupConfig;
+use egn_core::notify::store::NotificationStore;
+use egn_core::notify::{
+    change_view, view, Bulk, Flag, ListParams, NewEvent, NotificationEvent, NotifyConfig,
+    NotifyService, RetractOutcome, Target, MIN_SETTLE_MS,
 };
+use egn_http::notify_routes;
 use serde_json::{json, Value};
 use stack_support::{now_ms, wait_until_settled, write_clock, Stack};
 
@@ -27,28 +27,16 @@ fn cfg() -> NotifyConfig {
 }
 
 fn raw(owner: &str, item: &str, sender: &str, t: i64) -> NewEvent {
-    NewEvent {
-        owner: owner.into(),
-        item_key: item.into(),
-        service_type: "feed".into(),
-        category_type: "social".into(),
-        notification_type: "like".into(),
-        template_type: "default".into(),
-        event_id: {
-            use std::hash::{Hash, Hasher};
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            (owner, item, sender, t).hash(&mut h);
-            format!("e{:016x}", h.finish())
-        },
-        sender: NewSender {
-            id: sender.into(),
-            name: sender.to_uppercase().chars().take(100).collect(),
-            avatar: None,
-        },
-        landing: None,
-        message_arguments: BTreeMap::new(),
-        created_time_msec: t,
-    }
+    // A hashed id: the tests' senders and items may hold any character.
+    let event_id = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (owner, item, sender, t).hash(&mut h);
+        format!("e{:016x}", h.finish())
+    };
+    let mut ev = stack_support::like(owner, item, sender, &event_id, t);
+    ev.sender.name = ev.sender.name.chars().take(100).collect();
+    ev
 }
 
 fn setup(stack: &Stack, cfg: &NotifyConfig) -> NotificationStore<UreqClient> {
@@ -403,7 +391,7 @@ fn muted_kinds_are_refused_in_the_reservation_round_trip() {
         Some(stack.redis()),
         DedupConfig::for_rate(10_000, 600_000),
     );
-    let put = |b: &str| block_on(svc.put_preferences("u1", b.as_bytes()));
+    let put = |b: &str| block_on(notify_routes::put_preferences(&svc, "u1", b.as_bytes()));
     let p = put(r#"{"mutedCategories":["system"],"mutedTypes":["follow","follow"]}"#).unwrap();
     assert_eq!(
         p,
@@ -422,14 +410,16 @@ fn muted_kinds_are_refused_in_the_reservation_round_trip() {
     );
 
     // Warm the script cache (a new script's first EVALSHA falls back to EVAL once).
-    let (r, _) = block_on(svc.post_event(
+    let (r, _) = block_on(notify_routes::post_event(
+        &svc,
         &event_body("u3", "a", "system", "like", "e0"),
         None,
         now_ms(),
     ));
     assert_eq!(r.unwrap().body["status"], "created");
     stack.reset_stats();
-    let (r, _) = block_on(svc.post_event(
+    let (r, _) = block_on(notify_routes::post_event(
+        &svc,
         &event_body("u1", "a", "system", "like", "e1"),
         None,
         now_ms(),
@@ -441,13 +431,15 @@ fn muted_kinds_are_refused_in_the_reservation_round_trip() {
         json!({"evalsha": 1}),
         "no extra round trip"
     );
-    let (r, _) = block_on(svc.post_event(
+    let (r, _) = block_on(notify_routes::post_event(
+        &svc,
         &event_body("u1", "b", "social", "follow", "e2"),
         None,
         now_ms(),
     ));
     assert_eq!(r.unwrap().body["status"], "muted");
-    let (r, _) = block_on(svc.post_event(
+    let (r, _) = block_on(notify_routes::post_event(
+        &svc,
         &event_body("u2", "b", "social", "follow", "e3"),
         None,
         now_ms(),
@@ -463,18 +455,19 @@ fn muted_kinds_are_refused_in_the_reservation_round_trip() {
     // back, is refused as muted: a mute is never skipped for want of Redis.
     stack.redis_faults(r#"{"rules":[{"match":"*","mode":"fail_before","count":1,"status":503}]}"#);
     let body = event_body("u1", "c", "system", "like", "e4");
-    let (r, _) = block_on(svc.post_event(&body, None, now_ms()));
+    let (r, _) = block_on(notify_routes::post_event(&svc, &body, None, now_ms()));
     let e = r.unwrap_err();
-    assert_eq!((e.status, e.code.as_str()), (503, "backend_unavailable"));
-    let (r, _) = block_on(svc.post_event(&body, None, now_ms()));
+    assert_eq!((e.status(), e.code.as_str()), (503, "backend_unavailable"));
+    let (r, _) = block_on(notify_routes::post_event(&svc, &body, None, now_ms()));
     assert_eq!(r.unwrap().body["status"], "muted");
 
     // The document is the truth: a lost mirror is rebuilt by the next read.
     block_on(stack.redis().command(&["DEL", "np:u1"])).unwrap();
-    let (got, deferred) = block_on(svc.get_preferences("u1"));
+    let (got, deferred) = block_on(notify_routes::get_preferences(&svc, "u1"));
     assert_eq!(got.unwrap()["mutedTypes"], json!(["follow"]));
     assert!(block_on(svc.run_deferred(deferred)).is_empty());
-    let (r, _) = block_on(svc.post_event(
+    let (r, _) = block_on(notify_routes::post_event(
+        &svc,
         &event_body("u1", "d", "social", "follow", "e5"),
         None,
         now_ms(),
@@ -482,7 +475,8 @@ fn muted_kinds_are_refused_in_the_reservation_round_trip() {
     assert_eq!(r.unwrap().body["status"], "muted");
     // Unmuting takes effect at once.
     put(r#"{}"#).unwrap();
-    let (r, _) = block_on(svc.post_event(
+    let (r, _) = block_on(notify_routes::post_event(
+        &svc,
         &event_body("u1", "d", "social", "follow", "e6"),
         None,
         now_ms(),

@@ -1,6 +1,6 @@
 //! IP database wrapper: both record layouts, reserved ranges, IPv4-mapped IPv6, bad input.
 
-use edge_geo_notify::ip::{parse_ip, IpAnswer, IpDb, Layout};
+use egn_core::ip::{parse_ip, IpAnswer, IpDb, Layout};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -51,7 +51,7 @@ fn dbip_default_is_flat_and_answers_every_probe() {
     assert_eq!(ip("::ffff:8.8.8.8"), ip("8.8.8.8"));
     assert_eq!(ip("192.168.1.1"), IpAnswer::Reserved("private"));
     // The reason it is the default: a country for every global probe address, both families.
-    let probes = edge_geo_notify::ip::probe_set();
+    let probes = egn_core::ip::probe_set();
     let answered = probes
         .iter()
         .filter(|&&p| matches!(db.lookup(p), IpAnswer::Country(_)))

@@ -3,9 +3,9 @@
 //! addresses across the whole IPv4 and IPv6 space, reserved ranges and IPv4-mapped IPv6, for
 //! each database we ship or accept (DB-IP flat, iptoasn flat, a GeoIP2-layout fixture).
 
-use edge_geo_notify::ip::convert::ranges;
-use edge_geo_notify::ip::table::{build, IpTable, TableError, HEADER};
-use edge_geo_notify::ip::IpDb;
+use egn_core::ip::convert::ranges;
+use egn_core::ip::table::{build, IpTable, TableError, HEADER};
+use egn_core::ip::IpDb;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -123,7 +123,7 @@ fn geoip2_layout_and_ipv4_only_tables_are_exact() {
 fn unaligned_ipv6_boundaries_use_exceptions() {
     // A synthetic world: boundaries inside one /64, at its end, and right after it.
     let p = |s: &str| u128::from(s.parse::<Ipv6Addr>().unwrap());
-    let r = edge_geo_notify::ip::convert::Ranges {
+    let r = egn_core::ip::convert::Ranges {
         v4: vec![
             (0, None),
             (u32::from(Ipv4Addr::new(8, 8, 8, 0)), Some(*b"US")),
@@ -141,7 +141,7 @@ fn unaligned_ipv6_boundaries_use_exceptions() {
     let files = build(&r, b"");
     let t = files.open().unwrap();
     let at = |s: &str| match t.lookup(s.parse().unwrap()) {
-        edge_geo_notify::ip::IpAnswer::Country(c) => c.to_string(),
+        egn_core::ip::IpAnswer::Country(c) => c.to_string(),
         other => format!("{other:?}"),
     };
     assert_eq!(at("2a00:1::7fff"), "DE");

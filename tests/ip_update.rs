@@ -2,8 +2,8 @@
 //! database is published with a record, one that loses a whole address family or answers a
 //! different world is refused, and the refusal carries its figures.
 
-use edge_geo_notify::ip::update::{vet, Plan, UpdateError, UpdatePolicy, UpdateStatus};
-use edge_geo_notify::ip::{sha256_hex, Attribution, IpDb, PROBE_COUNT};
+use egn_core::ip::update::{vet, Plan, UpdateError, UpdatePolicy, UpdateStatus};
+use egn_core::ip::{sha256_hex, Attribution, IpDb, PROBE_COUNT};
 use std::path::Path;
 
 fn npm(file: &str) -> Vec<u8> {
@@ -64,7 +64,7 @@ fn an_agreeing_candidate_is_published_with_the_fallback_credit() {
     );
     let meta: serde_json::Value = serde_json::from_slice(table.meta()).unwrap();
     assert_eq!(meta["attribution"]["text"], "IP Geolocation by DB-IP");
-    for ip in edge_geo_notify::ip::probe_set() {
+    for ip in egn_core::ip::probe_set() {
         assert_eq!(table.lookup(ip), serving.lookup(ip), "{ip}");
     }
     // Running again against the record just written changes nothing.
@@ -88,7 +88,7 @@ fn a_candidate_missing_ipv6_is_refused_with_its_figures() {
     let Err(UpdateError::Disagrees { agreement, max }) = &result else {
         panic!("not refused: {result:?}")
     };
-    let v6 = edge_geo_notify::ip::probe_set()
+    let v6 = egn_core::ip::probe_set()
         .iter()
         .filter(|ip| ip.is_ipv6())
         .count();

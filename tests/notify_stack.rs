@@ -2,37 +2,27 @@
 
 mod stack_support;
 
-use edge_geo_notify::api::NotifyRoutes;
-use edge_geo_notify::backend::ejson;
-use edge_geo_notify::backend::native::{block_on, UreqClient};
-use edge_geo_notify::dedup::{self, DedupConfig};
-use edge_geo_notify::notify::store::NotificationStore;
-use edge_geo_notify::notify::{
+use egn_core::backend::ejson;
+use egn_core::backend::native::{block_on, UreqClient};
+use egn_core::dedup::{self, DedupConfig};
+use egn_core::notify::store::NotificationStore;
+use egn_core::notify::{
     summary, view, CreateOutcome, Flag, ListParams, NewEvent, NewSender, NotificationEvent,
     NotifyConfig, NotifyError, RetractOutcome, Target,
 };
-use edge_geo_notify::notify::{Deferred, NotifyService};
+use egn_core::notify::{Deferred, NotifyService};
+use egn_http::notify_routes;
 use serde_json::{json, Value};
 use stack_support::{now_ms, write_clock, Stack};
 
 fn event(cfg: &NotifyConfig, owner: &str, item: &str, sender: &str, t: i64) -> NotificationEvent {
-    let raw = NewEvent {
-        owner: owner.into(),
-        item_key: item.into(),
-        service_type: "feed".into(),
-        category_type: "social".into(),
-        notification_type: "like".into(),
-        template_type: "default".into(),
-        event_id: format!("{owner}/{item}/{sender}/{t}"),
-        sender: NewSender {
-            id: sender.into(),
-            name: sender.to_uppercase(),
-            avatar: None,
-        },
-        landing: None,
-        message_arguments: Default::default(),
-        created_time_msec: t,
-    };
+    let raw = stack_support::like(
+        owner,
+        item,
+        sender,
+        &format!("{owner}/{item}/{sender}/{t}"),
+        t,
+    );
     NotificationEvent::new(raw, cfg, now_ms()).unwrap()
 }
 
@@ -438,15 +428,15 @@ fn create_flow_dedups_defers_the_commit_and_releases_on_write_failure() {
     stack.data_api_faults(
         r#"{"rules":[{"match":"updateOne","mode":"fail_before","count":1,"status":503}]}"#,
     );
-    let (r, deferred) = block_on(svc.post_event(&ev, None, now_ms()));
-    assert_eq!(r.unwrap_err().status, 503);
+    let (r, deferred) = block_on(notify_routes::post_event(&svc, &ev, None, now_ms()));
+    assert_eq!(r.unwrap_err().status(), 503);
     assert!(
         deferred.is_empty(),
         "nothing to commit after a failed write"
     );
 
     stack.reset_stats();
-    let (r, deferred) = block_on(svc.post_event(&ev, None, now_ms()));
+    let (r, deferred) = block_on(notify_routes::post_event(&svc, &ev, None, now_ms()));
     let r = r.unwrap();
     assert_eq!(
         (r.status, r.body["status"].as_str()),
@@ -464,12 +454,12 @@ fn create_flow_dedups_defers_the_commit_and_releases_on_write_failure() {
     );
     // Until the deferred commit runs, the id is leased: a concurrent redelivery is written
     // anyway and absorbed by the upsert's filter (never stranded behind a lease).
-    let (r2, d2) = block_on(svc.post_event(&ev, None, now_ms()));
+    let (r2, d2) = block_on(notify_routes::post_event(&svc, &ev, None, now_ms()));
     assert_eq!(r2.unwrap().body["status"], "already_applied");
     assert!(d2.is_empty());
     assert!(block_on(svc.run_deferred(deferred)).is_empty());
     stack.reset_stats();
-    let (r, _) = block_on(svc.post_event(&ev, None, now_ms()));
+    let (r, _) = block_on(notify_routes::post_event(&svc, &ev, None, now_ms()));
     assert_eq!(r.unwrap().body["status"], "duplicate");
     assert_eq!(
         stack.data_api_total(),
@@ -483,7 +473,11 @@ fn create_flow_dedups_defers_the_commit_and_releases_on_write_failure() {
     stack.data_api_faults(
         r#"{"rules":[{"match":"updateOne","mode":"fail_after","count":1,"status":503}]}"#,
     );
-    assert!(block_on(svc.post_event(&ev2, None, now_ms())).0.is_err());
+    assert!(
+        block_on(notify_routes::post_event(&svc, &ev2, None, now_ms()))
+            .0
+            .is_err()
+    );
     let dcfg = DedupConfig::for_rate(10_000, 600_000);
     let parsed: NewEvent = serde_json::from_slice(&ev2).unwrap();
     let slot2 = dedup::slot(&dcfg, &parsed.event_id, parsed.created_time_msec);
@@ -493,7 +487,7 @@ fn create_flow_dedups_defers_the_commit_and_releases_on_write_failure() {
         json!(0),
         "released"
     );
-    let (r, _) = block_on(svc.post_event(&ev2, None, now_ms()));
+    let (r, _) = block_on(notify_routes::post_event(&svc, &ev2, None, now_ms()));
     assert_eq!(r.unwrap().body["status"], "already_applied");
     assert_eq!(get(svc.store(), "u1", "p").unwrap()["originsCount"], 2);
 }
@@ -503,7 +497,7 @@ fn idempotency_key_claims_before_and_records_after() {
     let stack = Stack::start();
     let svc = service(&stack, setup(&stack, NotifyConfig::default()), true);
     let ev = body("u2", "p", "ana", "e-3");
-    let (r, deferred) = block_on(svc.post_event(&ev, Some("k-1"), now_ms()));
+    let (r, deferred) = block_on(notify_routes::post_event(&svc, &ev, Some("k-1"), now_ms()));
     let first = r.unwrap();
     assert!(!first.replayed);
     assert!(matches!(
@@ -511,25 +505,30 @@ fn idempotency_key_claims_before_and_records_after() {
         [Deferred::Commit(..), Deferred::StoreResult { .. }]
     ));
     // While the record is not yet stored, the key is in flight.
-    let (r, _) = block_on(svc.post_event(&ev, Some("k-1"), now_ms()));
+    let (r, _) = block_on(notify_routes::post_event(&svc, &ev, Some("k-1"), now_ms()));
     assert_eq!(r.unwrap_err().code, "idempotency_in_flight");
     assert!(block_on(svc.run_deferred(deferred)).is_empty());
-    let (r, _) = block_on(svc.post_event(&ev, Some("k-1"), now_ms()));
+    let (r, _) = block_on(notify_routes::post_event(&svc, &ev, Some("k-1"), now_ms()));
     let again = r.unwrap();
     assert!(again.replayed);
     assert_eq!((again.status, &again.body), (first.status, &first.body));
-    let (r, _) = block_on(svc.post_event(&body("u2", "p", "bo", "e-4"), Some("k-1"), now_ms()));
+    let (r, _) = block_on(notify_routes::post_event(
+        &svc,
+        &body("u2", "p", "bo", "e-4"),
+        Some("k-1"),
+        now_ms(),
+    ));
     assert_eq!(r.unwrap_err().code, "idempotency_key_reused");
     // A 5xx frees the key: the retry runs.
     stack.data_api_faults(
         r#"{"rules":[{"match":"updateOne","mode":"fail_before","count":1,"status":503}]}"#,
     );
     let ev5 = body("u2", "q", "cy", "e-5");
-    let (r, deferred) = block_on(svc.post_event(&ev5, Some("k-2"), now_ms()));
-    assert_eq!(r.unwrap_err().status, 503);
+    let (r, deferred) = block_on(notify_routes::post_event(&svc, &ev5, Some("k-2"), now_ms()));
+    assert_eq!(r.unwrap_err().status(), 503);
     assert!(matches!(deferred.as_slice(), [Deferred::FreeKey(_)]));
     assert!(block_on(svc.run_deferred(deferred)).is_empty());
-    let (r, _) = block_on(svc.post_event(&ev5, Some("k-2"), now_ms()));
+    let (r, _) = block_on(notify_routes::post_event(&svc, &ev5, Some("k-2"), now_ms()));
     assert_eq!(r.unwrap().status, 201);
 }
 
@@ -538,10 +537,10 @@ fn without_redis_events_are_written_and_keys_run_unguarded() {
     let stack = Stack::start();
     let svc = service(&stack, setup(&stack, NotifyConfig::default()), false);
     let ev = body("u3", "p", "ana", "e-6");
-    let (r, deferred) = block_on(svc.post_event(&ev, Some("k-3"), now_ms()));
+    let (r, deferred) = block_on(notify_routes::post_event(&svc, &ev, Some("k-3"), now_ms()));
     assert_eq!(r.unwrap().status, 201);
     assert!(deferred.is_empty());
-    let (r, _) = block_on(svc.post_event(&ev, Some("k-3"), now_ms()));
+    let (r, _) = block_on(notify_routes::post_event(&svc, &ev, Some("k-3"), now_ms()));
     let r = r.unwrap();
     assert_eq!(
         r.body["status"], "already_applied",
@@ -549,10 +548,15 @@ fn without_redis_events_are_written_and_keys_run_unguarded() {
     );
     assert!(!r.replayed);
     assert_eq!(
-        block_on(svc.post_event(&ev, Some("bad key"), now_ms()))
-            .0
-            .unwrap_err()
-            .code,
+        block_on(notify_routes::post_event(
+            &svc,
+            &ev,
+            Some("bad key"),
+            now_ms()
+        ))
+        .0
+        .unwrap_err()
+        .code,
         "invalid_idempotency_key"
     );
     assert_eq!(stack.redis_calls(), json!({}), "Redis never called");

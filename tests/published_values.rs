@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use edge_geo_notify::config::secrets::{check_secret, published, secret_looking_values};
+use egn_core::config::secrets::{check_secret, published, secret_looking_values};
 
 const SKIP_DIRS: &[&str] = &[
     ".git",

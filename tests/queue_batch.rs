@@ -5,39 +5,28 @@
 mod stack_support;
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 
-use edge_geo_notify::api::NotifyRoutes;
-use edge_geo_notify::backend::native::{block_on, UreqClient};
-use edge_geo_notify::dedup::DedupConfig;
-use edge_geo_notify::notify::batch::{
+use egn_core::backend::native::{block_on, UreqClient};
+use egn_core::dedup::DedupConfig;
+use egn_core::notify::batch::{
     self, Backoff, Disposition, EventOutcome, EventQueue, QueueError, QueuedMessage,
 };
-use edge_geo_notify::notify::store::NotificationStore;
-use edge_geo_notify::notify::{
-    roster, CreateOutcome, NewEvent, NewSender, NotificationEvent, NotifyConfig, NotifyService,
+use egn_core::notify::store::NotificationStore;
+use egn_core::notify::{
+    roster, CreateOutcome, NewEvent, NotificationEvent, NotifyConfig, NotifyService,
 };
+use egn_http::notify_routes;
 use serde_json::{json, Value};
 use stack_support::{now_ms, Stack};
 
 fn raw(owner: &str, item: &str, sender: &str, t: i64) -> NewEvent {
-    NewEvent {
-        owner: owner.into(),
-        item_key: item.into(),
-        service_type: "feed".into(),
-        category_type: "social".into(),
-        notification_type: "like".into(),
-        template_type: "default".into(),
-        event_id: format!("e-{owner}-{item}-{sender}-{t}"),
-        sender: NewSender {
-            id: sender.into(),
-            name: sender.to_uppercase(),
-            avatar: None,
-        },
-        landing: None,
-        message_arguments: BTreeMap::new(),
-        created_time_msec: t,
-    }
+    stack_support::like(
+        owner,
+        item,
+        sender,
+        &format!("e-{owner}-{item}-{sender}-{t}"),
+        t,
+    )
 }
 
 fn service(stack: &Stack, cfg: &NotifyConfig) -> NotifyService<UreqClient> {
@@ -94,7 +83,7 @@ fn a_batch_written_with_one_clock_lists_its_items_by_event_time() {
     assert_eq!(report.changed_owners, vec!["u9".to_owned()]);
     let page = block_on(svc.store().list(
         "u9",
-        &edge_geo_notify::notify::ListParams::default(),
+        &egn_core::notify::ListParams::default(),
         false,
         now_ms(),
     ))
@@ -191,7 +180,12 @@ fn a_group_with_a_present_or_retracted_sender_falls_back_and_counts_right() {
 fn muted_owners_and_tombstones_follow_the_single_create_rules() {
     let (_stack, svc) = start();
     let t0 = now_ms() - 10_000;
-    block_on(svc.put_preferences("mute", br#"{"mutedCategories":["social"]}"#)).unwrap();
+    block_on(notify_routes::put_preferences(
+        &svc,
+        "mute",
+        br#"{"mutedCategories":["social"]}"#,
+    ))
+    .unwrap();
     apply(&svc, &valid(&svc, &[raw("u2", "gone", "ana", t0)]));
     assert!(block_on(svc.store().delete("u2", "gone", now_ms())).unwrap());
     let report = apply(
@@ -322,12 +316,17 @@ fn a_packed_message_retries_only_its_failed_events_and_dead_letters_per_event() 
     // The dead-letter queue keeps a packed message as one letter per event, replayed packed.
     let kept = block_on(svc.store_dead_letters(&[msg(&packed[0], 6)], "events-dlq", now_ms()));
     assert_eq!(kept, vec![true]);
-    let list = block_on(svc.get_dead_letters("")).unwrap();
+    let list = block_on(notify_routes::get_dead_letters(&svc, "")).unwrap();
     assert_eq!(list["count"], 10);
     assert_eq!(list["items"][3]["id"], "p1:3");
     assert_eq!(list["items"][3]["event"]["itemKey"], "k3");
     let q2 = VecQueue::default();
-    let replayed = block_on(svc.post_replay(br#"{"limit":10}"#, Some(&q2))).unwrap();
+    let replayed = block_on(notify_routes::post_replay(
+        &svc,
+        br#"{"limit":10}"#,
+        Some(&q2),
+    ))
+    .unwrap();
     assert_eq!(replayed, json!({"replayed": 10, "removed": 10}));
     assert_eq!(q2.batches.borrow().len(), 1);
     assert_eq!(q2.batches.borrow()[0].len(), 1);
@@ -374,7 +373,13 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
     template.event_id = "like-9".into();
     let owners: Vec<String> = (0..250).map(|i| format!("f{i}")).collect();
     let body = serde_json::to_vec(&json!({"template": template, "owners": owners})).unwrap();
-    let (reply, _) = block_on(svc.post_events(&body, None, now_ms(), Some(&q)));
+    let (reply, _) = block_on(notify_routes::post_events(
+        &svc,
+        &body,
+        None,
+        now_ms(),
+        Some(&q),
+    ));
     let reply = reply.unwrap();
     assert_eq!(
         (reply.status, &reply.body),
@@ -404,9 +409,15 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
         &json!({"events": [raw("u4", "post", "ana", t0), bad, raw("u4", "post", "cy", t0)]}),
     )
     .unwrap();
-    let (reply, _) = block_on(svc.post_events(&body, None, now_ms(), Some(&q)));
+    let (reply, _) = block_on(notify_routes::post_events(
+        &svc,
+        &body,
+        None,
+        now_ms(),
+        Some(&q),
+    ));
     let e = reply.unwrap_err();
-    assert_eq!((e.status, e.code.as_str()), (422, "invalid_events"));
+    assert_eq!((e.status(), e.code.as_str()), (422, "invalid_events"));
     assert_eq!(
         e.body()["error"]["details"],
         json!([{"index": 1, "code": "unknown_category", "message": e.body()["error"]["details"][0]["message"]}])
@@ -415,7 +426,13 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
 
     // Without a queue: a batch is written at once, one result per event.
     let body = serde_json::to_vec(&json!({"events": [raw("u4", "post", "ana", t0), raw("u4", "post", "cy", t0 + 1), raw("u4", "other", "cy", t0)]})).unwrap();
-    let (reply, _) = block_on(svc.post_events::<VecQueue>(&body, None, now_ms(), None));
+    let (reply, _) = block_on(notify_routes::post_events::<_, VecQueue>(
+        &svc,
+        &body,
+        None,
+        now_ms(),
+        None,
+    ));
     let reply = reply.unwrap();
     assert_eq!(reply.status, 200);
     let statuses: Vec<&str> = reply.body["results"]
@@ -428,22 +445,46 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
     assert_eq!(doc(&svc, "u4", "post")["originsCount"], 2);
     // …but a fan-out beyond the synchronous cap needs the queue.
     let body = serde_json::to_vec(&json!({"template": template, "owners": owners})).unwrap();
-    let (reply, _) = block_on(svc.post_events::<VecQueue>(&body, None, now_ms(), None));
+    let (reply, _) = block_on(notify_routes::post_events::<_, VecQueue>(
+        &svc,
+        &body,
+        None,
+        now_ms(),
+        None,
+    ));
     let e = reply.unwrap_err();
-    assert_eq!((e.status, e.code.as_str()), (503, "not_configured"));
+    assert_eq!((e.status(), e.code.as_str()), (503, "not_configured"));
     // A single event without a queue answers exactly as before.
     let body = serde_json::to_vec(&raw("u4", "single", "ana", t0)).unwrap();
-    let (reply, _) = block_on(svc.post_events::<VecQueue>(&body, None, now_ms(), None));
+    let (reply, _) = block_on(notify_routes::post_events::<_, VecQueue>(
+        &svc,
+        &body,
+        None,
+        now_ms(),
+        None,
+    ));
     assert_eq!(reply.unwrap().status, 201);
     // Limits: 101 events, an empty fan-out.
     let many: Vec<NewEvent> = (0..101)
         .map(|i| raw("u", "k", &format!("s{i}"), t0))
         .collect();
     let body = serde_json::to_vec(&json!({"events": many})).unwrap();
-    let (reply, _) = block_on(svc.post_events(&body, None, now_ms(), Some(&q)));
+    let (reply, _) = block_on(notify_routes::post_events(
+        &svc,
+        &body,
+        None,
+        now_ms(),
+        Some(&q),
+    ));
     assert_eq!(reply.unwrap_err().code.as_str(), "batch_too_large");
     let body = serde_json::to_vec(&json!({"template": template, "owners": []})).unwrap();
-    let (reply, _) = block_on(svc.post_events(&body, None, now_ms(), Some(&q)));
+    let (reply, _) = block_on(notify_routes::post_events(
+        &svc,
+        &body,
+        None,
+        now_ms(),
+        Some(&q),
+    ));
     assert_eq!(reply.unwrap_err().code.as_str(), "empty_batch");
     assert_eq!(q.batches.borrow().len(), 1);
 }
@@ -475,7 +516,7 @@ fn dead_letters_are_kept_listed_and_replayed() {
     }];
     let r = consume(&svc, &broken, None);
     assert_eq!((r.dispositions[0], r.invalid), (Disposition::Ack, 1));
-    let list = block_on(svc.get_dead_letters("")).unwrap();
+    let list = block_on(notify_routes::get_dead_letters(&svc, "")).unwrap();
     assert_eq!(list["count"], 2);
     assert_eq!(list["items"][0]["id"], "d1");
     assert_eq!(list["items"][0]["event"]["owner"], "u5");
@@ -485,13 +526,26 @@ fn dead_letters_are_kept_listed_and_replayed() {
         .contains("not an event"));
 
     let q = VecQueue::default();
-    let replayed = block_on(svc.post_replay(br#"{"ids":["d1"]}"#, Some(&q))).unwrap();
+    let replayed = block_on(notify_routes::post_replay(
+        &svc,
+        br#"{"ids":["d1"]}"#,
+        Some(&q),
+    ))
+    .unwrap();
     assert_eq!(replayed, json!({"replayed": 1, "removed": 1}));
     assert_eq!(*q.batches.borrow(), vec![vec![good]]);
-    assert_eq!(block_on(svc.get_dead_letters("")).unwrap()["count"], 1);
-    let e = block_on(svc.post_replay::<VecQueue>(b"", None)).unwrap_err();
-    assert_eq!((e.status, e.code.as_str()), (503, "not_configured"));
-    let e = block_on(svc.post_replay(br#"{"limit":0}"#, Some(&q))).unwrap_err();
+    assert_eq!(
+        block_on(notify_routes::get_dead_letters(&svc, "")).unwrap()["count"],
+        1
+    );
+    let e = block_on(notify_routes::post_replay::<_, VecQueue>(&svc, b"", None)).unwrap_err();
+    assert_eq!((e.status(), e.code.as_str()), (503, "not_configured"));
+    let e = block_on(notify_routes::post_replay(
+        &svc,
+        br#"{"limit":0}"#,
+        Some(&q),
+    ))
+    .unwrap_err();
     assert_eq!(e.code.as_str(), "invalid_parameter");
 }
 
@@ -508,7 +562,13 @@ fn single_creates_are_written_at_once_until_their_item_is_hot_then_queued() {
     let q = VecQueue::default();
     let post = |svc: &NotifyService<UreqClient>, ev: &NewEvent| {
         let body = serde_json::to_vec(ev).unwrap();
-        let (reply, _) = block_on(svc.post_events(&body, None, now_ms(), Some(&q)));
+        let (reply, _) = block_on(notify_routes::post_events(
+            svc,
+            &body,
+            None,
+            now_ms(),
+            Some(&q),
+        ));
         reply.unwrap()
     };
     // An ordinary item: each create is written now (201, then 200 merged), nothing queued.

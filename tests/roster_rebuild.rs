@@ -6,16 +6,15 @@
 
 mod stack_support;
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use edge_geo_notify::backend::native::{block_on, UreqClient};
-use edge_geo_notify::backend::RedisRestClient;
-use edge_geo_notify::dedup::{self, DedupConfig, MuteCheck};
-use edge_geo_notify::notify::batch::EventOutcome;
-use edge_geo_notify::notify::store::NotificationStore;
-use edge_geo_notify::notify::{
-    batch, roster, view, CreateOutcome, Created, Deferred, NewEvent, NewSender, NotificationEvent,
+use egn_core::backend::native::{block_on, UreqClient};
+use egn_core::backend::RedisRestClient;
+use egn_core::dedup::{self, DedupConfig, MuteCheck};
+use egn_core::notify::batch::EventOutcome;
+use egn_core::notify::store::NotificationStore;
+use egn_core::notify::{
+    batch, roster, view, CreateOutcome, Created, Deferred, NewEvent, NotificationEvent,
     NotificationView, NotifyConfig, NotifyService, Retraction,
 };
 use serde_json::{json, Value};
@@ -24,23 +23,7 @@ use stack_support::{now_ms, Stack};
 const IDLE_MS: i64 = 24 * 3_600_000;
 
 fn raw(item: &str, sender: &str, event_id: &str, t: i64) -> NewEvent {
-    NewEvent {
-        owner: "u1".into(),
-        item_key: item.into(),
-        service_type: "feed".into(),
-        category_type: "social".into(),
-        notification_type: "like".into(),
-        template_type: "default".into(),
-        event_id: event_id.into(),
-        sender: NewSender {
-            id: sender.into(),
-            name: sender.to_uppercase(),
-            avatar: None,
-        },
-        landing: None,
-        message_arguments: BTreeMap::new(),
-        created_time_msec: t,
-    }
+    stack_support::like("u1", item, sender, event_id, t)
 }
 
 /// Leases (and so a new roster's grace) of 10 minutes: a slow machine cannot outlast them.
@@ -314,6 +297,7 @@ fn a_document_another_writer_inserted_under_the_new_roster_is_not_counted_twice(
     let mute = MuteCheck {
         key: "np:u1",
         members: &[],
+        fence: None,
     };
     let check = roster::check(&a);
     let admission = block_on(dedup::reserve_unless_muted(

@@ -8,33 +8,15 @@ mod stack_support;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use edge_geo_notify::backend::native::{block_on, UreqClient};
-use edge_geo_notify::notify::{
-    view, NewEvent, NewSender, NotificationView, NotifyService, Retraction,
-};
+use egn_core::backend::native::{block_on, UreqClient};
+use egn_core::notify::{view, NewEvent, NotificationView, NotifyService, Retraction};
 use serde_json::json;
 use stack_support::{now_ms, Stack};
 
 const WRITERS: usize = 8;
 
 fn raw(sender: usize, event_id: &str, t: i64) -> NewEvent {
-    NewEvent {
-        owner: "u1".into(),
-        item_key: "post:1".into(),
-        service_type: "feed".into(),
-        category_type: "social".into(),
-        notification_type: "like".into(),
-        template_type: "default".into(),
-        event_id: event_id.into(),
-        sender: NewSender {
-            id: format!("s{sender}"),
-            name: format!("S{sender}"),
-            avatar: None,
-        },
-        landing: None,
-        message_arguments: Default::default(),
-        created_time_msec: t,
-    }
+    stack_support::like("u1", "post:1", &format!("s{sender}"), event_id, t)
 }
 
 enum Op {

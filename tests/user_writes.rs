@@ -6,10 +6,10 @@
 
 mod stack_support;
 
-use edge_geo_notify::api::{NotifyRoutes, Reply, UserWrites};
-use edge_geo_notify::backend::native::{block_on, UreqClient};
-use edge_geo_notify::notify::NotifyService;
-use edge_geo_notify::notify::{Deferred, NewEvent, NewSender, NotificationEvent};
+use egn_core::backend::native::{block_on, UreqClient};
+use egn_core::notify::NotifyService;
+use egn_core::notify::{Deferred, NewEvent, NewSender, NotificationEvent};
+use egn_http::{notify_routes, user_writes, Reply};
 use serde_json::json;
 use stack_support::{now_ms, Stack};
 
@@ -45,13 +45,10 @@ fn read(key: &str) -> Vec<u8> {
 }
 
 /// Runs a write and its deferred work (the stored result), as the worker does after answering.
-fn settled(
-    svc: &Svc,
-    (r, deferred): (Result<Reply, edge_geo_notify::api::ApiError>, Vec<Deferred>),
-) -> Reply {
+fn settled(svc: &Svc, (r, deferred): (Result<Reply, egn_http::ApiError>, Vec<Deferred>)) -> Reply {
     assert!(block_on(svc.run_deferred(deferred)).is_empty());
     r.unwrap_or_else(|e| Reply {
-        status: e.status,
+        status: e.status(),
         body: e.body(),
         replayed: false,
         changed: vec![],
@@ -74,12 +71,24 @@ fn a_resent_write_replays_its_first_answer_and_applies_once() {
     // mark: the first answer, then the same again without a Data API call.
     let first = settled(
         &svc,
-        block_on(svc.post_mark("ana", &read("a"), Some("m-1"), t)),
+        block_on(user_writes::post_mark(
+            &svc,
+            "ana",
+            &read("a"),
+            Some("m-1"),
+            t,
+        )),
     );
     assert_eq!((first.status, &first.body), (200, &json!({"updated": 1})));
     assert!(!first.replayed && first.changed == ["ana"]);
     stack.reset_stats();
-    let (again, deferred) = block_on(svc.post_mark("ana", &read("a"), Some("m-1"), t + 1));
+    let (again, deferred) = block_on(user_writes::post_mark(
+        &svc,
+        "ana",
+        &read("a"),
+        Some("m-1"),
+        t + 1,
+    ));
     let again = again.unwrap();
     assert!(again.replayed && deferred.is_empty() && again.changed.is_empty());
     assert_eq!((again.status, &again.body), (first.status, &first.body));
@@ -94,11 +103,23 @@ fn a_resent_write_replays_its_first_answer_and_applies_once() {
     let all_read = br#"{"action":"read"}"#;
     let first = settled(
         &svc,
-        block_on(svc.post_bulk("ana", all_read, Some("b-1"), t + 2)),
+        block_on(user_writes::post_bulk(
+            &svc,
+            "ana",
+            all_read,
+            Some("b-1"),
+            t + 2,
+        )),
     );
     assert_eq!(first.body, json!({"updated": 2}));
     item(&svc, "ana", "d", t + 3);
-    let (again, _) = block_on(svc.post_bulk("ana", all_read, Some("b-1"), t + 4));
+    let (again, _) = block_on(user_writes::post_bulk(
+        &svc,
+        "ana",
+        all_read,
+        Some("b-1"),
+        t + 4,
+    ));
     let again = again.unwrap();
     assert!(again.replayed);
     assert_eq!(again.body, json!({"updated": 2}));
@@ -111,20 +132,38 @@ fn a_resent_write_replays_its_first_answer_and_applies_once() {
     // delete: the resend of a delete that applied gets its 200, not a 404.
     let first = settled(
         &svc,
-        block_on(svc.delete_item("ana", "c", Some("d-1"), t + 5)),
+        block_on(user_writes::delete_item(
+            &svc,
+            "ana",
+            "c",
+            Some("d-1"),
+            t + 5,
+        )),
     );
     assert_eq!(
         (first.status, &first.body),
         (200, &json!({"deleted": true}))
     );
-    let (again, _) = block_on(svc.delete_item("ana", "c", Some("d-1"), t + 6));
+    let (again, _) = block_on(user_writes::delete_item(
+        &svc,
+        "ana",
+        "c",
+        Some("d-1"),
+        t + 6,
+    ));
     let again = again.unwrap();
     assert!(again.replayed);
     assert_eq!(
         (again.status, &again.body),
         (200, &json!({"deleted": true}))
     );
-    let (fresh, _) = block_on(svc.delete_item("ana", "c", Some("d-2"), t + 6));
+    let (fresh, _) = block_on(user_writes::delete_item(
+        &svc,
+        "ana",
+        "c",
+        Some("d-2"),
+        t + 6,
+    ));
     assert_eq!(
         fresh.unwrap_err().code,
         "item_not_found",
@@ -134,11 +173,23 @@ fn a_resent_write_replays_its_first_answer_and_applies_once() {
     // The first answer is what is kept, a 404 included.
     let gone = settled(
         &svc,
-        block_on(svc.post_mark("ana", &read("e"), Some("m-2"), t + 7)),
+        block_on(user_writes::post_mark(
+            &svc,
+            "ana",
+            &read("e"),
+            Some("m-2"),
+            t + 7,
+        )),
     );
     assert_eq!(gone.status, 404);
     item(&svc, "ana", "e", t + 8);
-    let (again, _) = block_on(svc.post_mark("ana", &read("e"), Some("m-2"), t + 9));
+    let (again, _) = block_on(user_writes::post_mark(
+        &svc,
+        "ana",
+        &read("e"),
+        Some("m-2"),
+        t + 9,
+    ));
     let again = again.unwrap();
     assert!(again.replayed);
     assert_eq!((again.status, &again.body), (404, &gone.body));
@@ -153,29 +204,65 @@ fn in_flight_reused_and_malformed_keys() {
     item(&svc, "ana", "b", t);
 
     // Until the first answer is stored, the key is in flight, for every route.
-    let (first, deferred) = block_on(svc.delete_item("ana", "a", Some("k-1"), t));
+    let (first, deferred) = block_on(user_writes::delete_item(&svc, "ana", "a", Some("k-1"), t));
     assert_eq!(first.unwrap().status, 200);
-    let (busy, _) = block_on(svc.delete_item("ana", "a", Some("k-1"), t + 1));
+    let (busy, _) = block_on(user_writes::delete_item(
+        &svc,
+        "ana",
+        "a",
+        Some("k-1"),
+        t + 1,
+    ));
     let busy = busy.unwrap_err();
     assert_eq!(
-        (busy.status, busy.code.as_str()),
+        (busy.status(), busy.code.as_str()),
         (409, "idempotency_in_flight")
     );
     assert_eq!(busy.retry_after, Some(1));
     assert!(block_on(svc.run_deferred(deferred)).is_empty());
-    let (first, deferred) = block_on(svc.post_mark("ana", &read("b"), Some("k-2"), t + 2));
+    let (first, deferred) = block_on(user_writes::post_mark(
+        &svc,
+        "ana",
+        &read("b"),
+        Some("k-2"),
+        t + 2,
+    ));
     assert_eq!(first.unwrap().status, 200);
-    let (busy, _) = block_on(svc.post_mark("ana", &read("b"), Some("k-2"), t + 3));
+    let (busy, _) = block_on(user_writes::post_mark(
+        &svc,
+        "ana",
+        &read("b"),
+        Some("k-2"),
+        t + 3,
+    ));
     assert_eq!(busy.unwrap_err().code, "idempotency_in_flight");
     assert!(block_on(svc.run_deferred(deferred)).is_empty());
 
     // Another body (for a delete: another item) under a used key is refused.
-    let (other, _) = block_on(svc.delete_item("ana", "b", Some("k-1"), t + 4));
+    let (other, _) = block_on(user_writes::delete_item(
+        &svc,
+        "ana",
+        "b",
+        Some("k-1"),
+        t + 4,
+    ));
     assert_eq!(other.unwrap_err().code, "idempotency_key_reused");
     let unread_b = br#"{"itemKey":"b","flag":"read","value":false}"#;
-    let (other, _) = block_on(svc.post_mark("ana", unread_b, Some("k-2"), t + 4));
+    let (other, _) = block_on(user_writes::post_mark(
+        &svc,
+        "ana",
+        unread_b,
+        Some("k-2"),
+        t + 4,
+    ));
     assert_eq!(other.unwrap_err().code, "idempotency_key_reused");
-    let (other, _) = block_on(svc.post_bulk("ana", br#"{"action":"seen"}"#, Some("k-2"), t + 4));
+    let (other, _) = block_on(user_writes::post_bulk(
+        &svc,
+        "ana",
+        br#"{"action":"seen"}"#,
+        Some("k-2"),
+        t + 4,
+    ));
     let other = settled(&svc, (other, vec![]));
     assert_eq!(
         other.status, 200,
@@ -184,9 +271,15 @@ fn in_flight_reused_and_malformed_keys() {
 
     stack.reset_stats();
     for bad in ["", "has space", &"x".repeat(256)] {
-        let (r, _) = block_on(svc.post_mark("ana", &read("b"), Some(bad), t + 5));
+        let (r, _) = block_on(user_writes::post_mark(
+            &svc,
+            "ana",
+            &read("b"),
+            Some(bad),
+            t + 5,
+        ));
         assert_eq!(r.unwrap_err().code, "invalid_idempotency_key");
-        let (r, _) = block_on(svc.delete_item("ana", "b", Some(bad), t + 5));
+        let (r, _) = block_on(user_writes::delete_item(&svc, "ana", "b", Some(bad), t + 5));
         assert_eq!(r.unwrap_err().code, "invalid_idempotency_key");
     }
     assert_eq!(stack.data_api_total(), 0, "a malformed key runs nothing");
@@ -200,27 +293,53 @@ fn two_users_and_a_service_with_equal_keys_are_independent() {
     item(&svc, "ana", "x", t);
     item(&svc, "bo", "x", t);
 
-    let ana = settled(&svc, block_on(svc.delete_item("ana", "x", Some("same"), t)));
-    let bo = block_on(svc.delete_item("bo", "x", Some("same"), t + 1));
+    let ana = settled(
+        &svc,
+        block_on(user_writes::delete_item(&svc, "ana", "x", Some("same"), t)),
+    );
+    let bo = block_on(user_writes::delete_item(
+        &svc,
+        "bo",
+        "x",
+        Some("same"),
+        t + 1,
+    ));
     let bo = settled(&svc, bo);
     assert_eq!((ana.status, bo.status), (200, 200));
     assert!(!bo.replayed, "bo's delete ran: ana's record is not his");
     assert_eq!(unread(&svc, "bo", t + 2), 0, "bo's item is gone too");
     // Each replays his own; a user whose `sub` has a `:` meets neither.
     assert!(
-        block_on(svc.delete_item("bo", "x", Some("same"), t + 2))
-            .0
-            .unwrap()
-            .replayed
+        block_on(user_writes::delete_item(
+            &svc,
+            "bo",
+            "x",
+            Some("same"),
+            t + 2
+        ))
+        .0
+        .unwrap()
+        .replayed
     );
     item(&svc, "ana:x", "x", t);
-    let odd = block_on(svc.delete_item("ana:x", "x", Some("same"), t + 3));
+    let odd = block_on(user_writes::delete_item(
+        &svc,
+        "ana:x",
+        "x",
+        Some("same"),
+        t + 3,
+    ));
     assert!(!settled(&svc, odd).replayed);
     // The service's routes keep their own space: a create under the same key runs.
     let ev = json!({"owner": "cy", "itemKey": "p", "serviceType": "feed", "categoryType": "social",
                     "notificationType": "like", "templateType": "default", "eventId": "e-1",
                     "sender": {"id": "bo", "name": "Bo"}, "createdTimeMsec": t});
-    let (r, deferred) = block_on(svc.post_event(ev.to_string().as_bytes(), Some("same"), t));
+    let (r, deferred) = block_on(notify_routes::post_event(
+        &svc,
+        ev.to_string().as_bytes(),
+        Some("same"),
+        t,
+    ));
     let r = settled(&svc, (r, deferred));
     assert_eq!((r.status, r.replayed), (201, false));
 }
@@ -235,7 +354,11 @@ fn a_write_on_an_item_the_user_does_not_have_is_404_item_not_found() {
     item(&svc, "ana", "purged", t);
     item(&svc, "bo", "his", t);
     assert_eq!(
-        settled(&svc, block_on(svc.delete_item("ana", "deleted", None, t))).status,
+        settled(
+            &svc,
+            block_on(user_writes::delete_item(&svc, "ana", "deleted", None, t))
+        )
+        .status,
         200
     );
     // Hard-deleted: what the TTL index does to a tombstone.
@@ -247,35 +370,59 @@ fn a_write_on_an_item_the_user_does_not_have_is_404_item_not_found() {
     );
 
     for key in ["never", "deleted", "purged", "his"] {
-        let (r, _) = block_on(svc.post_mark("ana", &read(key), None, t + 1));
+        let (r, _) = block_on(user_writes::post_mark(&svc, "ana", &read(key), None, t + 1));
         let e = r.unwrap_err();
         assert_eq!(
-            (e.status, e.code.as_str()),
+            (e.status(), e.code.as_str()),
             (404, "item_not_found"),
             "mark {key}"
         );
-        let (r, _) = block_on(svc.delete_item("ana", key, None, t + 1));
+        let (r, _) = block_on(user_writes::delete_item(&svc, "ana", key, None, t + 1));
         let e = r.unwrap_err();
         assert_eq!(
-            (e.status, e.code.as_str()),
+            (e.status(), e.code.as_str()),
             (404, "item_not_found"),
             "delete {key}"
         );
     }
     assert_eq!(unread(&svc, "bo", t + 1), 1, "bo's item untouched");
     // All and bulk over an inbox with nothing to change are no miss.
-    let (r, _) = block_on(svc.post_mark("bo", br#"{"all":true,"flag":"seen"}"#, None, t + 2));
+    let (r, _) = block_on(user_writes::post_mark(
+        &svc,
+        "bo",
+        br#"{"all":true,"flag":"seen"}"#,
+        None,
+        t + 2,
+    ));
     assert_eq!(r.unwrap().body, json!({"updated": 1}));
-    let (r, _) = block_on(svc.post_bulk("bo", br#"{"action":"seen"}"#, None, t + 3));
+    let (r, _) = block_on(user_writes::post_bulk(
+        &svc,
+        "bo",
+        br#"{"action":"seen"}"#,
+        None,
+        t + 3,
+    ));
     assert_eq!(r.unwrap().body, json!({"updated": 0}));
     // A mark that finds the flag already set still matched its item.
-    let r = block_on(svc.post_mark("ana", &read("kept"), None, t + 4))
-        .0
-        .unwrap();
+    let r = block_on(user_writes::post_mark(
+        &svc,
+        "ana",
+        &read("kept"),
+        None,
+        t + 4,
+    ))
+    .0
+    .unwrap();
     assert_eq!(r.status, 200);
-    let r = block_on(svc.post_mark("ana", &read("kept"), None, t + 5))
-        .0
-        .unwrap();
+    let r = block_on(user_writes::post_mark(
+        &svc,
+        "ana",
+        &read("kept"),
+        None,
+        t + 5,
+    ))
+    .0
+    .unwrap();
     assert_eq!(r.status, 200);
 }
 
@@ -285,12 +432,18 @@ fn without_redis_a_key_is_checked_and_the_write_runs_unguarded() {
     let svc = stack.notify_service(false);
     let t = now_ms();
     item(&svc, "ana", "a", t);
-    let (r, deferred) = block_on(svc.delete_item("ana", "a", Some("k"), t));
+    let (r, deferred) = block_on(user_writes::delete_item(&svc, "ana", "a", Some("k"), t));
     assert_eq!(r.unwrap().status, 200);
     assert!(deferred.is_empty());
-    let (r, _) = block_on(svc.delete_item("ana", "a", Some("k"), t + 1));
+    let (r, _) = block_on(user_writes::delete_item(&svc, "ana", "a", Some("k"), t + 1));
     assert_eq!(r.unwrap_err().code, "item_not_found", "no record to replay");
-    let (r, _) = block_on(svc.post_mark("ana", &read("a"), Some("bad key"), t + 1));
+    let (r, _) = block_on(user_writes::post_mark(
+        &svc,
+        "ana",
+        &read("a"),
+        Some("bad key"),
+        t + 1,
+    ));
     assert_eq!(r.unwrap_err().code, "invalid_idempotency_key");
     assert_eq!(stack.redis_calls(), json!({}), "Redis never called");
 }

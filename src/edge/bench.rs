@@ -4,11 +4,11 @@
 //! their code; inside that build they are still served only with `ENABLE_BENCH=true`.
 
 use super::state::State;
-use super::{bearer, geo, ip, not_configured, ok_json, ApiResult};
-use crate::api::routes::Op;
-use crate::api::{ApiError, ErrorCode};
-use crate::auth::AuthError;
-use crate::config::Config;
+use super::{geo, ip, not_configured, ok_json, ApiResult, Head};
+use egn_core::auth::AuthError;
+use egn_core::config::Config;
+use egn_http::routes::Op;
+use egn_http::ApiError;
 use serde_json::json;
 use worker::{Context, Date, Env, Request, Response};
 
@@ -29,7 +29,8 @@ pub async fn serve(
         Op::BenchNoop => ok_json(&json!({ "ok": true })),
         Op::BenchGeo => {
             let batched = bench_n(query, "batch", 0)? != 0;
-            geo::bench(body, env, bench_n(query, "repeat", 1)?, batched).await
+            let zones = bench_n(query, "zones", 0)? != 0;
+            geo::bench(body, env, bench_n(query, "repeat", 1)?, batched, zones).await
         }
         Op::BenchIp => ip::bench(env, ctx, cfg, query).await,
         Op::BenchAuth => auth(req, st, bench_n(query, "n", 0)?).await,
@@ -39,23 +40,7 @@ pub async fn serve(
 }
 
 fn bench_n(query: &str, name: &str, default: usize) -> ApiResult<usize> {
-    let n: usize = crate::api::query::param(query, name)
-        .map(|v| v.parse())
-        .transpose()
-        .map_err(|_| {
-            ApiError::new(
-                ErrorCode::InvalidParameter,
-                format!("{name} must be a number"),
-            )
-        })?
-        .unwrap_or(default);
-    if n > MAX_BENCH_N {
-        return Err(ApiError::new(
-            ErrorCode::InvalidParameter,
-            format!("{name} is at most {MAX_BENCH_N}"),
-        ));
-    }
-    Ok(n)
+    egn_http::query::count(query, name, default, MAX_BENCH_N)
 }
 
 /// Verifies the request's own bearer token `n` times with warm caches (timed from outside
@@ -65,7 +50,7 @@ async fn auth(req: &Request, st: &State, n: usize) -> ApiResult<Response> {
         .verifier
         .as_ref()
         .ok_or_else(|| not_configured("user authentication"))?;
-    let token = bearer(req).ok_or(AuthError::Missing)?;
+    let token = egn_http::pipeline::bearer(&Head(req)).ok_or(AuthError::Missing)?;
     let now = Date::now().as_millis() as f64;
     let mut ok = 0;
     for _ in 0..n {

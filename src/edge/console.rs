@@ -2,8 +2,8 @@
 //! console's Content-Security-Policy.
 
 use super::{assets, internal, ApiResult};
-use crate::api::console;
-use crate::api::ApiError;
+use egn_http::console;
+use egn_http::ApiError;
 use worker::{Env, Headers, Response};
 
 /// `GET /`: the console page.

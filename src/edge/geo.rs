@@ -1,10 +1,12 @@
-//! Coordinates → country in the worker: the index per isolate, tiles fetched on first use.
+//! Coordinates → country and time zone in the worker: each layer's index per isolate (both
+//! embedded), tiles fetched on first use. The zone layer opens only when a request asks for a
+//! zone, so `fields=country` costs what it did before zones existed.
 
 use super::assets::{corrupt, fetch_asset};
 use super::{ok_json, ApiResult};
-use crate::api::geo::{self as geo_api, CountryCodes, CountryResults, PointResult};
-use crate::api::health::{GeoHealth, GeoIndexHealth, GeoStatus};
-use crate::geo::{format, CountryIndex, GridPoint, LatLon, Tile};
+use egn_core::geo::{format, CountryIndex, GridPoint, LatLon, Tile, ZoneIndex};
+use egn_http::geo::{self as geo_api, CountryCodes, CountryResults, Fields, PointResult};
+use egn_http::health::{GeoHealth, GeoIndexHealth, GeoStatus};
 #[cfg(feature = "bench")]
 use serde_json::json;
 use std::cell::{Cell, RefCell};
@@ -17,6 +19,10 @@ const INDEX_PATH: &str = "geo/index.bin";
 /// and only tiles come from `ASSETS`. ~17 KB of the gzip bundle.
 static EMBEDDED_INDEX: &[u8] =
     include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/geo/index.bin"));
+const ZONE_INDEX_PATH: &str = "tz/index.bin";
+/// The zone layer's `index.bin`, embedded for the same reason (and stamped the same way).
+static EMBEDDED_ZONE_INDEX: &[u8] =
+    include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/tz/index.bin"));
 
 /// A tile once fetched and verified, shared by the requests of one isolate.
 type TileSlot = Option<Rc<Tile<Vec<u8>>>>;
@@ -32,9 +38,31 @@ pub struct GeoState {
     tile_bytes: Cell<usize>,
 }
 
+/// The zone layer of an isolate: its index and the tiles fetched so far.
+pub struct ZoneState {
+    /// The zone layer's top-level index.
+    pub index: ZoneIndex<&'static [u8]>,
+    tiles: RefCell<Vec<TileSlot>>,
+}
+
 thread_local! {
     // One per isolate: Workers run one thread per isolate, so no locking is needed.
     static GEO: RefCell<Option<Rc<GeoState>>> = const { RefCell::new(None) };
+    static ZONES: RefCell<Option<Rc<ZoneState>>> = const { RefCell::new(None) };
+}
+
+/// The isolate's zone layer, opened on first use from the embedded bytes.
+pub fn zone_state() -> ApiResult<Rc<ZoneState>> {
+    if let Some(s) = ZONES.with(|z| z.borrow().clone()) {
+        return Ok(s);
+    }
+    let index =
+        ZoneIndex::from_bytes(EMBEDDED_ZONE_INDEX).map_err(|e| corrupt(ZONE_INDEX_PATH, e))?;
+    let state = Rc::new(ZoneState {
+        index,
+        tiles: RefCell::new((0..format::N_TILES).map(|_| None).collect()),
+    });
+    Ok(ZONES.with(|z| z.borrow_mut().get_or_insert(state).clone()))
 }
 
 /// The isolate's index, opened on first use from the embedded bytes.
@@ -57,69 +85,104 @@ pub async fn geo_state(_env: &Env) -> ApiResult<Rc<GeoState>> {
     Ok(GEO.with(|g| g.borrow_mut().get_or_insert(state).clone()))
 }
 
-async fn tile(state: &GeoState, env: &Env, id: usize) -> ApiResult<Rc<Tile<Vec<u8>>>> {
-    if let Some(t) = state.tiles.borrow().get(id).cloned().flatten() {
+/// One layer's tile `id`, from the isolate's slots or fetched from `ASSETS` under `dir/`;
+/// `fetched` learns the bytes of a newly stored tile.
+async fn layer_tile(
+    index: &CountryIndex<&'static [u8]>,
+    slots: &RefCell<Vec<TileSlot>>,
+    dir: &str,
+    env: &Env,
+    id: usize,
+    fetched: impl FnOnce(usize),
+) -> ApiResult<Rc<Tile<Vec<u8>>>> {
+    if let Some(t) = slots.borrow().get(id).cloned().flatten() {
         return Ok(t);
     }
-    let path = format!("geo/{}", format::tile_file_name(id));
+    let path = format!("{dir}/{}", format::tile_file_name(id));
     let bytes = fetch_asset(env, &path).await?;
     let n = bytes.len();
-    let t = Rc::new(
-        state
-            .index
-            .open_tile(id, bytes)
-            .map_err(|e| corrupt(&path, e))?,
-    );
-    let mut tiles = state.tiles.borrow_mut();
+    let t = Rc::new(index.open_tile(id, bytes).map_err(|e| corrupt(&path, e))?);
+    let mut tiles = slots.borrow_mut();
     if tiles[id].is_none() {
         tiles[id] = Some(t.clone());
-        state.tile_bytes.set(state.tile_bytes.get() + n);
+        fetched(n);
     }
     Ok(t)
 }
 
-/// Answers every point (one interleaved batch over the loaded tiles), then fetches each missing
-/// tile once for the points that need it.
-pub async fn lookup(state: &GeoState, env: &Env, points: &[LatLon]) -> ApiResult<Vec<Option<u16>>> {
-    let grid: Vec<GridPoint> = points.iter().map(|&p| GridPoint::from(p)).collect();
+/// Answers every point of one layer (one interleaved batch over the loaded tiles), then
+/// fetches each missing tile once for the points that need it.
+async fn lookup_layer(
+    index: &CountryIndex<&'static [u8]>,
+    slots: &RefCell<Vec<TileSlot>>,
+    dir: &str,
+    env: &Env,
+    grid: &[GridPoint],
+    fetched: &dyn Fn(usize),
+) -> ApiResult<Vec<Option<u16>>> {
     let mut found = vec![Ok(None); grid.len()];
     {
-        let tiles = state.tiles.borrow();
-        state.index.lookup_batch(
-            &grid,
+        let tiles = slots.borrow();
+        index.lookup_batch(
+            grid,
             |t| tiles.get(t).and_then(|t| t.as_deref()),
             &mut found,
         );
     }
     let mut out = Vec::with_capacity(grid.len());
-    for (r, &g) in found.into_iter().zip(&grid) {
+    for (r, &g) in found.into_iter().zip(grid) {
         out.push(match r {
             Ok(id) => id,
             Err(t) => {
-                let tile = tile(state, env, t).await?;
-                state.index.lookup_in_tile(&tile, g)
+                let tile = layer_tile(index, slots, dir, env, t, fetched).await?;
+                index.lookup_in_tile(&tile, g)
             }
         });
     }
     Ok(out)
 }
 
-/// The country JSON of one point (used by `/v1/geo/me` too).
-pub async fn country_of(env: &Env, p: LatLon) -> ApiResult<Option<CountryCodes>> {
+/// Countries of `points`.
+pub async fn lookup(state: &GeoState, env: &Env, points: &[LatLon]) -> ApiResult<Vec<Option<u16>>> {
+    let grid: Vec<GridPoint> = points.iter().map(|&p| GridPoint::from(p)).collect();
+    let fetched = |n| state.tile_bytes.set(state.tile_bytes.get() + n);
+    lookup_layer(&state.index, &state.tiles, "geo", env, &grid, &fetched).await
+}
+
+/// Time zones of `points` (every point has one; `None` only from a damaged asset).
+pub async fn zones_of(env: &Env, points: &[LatLon]) -> ApiResult<Vec<Option<String>>> {
+    let z = zone_state()?;
+    let grid: Vec<GridPoint> = points.iter().map(|&p| GridPoint::from(p)).collect();
+    let ids = lookup_layer(&z.index, &z.tiles, "tz", env, &grid, &|_| {}).await?;
+    Ok(ids
+        .into_iter()
+        .map(|id| id.and_then(|i| z.index.zone(i)).map(str::to_owned))
+        .collect())
+}
+
+/// The country and (with `fields.time_zone`) zone JSON of one point (`/v1/geo/me` too).
+pub async fn point_of(env: &Env, p: LatLon, fields: Fields) -> ApiResult<PointResult> {
     let state = geo_state(env).await?;
     let id = lookup(&state, env, &[p]).await?[0];
-    Ok(CountryCodes::of(id.and_then(|i| state.index.country(i))))
+    let country = CountryCodes::of(id.and_then(|i| state.index.country(i)));
+    let zone = if fields.time_zone {
+        zones_of(env, &[p]).await?.pop().flatten()
+    } else {
+        None
+    };
+    Ok(PointResult::new(p, country).with_time_zone(zone.as_deref()))
 }
 
 /// `GET /v1/geo/country`.
 pub async fn get_country(env: &Env, query: &str) -> ApiResult<Response> {
     let p = geo_api::parse_point_query(query)?;
-    let c = country_of(env, p).await?;
-    ok_json(&PointResult::new(p, c))
+    let fields = geo_api::parse_fields(query)?;
+    ok_json(&point_of(env, p, fields).await?)
 }
 
 /// `POST /v1/geo/country`.
-pub async fn post_country(env: &Env, body: &[u8]) -> ApiResult<Response> {
+pub async fn post_country(env: &Env, query: &str, body: &[u8]) -> ApiResult<Response> {
+    let fields = geo_api::parse_fields(query)?;
     let points = geo_api::parse_batch(body)?;
     let state = geo_state(env).await?;
     let ids = lookup(&state, env, &points).await?;
@@ -127,7 +190,16 @@ pub async fn post_country(env: &Env, body: &[u8]) -> ApiResult<Response> {
         .iter()
         .map(|id| CountryCodes::of(id.and_then(|i| state.index.country(i))))
         .collect();
-    ok_json(&CountryResults { results })
+    let time_zones = if fields.time_zone {
+        let zones = zones_of(env, &points).await?;
+        Some(zones.into_iter().map(Option::unwrap_or_default).collect())
+    } else {
+        None
+    };
+    ok_json(&CountryResults {
+        results,
+        time_zones,
+    })
 }
 
 /// Health fragment.
@@ -156,35 +228,56 @@ pub async fn health(env: &Env) -> GeoHealth {
 
 #[cfg(feature = "bench")]
 /// Bench: body is little-endian f64 (lat, lon) pairs; runs `repeat` passes of lookups (one at a
-/// time, or with `batched` through the interleaved batch) so an external timer can subtract the
-/// `repeat=0` request (parse + transfer) from the total.
-pub async fn bench(body: &[u8], env: &Env, repeat: usize, batched: bool) -> ApiResult<Response> {
+/// time, or with `batched` through the interleaved batch; with `zones`, each point's zone too)
+/// so an external timer can subtract the `repeat=0` request (parse + transfer) from the total.
+pub async fn bench(
+    body: &[u8],
+    env: &Env,
+    repeat: usize,
+    batched: bool,
+    zones: bool,
+) -> ApiResult<Response> {
     use super::internal;
-    use crate::api::{ApiError, ErrorCode};
     let mut latlons = Vec::with_capacity(body.len() / 16);
     for c in body.chunks_exact(16) {
         let (lat, lon) = c.split_at(8);
         let lat = f64::from_le_bytes(lat.try_into().map_err(internal)?);
         let lon = f64::from_le_bytes(lon.try_into().map_err(internal)?);
-        let p = LatLon::new(lat, lon)
-            .map_err(|e| ApiError::new(ErrorCode::InvalidPoint, e.to_string()))?;
+        let p = LatLon::new(lat, lon).map_err(geo_api::invalid_point)?;
         latlons.push(p);
     }
     let pts: Vec<GridPoint> = latlons.iter().map(|&p| GridPoint::from(p)).collect();
     let state = geo_state(env).await?;
     // Warm every tile the points need, outside the timed passes.
     lookup(&state, env, &latlons).await?;
+    let z = zone_state()?;
+    if zones {
+        zones_of(env, &latlons).await?;
+    }
     let tiles = state.tiles.borrow();
+    let ztiles = z.tiles.borrow();
     let mut checksum: u64 = 0;
     let mut found = vec![Ok(None); pts.len()];
+    let mut zfound = vec![Ok(None); pts.len()];
+    let mix = |c: u64, id: Result<Option<u16>, usize>| {
+        c.wrapping_mul(31)
+            .wrapping_add(id.ok().flatten().map_or(0xFFFF, u64::from))
+    };
     for _ in 0..repeat {
         if batched {
             let get = |t: usize| tiles.get(t).and_then(|t| t.as_deref());
             state.index.lookup_batch(&pts, get, &mut found);
-            for id in &found {
-                checksum = checksum
-                    .wrapping_mul(31)
-                    .wrapping_add(id.ok().flatten().map_or(0xFFFF, u64::from));
+            if zones {
+                let zget = |t: usize| ztiles.get(t).and_then(|t| t.as_deref());
+                z.index.lookup_batch(&pts, zget, &mut zfound);
+            }
+            for &id in &found {
+                checksum = mix(checksum, id);
+            }
+            if zones {
+                for &zid in &zfound {
+                    checksum = mix(checksum, zid);
+                }
             }
             continue;
         }
@@ -192,9 +285,13 @@ pub async fn bench(body: &[u8], env: &Env, repeat: usize, batched: bool) -> ApiR
             let id = state
                 .index
                 .lookup_with(g, |t| tiles.get(t).and_then(|t| t.as_deref()));
-            checksum = checksum
-                .wrapping_mul(31)
-                .wrapping_add(id.ok().flatten().map_or(0xFFFF, u64::from));
+            checksum = mix(checksum, id);
+            if zones {
+                let zid = z
+                    .index
+                    .lookup_with(g, |t| ztiles.get(t).and_then(|t| t.as_deref()));
+                checksum = mix(checksum, zid);
+            }
         }
     }
     ok_json(&json!({ "points": pts.len(), "repeat": repeat, "checksum": checksum.to_string() }))

@@ -1,6 +1,6 @@
 //! `HttpClient` over `worker::Fetch`, with a deadline (AbortController + timer race).
 
-use crate::backend::{HttpClient, HttpRequest, HttpResponse, TransportError};
+use egn_core::backend::{HttpClient, HttpRequest, HttpResponse, TransportError};
 use futures_util::future::{select, Either};
 use std::time::Duration;
 use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit};
@@ -40,7 +40,7 @@ impl HttpClient for WorkerHttp {
                 .await
                 .map_err(transport)?;
             let status = resp.status_code();
-            let headers = crate::backend::http::KEPT_HEADERS
+            let headers = egn_core::backend::http::KEPT_HEADERS
                 .iter()
                 .filter_map(|n| Some(((*n).to_owned(), resp.headers().get(n).ok()??)))
                 .collect();

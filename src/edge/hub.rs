@@ -1,8 +1,8 @@
 //! The live badge: one Durable Object per owner (`INBOX_HUB`) holds that owner's WebSockets
 //! through the Hibernation API, so idle connections cost nothing, and pushes `{unread, unseen,
-//! sync}` after each change. When to push is decided in `crate::notify::badge`. Each socket ends
+//! sync}` after each change. When to push is decided in `egn_core::notify::badge`. Each socket ends
 //! with its token: closed with 4001 `token_expired` once the token's `exp` (+ leeway) passes,
-//! by an alarm at the earliest expiry and before every push (`crate::notify::expiry`).
+//! by an alarm at the earliest expiry and before every push (`egn_core::notify::expiry`).
 
 use std::cell::Cell;
 
@@ -13,9 +13,9 @@ use worker::{
 };
 
 use super::state;
-use crate::notify::badge::{self, BadgeSequencer, Poke};
-use crate::notify::expiry;
-use crate::notify::{encode_cursor, next_sync};
+use egn_core::notify::badge::{self, BadgeSequencer, Poke};
+use egn_core::notify::expiry;
+use egn_core::notify::{encode_cursor, next_sync};
 
 /// The binding's name.
 pub const BINDING: &str = "INBOX_HUB";
@@ -86,6 +86,33 @@ pub async fn connect(
     Some(run.await)
 }
 
+/// The hubs behind the core's erasure port: `/erase` clears the owner's hub (nothing without
+/// the binding).
+pub struct Hubs<'a>(pub &'a Env);
+
+impl egn_core::notify::erasure::BadgeHubs for Hubs<'_> {
+    async fn erase(
+        &self,
+        owner: &str,
+    ) -> std::result::Result<u32, egn_core::notify::erasure::HubError> {
+        let Ok(ns) = self.0.durable_object(BINDING) else {
+            return Ok(0);
+        };
+        let fail = |e: worker::Error| egn_core::notify::erasure::HubError(e.to_string());
+        let stub = ns
+            .id_from_name(owner)
+            .map_err(fail)?
+            .get_stub()
+            .map_err(fail)?;
+        let mut resp = stub
+            .fetch_with_request(hub_request("/erase", owner, None, None).map_err(fail)?)
+            .await
+            .map_err(fail)?;
+        let body: serde_json::Value = resp.json().await.map_err(fail)?;
+        Ok(body["closed"].as_u64().unwrap_or(0) as u32)
+    }
+}
+
 /// Tells the owners' hubs their inbox changed, after the response (nothing without the binding).
 pub fn poke(env: &Env, ctx: &Context, owners: Vec<String>) {
     if owners.is_empty() || env.durable_object(BINDING).is_err() {
@@ -133,11 +160,11 @@ pub struct InboxHub {
 #[derive(Debug, thiserror::Error)]
 enum BadgeError {
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] egn_core::config::ConfigError),
     #[error(transparent)]
-    Api(#[from] crate::api::ApiError),
+    Api(#[from] egn_http::ApiError),
     #[error(transparent)]
-    Counts(#[from] crate::notify::NotifyError),
+    Counts(#[from] egn_core::notify::NotifyError),
 }
 
 // The one place a badge failure becomes a `worker::Error` (the Durable Object's error type).
@@ -252,6 +279,19 @@ impl DurableObject for InboxHub {
         let owner = req.headers().get(OWNER_HEADER)?.unwrap_or_default();
         if owner.is_empty() {
             return Response::error("owner missing", 400);
+        }
+        if req.path() == "/erase" {
+            // The owner was erased: every socket closes, and nothing stays in storage.
+            let sockets = self.state.get_websockets();
+            for ws in &sockets {
+                let _ = ws.close(
+                    Some(egn_core::notify::erasure::ERASED_CLOSE_CODE),
+                    Some(egn_core::notify::erasure::ERASED_CLOSE_REASON),
+                );
+            }
+            self.state.storage().delete_alarm().await?;
+            self.state.storage().delete_all().await?;
+            return Response::from_json(&json!({ "closed": sockets.len() }));
         }
         if req.path() == "/poke" {
             let scheduled = self

@@ -1,19 +1,18 @@
 //! Notification routes: build the core service from the parsed configuration, call it, render.
-//! The flows (dedup, upsert) are in `crate::notify::service`, the HTTP side of the writes
-//! (parsing, Idempotency-Key, rendering) in `crate::api::notify_routes` and
-//! `crate::api::user_writes`.
+//! The flows (dedup, upsert) are in `egn_core::notify::service`, the HTTP side of the writes
+//! (parsing, Idempotency-Key, rendering) in `egn_http::notify_routes` and
+//! `egn_http::user_writes`.
 
 use super::factory::{service, store};
 use super::http_client::WorkerHttp;
 use super::hub;
 use super::{internal, not_configured, ok_json, ApiResult};
-use crate::api::notify_bodies::Indexes;
-use crate::api::notify_routes::Flow;
-use crate::api::ErrorCode;
-use crate::api::{notify as api, ApiError};
-use crate::api::{NotifyRoutes, Reply, UserWrites};
-use crate::config::Config;
-use crate::notify::{ChangesView, NotifyService, PageView};
+use egn_core::config::Config;
+use egn_core::notify::{ChangesView, NotifyService, PageView};
+use egn_http::notify as api;
+use egn_http::notify_bodies::Indexes;
+use egn_http::notify_routes::Flow;
+use egn_http::{notify_routes, user_writes, Reply};
 use serde_json::{json, Value};
 use worker::{Context, Date, Env, Request, Response};
 
@@ -38,7 +37,7 @@ fn idempotency_key(req: &Request) -> Option<String> {
 }
 
 /// Runs the deferred work after the response.
-fn defer(ctx: &Context, svc: NotifyService<WorkerHttp>, work: Vec<crate::notify::Deferred>) {
+fn defer(ctx: &Context, svc: NotifyService<WorkerHttp>, work: Vec<egn_core::notify::Deferred>) {
     if work.is_empty() {
         return;
     }
@@ -61,9 +60,8 @@ pub async fn create(
     let svc = service(cfg)?;
     let queue = super::queue::binding(env);
     let key = idempotency_key(req);
-    let flow = svc
-        .post_events(body, key.as_deref(), now_ms(), queue.as_ref())
-        .await;
+    let flow =
+        notify_routes::post_events(&svc, body, key.as_deref(), now_ms(), queue.as_ref()).await;
     answer(env, ctx, svc, flow)
 }
 
@@ -77,7 +75,7 @@ pub async fn retract(
 ) -> ApiResult<Response> {
     let svc = service(cfg)?;
     let key = idempotency_key(req);
-    let flow = svc.post_retraction(body, key.as_deref(), now_ms()).await;
+    let flow = notify_routes::post_retraction(&svc, body, key.as_deref(), now_ms()).await;
     answer(env, ctx, svc, flow)
 }
 
@@ -89,18 +87,7 @@ pub async fn stream(
     owner: &str,
     deadline_ms: Option<f64>,
 ) -> ApiResult<Response> {
-    let upgrade = req
-        .headers()
-        .get("Upgrade")
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    if !upgrade.eq_ignore_ascii_case("websocket") {
-        return Err(ApiError::new(
-            ErrorCode::UpgradeRequired,
-            "this route speaks WebSocket (Upgrade: websocket)",
-        ));
-    }
+    egn_http::pipeline::require_websocket(&super::Head(req))?;
     let protocols = req
         .headers()
         .get("Sec-WebSocket-Protocol")
@@ -121,13 +108,13 @@ pub async fn ensure_indexes(cfg: &Config) -> ApiResult<Response> {
 
 /// `GET /v1/admin/dead-letters` (service `admin`).
 pub async fn dead_letters(cfg: &Config, query: &str) -> ApiResult<Response> {
-    ok_json(&service(cfg)?.get_dead_letters(query).await?)
+    ok_json(&notify_routes::get_dead_letters(&service(cfg)?, query).await?)
 }
 
 /// `POST /v1/admin/dead-letters/replay` (service `admin`).
 pub async fn replay_dead_letters(cfg: &Config, env: &Env, body: &[u8]) -> ApiResult<Response> {
     let queue = super::queue::binding(env);
-    ok_json(&service(cfg)?.post_replay(body, queue.as_ref()).await?)
+    ok_json(&notify_routes::post_replay(&service(cfg)?, body, queue.as_ref()).await?)
 }
 
 /// `GET /v1/notifications` (user): one page with the badge counts, one Data API call.
@@ -169,7 +156,7 @@ pub async fn mark(
 ) -> ApiResult<Response> {
     let svc = service(cfg)?;
     let key = idempotency_key(req);
-    let flow = svc.post_mark(owner, body, key.as_deref(), now_ms()).await;
+    let flow = user_writes::post_mark(&svc, owner, body, key.as_deref(), now_ms()).await;
     answer(env, ctx, svc, flow)
 }
 
@@ -184,21 +171,21 @@ pub async fn bulk(
 ) -> ApiResult<Response> {
     let svc = service(cfg)?;
     let key = idempotency_key(req);
-    let flow = svc.post_bulk(owner, body, key.as_deref(), now_ms()).await;
+    let flow = user_writes::post_bulk(&svc, owner, body, key.as_deref(), now_ms()).await;
     answer(env, ctx, svc, flow)
 }
 
 /// `GET /v1/notifications/preferences` (user).
 pub async fn preferences(cfg: &Config, ctx: &Context, owner: &str) -> ApiResult<Response> {
     let svc = service(cfg)?;
-    let (reply, deferred) = svc.get_preferences(owner).await;
+    let (reply, deferred) = notify_routes::get_preferences(&svc, owner).await;
     defer(ctx, svc, deferred);
     ok_json(&reply?)
 }
 
 /// `PUT /v1/notifications/preferences` (user).
 pub async fn set_preferences(cfg: &Config, owner: &str, body: &[u8]) -> ApiResult<Response> {
-    ok_json(&service(cfg)?.put_preferences(owner, body).await?)
+    ok_json(&notify_routes::put_preferences(&service(cfg)?, owner, body).await?)
 }
 
 /// `DELETE /v1/notifications/items/{itemKey}` (user): leaves a tombstone for other devices.
@@ -212,9 +199,7 @@ pub async fn delete(
 ) -> ApiResult<Response> {
     let svc = service(cfg)?;
     let key = idempotency_key(req);
-    let flow = svc
-        .delete_item(owner, item_key, key.as_deref(), now_ms())
-        .await;
+    let flow = user_writes::delete_item(&svc, owner, item_key, key.as_deref(), now_ms()).await;
     answer(env, ctx, svc, flow)
 }
 

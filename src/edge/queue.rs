@@ -1,13 +1,13 @@
 //! Cloudflare Queues wiring: the producer binding behind the core's [`EventQueue`], and the
 //! consumer entry point. The flow (grouping, one upsert per group, dedup, dead letters) is
-//! `crate::notify::batch`; this file only moves messages in and out.
+//! `egn_core::notify::batch`; this file only moves messages in and out.
 //!
 //! The consumer is exported by hand rather than through `#[event(queue)]`: workers-rs 0.8 does
 //! not expose a message's `attempts`, which the backoff needs. worker-build wires any exported
 //! `queue` function the same way.
 
 use super::log;
-use crate::notify::batch::{self, Disposition, EventQueue, QueueError, QueuedMessage};
+use egn_core::notify::batch::{self, Disposition, EventQueue, QueueError, QueuedMessage};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -134,6 +134,8 @@ pub async fn queue(
     }
     // A message of which only some events failed has those re-sent on the events queue.
     let requeue = binding(&env);
+    // Continuations of erasures ride the events queue: run them, then the events.
+    let (items, msgs) = continue_erasures(&svc, &env, requeue.as_ref(), items, msgs, now).await;
     let backoff = batch::Backoff { base, cap };
     let report = svc
         .consume(&items, &name, now, backoff, requeue.as_ref())
@@ -156,6 +158,35 @@ pub async fn queue(
     }));
     after_change(&env, &ctx, &report.changed_owners);
     Ok(JsValue::UNDEFINED)
+}
+
+/// Runs the erasure continuations among `items` (acknowledged once run, retried on failure);
+/// returns the other messages.
+async fn continue_erasures(
+    svc: &egn_core::notify::NotifyService<super::http_client::WorkerHttp>,
+    env: &Env,
+    requeue: Option<&WorkerQueue>,
+    items: Vec<QueuedMessage>,
+    msgs: Vec<JsMessage>,
+    now: i64,
+) -> (Vec<QueuedMessage>, Vec<JsMessage>) {
+    let (mut rest, mut rest_msgs) = (Vec::new(), Vec::new());
+    for (item, m) in items.into_iter().zip(msgs) {
+        let Some(id) = egn_core::notify::erasure::continued(&item.body) else {
+            rest.push(item);
+            rest_msgs.push(m);
+            continue;
+        };
+        let hubs = super::hub::Hubs(env);
+        match egn_http::privacy::resume_erasure(svc, &id, &hubs, requeue, now).await {
+            Ok(()) => m.ack(),
+            Err(e) => {
+                log(&json!({ "erasure": "continuation failed", "error": e.message }));
+                retry_later(&m, batch::retry_delay_seconds(m.attempts(), 2, 60));
+            }
+        }
+    }
+    (rest, rest_msgs)
 }
 
 /// Called once per consumed batch with the owners whose inbox changed (sorted, distinct).

@@ -3,8 +3,8 @@
 
 use super::http_client::WorkerHttp;
 use super::webcrypto::WebCrypto;
-use crate::auth::Verifier;
-use crate::config::{Config, ConfigError, Vars};
+use egn_core::auth::Verifier;
+use egn_core::config::{Config, ConfigError, Vars};
 use serde_json::Value;
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -1,12 +1,12 @@
 //! [`Crypto`] over the runtime's WebCrypto (`crypto.subtle`): RSA and ECDSA verification run as
 //! native code in workerd instead of big-number arithmetic in wasm.
 
-use crate::auth::crypto::{hs256_verify, Crypto};
-use crate::auth::jwks::KeyMaterial;
-use crate::auth::jwt::Alg;
-use crate::auth::AuthError;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use egn_core::auth::crypto::{hs256_verify, Crypto};
+use egn_core::auth::jwks::KeyMaterial;
+use egn_core::auth::jwt::Alg;
+use egn_core::auth::AuthError;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 

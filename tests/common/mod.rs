@@ -43,9 +43,17 @@ pub fn world() -> &'static World {
 
 /// `n` points within ±0.01° of random source edges, as (lat, lon).
 pub fn near_edge_points(seed: u64, n: usize) -> Vec<(f64, f64)> {
+    near_edge_points_of(&world().features, seed, n)
+}
+
+/// `n` points within ±0.01° of random edges of `features`, as (lat, lon).
+pub fn near_edge_points_of(
+    features: &[source::SourceFeature],
+    seed: u64,
+    n: usize,
+) -> Vec<(f64, f64)> {
     use rand::{rngs::SmallRng, Rng, SeedableRng};
-    let edges: Vec<([f64; 2], [f64; 2])> = world()
-        .features
+    let edges: Vec<([f64; 2], [f64; 2])> = features
         .iter()
         .flat_map(|f| f.parts.iter().flatten())
         .flat_map(|r| r.windows(2).map(|e| (e[0], e[1])))
@@ -77,5 +85,57 @@ impl World {
 
     pub fn alpha2(&self, id: Option<u16>) -> Option<&str> {
         id.map(|i| self.index.country(i).expect("known id").alpha2)
+    }
+}
+
+/// The zone layer: geo-tz's full set read back into polygons, built in memory once.
+pub struct Zones {
+    pub features: Vec<source::SourceFeature>,
+    pub built: build::Built,
+    pub index: egn_tools::geo::ZoneIndex<Vec<u8>>,
+    pub tiles: Vec<Option<Tile<Vec<u8>>>>,
+}
+
+pub fn zones() -> &'static Zones {
+    static Z: OnceLock<Zones> = OnceLock::new();
+    Z.get_or_init(|| {
+        let nm = Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules");
+        let (features, _) = egn_tools::geo::zones::load(&nm.join("geo-tz"))
+            .expect("zone data: run the README setup (npm ci) first");
+        let built = build::build_layer(&features, build::Layer::Zones);
+        let index = CountryIndex::from_bytes(built.index.clone()).expect("zone index opens");
+        let tiles = built
+            .tiles
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                t.as_ref()
+                    .map(|b| index.open_tile(i, b.clone()).expect("tile opens"))
+            })
+            .collect();
+        Zones {
+            features,
+            built,
+            index,
+            tiles,
+        }
+    })
+}
+
+pub fn zone_oracle() -> &'static Oracle {
+    static O: OnceLock<Oracle> = OnceLock::new();
+    O.get_or_init(|| Oracle::new(&zones().features))
+}
+
+impl Zones {
+    pub fn lookup(&self, lat: f64, lon: f64) -> Option<u16> {
+        let p = GridPoint::from(LatLon::new(lat, lon).expect("valid coordinate"));
+        self.index
+            .lookup_with(p, |t| self.tiles[t].as_ref())
+            .expect("all tiles loaded")
+    }
+
+    pub fn name(&self, id: Option<u16>) -> Option<&str> {
+        id.map(|i| self.index.zone(i).expect("known id"))
     }
 }

@@ -106,6 +106,9 @@ browserTest("click a known point: coordinates, the worker's country and its high
     // The page shows what the API answers for the coordinates it shows.
     const api = await w.get(`/v1/geo/country?lat=${shown[0]}&lon=${shown[1]}`);
     assert.equal(api.body.country?.alpha2, want);
+    // The zone under the country, from the same answer.
+    assert.equal(await page.getAttribute("#point-out", "data-time-zone"), api.body.timeZone);
+    assert.ok((await page.textContent("#point-out")).endsWith(api.body.timeZone), "zone shown under the country");
   }
   // The keyboard path: the form resolves the Vatican (an enclave drawn over Italy).
   await page.fill("#lat", "41.9029");

@@ -1,12 +1,13 @@
 // Starts the Redis side from the local stack (real redis-server + REST bridge) and the Data API from
 // the production gateway (`python -m stack.gateway`: ASGI under uvicorn, no dev endpoints), whose
 // pymongo.MongoClient is patched by mongomock (its test engine; no MongoDB server here). The
-// gateway runs in production mode: only the app database and the worker's two collections, with
+// gateway runs in production mode: only the app database and the worker's collections, with
 // server-side JavaScript and cross-collection stages refused, and the failed-auth limiter on.
 import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import { createInterface } from "node:readline";
 import path from "node:path";
+import { readFileSync } from "node:fs";
 import { ROOT } from "./harness.mjs";
 import { startStack } from "./stack.mjs";
 
@@ -14,8 +15,15 @@ const PYTHON = path.join(ROOT, ".venv/bin/python");
 // Drawn per run: the gateway refuses keys under 32 bytes or ~128 bits, and a fixed one would be
 // a published value. Hex: it can never spell a placeholder marker (xxxx, todo, ...).
 export const GATEWAY_KEYS = [crypto.randomBytes(32).toString("hex"), crypto.randomBytes(32).toString("hex")];
-/// The worker's collections (NOTIFY_COLLECTION's default and its dead-letter sibling).
-export const GATEWAY_COLLECTIONS = "notifications,notifications_dead";
+/// The worker's collections, exactly as docs/mongodb-gateway.md's production setup names them
+/// (tests/docs.rs checks that line against the worker's own list, `notify::Collections`): the
+/// gateway here runs the documented configuration, not a copy of it.
+export const GATEWAY_COLLECTIONS = (() => {
+  const doc = readFileSync(path.join(ROOT, "docs/mongodb-gateway.md"), "utf8");
+  const line = doc.split("\n").map((l) => l.trim()).find((l) => l.startsWith("GATEWAY_COLLECTIONS="));
+  if (!line) throw new Error("docs/mongodb-gateway.md: no GATEWAY_COLLECTIONS= line");
+  return line.slice("GATEWAY_COLLECTIONS=".length);
+})();
 
 export async function startGatewayStack() {
   const dev = await startStack();

@@ -33,6 +33,41 @@ test("GET /v1/geo/country answers named places", async () => {
   }
 });
 
+// The zone beside the country (timezone-boundary-builder's full set; tests/tz_exact.rs checks
+// the index natively against the polygons).
+const zones = [
+  ["Büsingen", 47.6970, 8.6910, "DE", "Europe/Busingen"],
+  ["Nairobi", -1.286, 36.817, "KE", "Africa/Nairobi"],
+  ["Window Rock, Navajo Nation", 35.6803, -109.0526, "US", "America/Denver"],
+  ["Lord Howe Island", -31.55, 159.08, "AU", "Australia/Lord_Howe"],
+  ["Kiritimati", 1.87, -157.43, "KI", "Pacific/Kiritimati"],
+  ["Open Pacific", 0, -150, null, "Etc/GMT+10"],
+  ["North Pole", 90, 0, null, "Etc/GMT"],
+];
+
+test("timeZone beside the country, single and batch; fields=country leaves it out", async () => {
+  for (const [name, lat, lon, country, zone] of zones) {
+    const r = await w.get(`/v1/geo/country?lat=${lat}&lon=${lon}`);
+    assert.equal(r.status, 200, name);
+    assert.equal(r.body.country?.alpha2 ?? null, country, name);
+    assert.equal(r.body.timeZone, zone, name);
+    const bare = await w.get(`/v1/geo/country?lat=${lat}&lon=${lon}&fields=country`);
+    assert.equal(bare.body.country?.alpha2 ?? null, country, name);
+    assert.equal("timeZone" in bare.body, false, name);
+  }
+  const points = zones.map(([, lat, lon]) => [lat, lon]);
+  const both = await w.post("/v1/geo/country", { points });
+  assert.equal(both.status, 200);
+  assert.deepEqual(both.body.results.map((c) => c?.alpha2 ?? null), zones.map((z) => z[3]));
+  assert.deepEqual(both.body.timeZones, zones.map((z) => z[4]));
+  const bare = await w.post("/v1/geo/country?fields=country", { points });
+  assert.deepEqual(bare.body.results, both.body.results);
+  assert.equal("timeZones" in bare.body, false);
+  const bad = await w.get("/v1/geo/country?lat=1&lon=2&fields=tz");
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.error.code, "invalid_parameter");
+});
+
 test("POST batch returns answers in order and agrees with single lookups", async () => {
   const points = places.map(([, lat, lon]) => ({ lat, lon }));
   const r = await w.post("/v1/geo/country", { points });

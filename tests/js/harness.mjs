@@ -56,7 +56,7 @@ async function validateAnswers(base, internal) {
   if (r.status === 200) {
     v = compileText(text);
   } else if (process.env.OPENAPI_DOC) {
-    // Until the worker serves the document: OPENAPI_OUT=$PWD/openapi.json cargo test -p egn-http --lib write_document.
+    // Until the worker serves the document: cargo run -p egn-tools --bin openapi > openapi.json.
     v = compileText(readFileSync(process.env.OPENAPI_DOC, "utf8"));
   } else {
     // The worker serves its contract: not being able to read it is a failure, not a skip.
@@ -132,7 +132,7 @@ export function workerOptions({ assetsDir = path.join(ROOT, "assets"), buildDir 
 
 /// Runtime-wide options: a fixed request.cf (Miniflare would otherwise try to download one)
 /// and a free loopback port.
-export const RUNTIME = { cf: { country: "GB", colo: "LHR", asn: 64512 }, host: "127.0.0.1", port: 0 };
+export const RUNTIME = { cf: { country: "GB", colo: "LHR", asn: 64512, timezone: "Europe/London" }, host: "127.0.0.1", port: 0 };
 
 export async function startWorker({ assetsDir, buildDir, bindings = {}, options = {}, queue } = {}) {
   // Node 22's fetch pools connections; workerd closes idle ones, so tests use fresh ones.

@@ -157,6 +157,15 @@ test("single lookups, reserved ranges and bad input", async () => {
   }
 });
 
+test("/v1/geo/me: the time zone of the coordinates, else of the edge, and where it came from", async () => {
+  const at = await (await fetch(w.base + "/v1/geo/me?lat=47.697&lon=8.691")).json();
+  assert.equal(at.cf_timezone, "Europe/London");
+  assert.equal(at.coordinates.timeZone, "Europe/Busingen");
+  assert.deepEqual(at.time_zone, { name: "Europe/Busingen", source: "coordinates" });
+  const edge = await (await fetch(w.base + "/v1/geo/me")).json();
+  assert.deepEqual(edge.time_zone, { name: "Europe/London", source: "edge" });
+});
+
 test("/v1/geo/me combines edge country, IPDB and coordinates", async () => {
   const reader = new Reader(fs.readFileSync(BUNDLED));
   const ip = "81.2.69.160";

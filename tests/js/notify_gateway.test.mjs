@@ -6,7 +6,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker, AUTH, asUser } from "./harness.mjs";
-import { startGatewayStack, GATEWAY_KEYS } from "./gateway.mjs";
+import { startGatewayStack, GATEWAY_KEYS, GATEWAY_COLLECTIONS } from "./gateway.mjs";
 
 const SERVICE = { authorization: "Bearer test-service-token", "content-type": "application/json" };
 let gw, w;
@@ -88,6 +88,53 @@ test("create, duplicate, merge, list, unread, mark, retract, delete", async () =
   const del = await fetch(`${w.base}/v1/notifications/items/post:2`, { method: "DELETE", headers: asUser("gia") });
   assert.equal(del.status, 200);
   assert.equal((await get("/v1/notifications", "gia")).body.items.length, 0);
+});
+
+test("preferences through the documented production gateway: stored, read back, enforced", async () => {
+  const put = await fetch(`${w.base}/v1/notifications/preferences`, {
+    method: "PUT", headers: asUser("pref"), body: JSON.stringify({ mutedTypes: ["like"] }),
+  });
+  assert.equal(put.status, 200, await put.clone().text());
+  const got = await get("/v1/notifications/preferences", "pref");
+  assert.equal(got.status, 200);
+  assert.deepEqual(got.body.mutedTypes, ["like"]);
+  const r = await create(event({ owner: "pref", itemKey: "muted:1" }));
+  assert.equal(r.body.status, "muted");
+  // The gateway's allowlist is the documented one, and the document reached it.
+  const { status, body } = await gw.dataApi("find", { collection: "notifications_preferences", filter: { _id: "pref" } });
+  assert.equal(status, 200);
+  assert.deepEqual(body.documents.map((d) => d.mutedTypes), [["like"]]);
+});
+
+test("export and erasure through the documented production gateway: every collection reached", async () => {
+  const t = Date.now();
+  assert.equal((await create(event({ owner: "gone", itemKey: "g:1", createdTimeMsec: t - 10 }))).status, 201);
+  const put = await fetch(`${w.base}/v1/notifications/preferences`, {
+    method: "PUT", headers: asUser("gone"), body: JSON.stringify({ mutedTypes: ["follow"] }),
+  });
+  assert.equal(put.status, 200);
+  const exported = await get("/v1/notifications/export", "gone");
+  assert.equal(exported.status, 200, JSON.stringify(exported.body));
+  assert.deepEqual(exported.body.items.map((d) => d.itemKey), ["g:1"]);
+  assert.deepEqual(exported.body.preferences.mutedTypes, ["follow"]);
+
+  const erased = await fetch(`${w.base}/v1/admin/owners/gone`, { method: "DELETE", headers: SERVICE });
+  const job = await erased.json();
+  assert.equal(erased.status, 202, JSON.stringify(job));
+  assert.equal(job.removed.items, 1);
+  assert.equal(job.removed.preferences, 2);
+  for (const collection of GATEWAY_COLLECTIONS.split(",")) {
+    const { status, body } = await gw.dataApi("find", { collection, filter: {} });
+    assert.equal(status, 200, `${collection} is served`);
+    for (const d of body.documents) {
+      if (d._id === job.id) continue; // the running job holds the owner until its last step
+      assert.ok(!JSON.stringify(d).includes('"gone"'), `${collection}: ${JSON.stringify(d)}`);
+    }
+  }
+  const late = await create(event({ owner: "gone", itemKey: "g:2", createdTimeMsec: t - 5 }));
+  assert.equal(late.body.status, "erased");
+  const progress = await fetch(`${w.base}/v1/admin/erasures/${job.id}`, { headers: SERVICE });
+  assert.equal((await progress.json()).lateEventsDropped, 1);
 });
 
 test("cursor paging: every item once, new arrivals do not shift later pages", async () => {

@@ -7,6 +7,7 @@ import { startStack } from "./stack.mjs";
 import { BadgeSocket } from "./badge.mjs";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import path from "node:path";
+import http from "node:http";
 import { DatabaseSync } from "node:sqlite";
 
 const SERVICE = { authorization: "Bearer svc", "content-type": "application/json" };
@@ -76,6 +77,27 @@ test("a burst is coalesced into few pushes whose last one is exact", async () =>
   const answer = await s.next((m) => s.messages.indexOf(m) >= n, "the refresh answer");
   assert.equal(answer.unread, 30);
   await s.close();
+});
+
+test("the 101 handshake carries X-Request-Id beside the chosen subprotocol, like every other answer", async () => {
+  const u = new URL(`${w.base}/v1/notifications/stream`);
+  const res = await new Promise((resolve, reject) => {
+    const req = http.request({
+      host: u.hostname, port: u.port, path: u.pathname,
+      headers: {
+        connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+        "sec-websocket-protocol": `inbox.v1, auth.${userToken("rid")}`,
+      },
+    });
+    req.on("upgrade", (r, socket) => { socket.destroy(); resolve(r); });
+    req.on("response", (r) => reject(new Error(`no upgrade: ${r.statusCode}`)));
+    req.on("error", reject);
+    req.end();
+  });
+  assert.equal(res.statusCode, 101);
+  assert.match(res.headers["x-request-id"] ?? "", /^\S+$/);
+  assert.equal(res.headers["sec-websocket-protocol"], "inbox.v1");
 });
 
 test("stream refusals: no upgrade → 426, bad token → handshake refused, no binding → 503", async () => {

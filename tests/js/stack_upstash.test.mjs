@@ -14,7 +14,6 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const PYTHON = join(ROOT, ".venv", "bin", "python");
 // A missing venv is a setup failure, not a reason to skip: scripts/setup.sh creates it.
 if (!existsSync(PYTHON)) throw new Error("no .venv: run bash scripts/setup.sh");
-const skip = false;
 
 let proc;
 let info;
@@ -32,7 +31,7 @@ function startStack() {
 }
 
 before(async () => {
-  if (!skip) info = await startStack();
+  info = await startStack();
 });
 
 after(async () => {
@@ -47,7 +46,7 @@ const client = (opts = {}) =>
   new Redis({ url: info.redis_rest_url, token: info.redis_token, retry: false, ...opts });
 const key = (p) => `${p}:${randomUUID()}`;
 
-test("set/get (default base64 response encoding + automatic deserialization)", { skip }, async () => {
+test("set/get (default base64 response encoding + automatic deserialization)", async () => {
   const redis = client();
   const k = key("s");
   assert.equal(await redis.set(k, "héllo wörld ✓"), "OK");
@@ -59,14 +58,14 @@ test("set/get (default base64 response encoding + automatic deserialization)", {
   assert.equal(await redis.ping(), "PONG");
 });
 
-test("responseEncoding disabled and automaticDeserialization off", { skip }, async () => {
+test("responseEncoding disabled and automaticDeserialization off", async () => {
   const redis = client({ responseEncoding: false, automaticDeserialization: false });
   const k = key("plain");
   await redis.set(k, '{"a":1}');
   assert.equal(await redis.get(k), '{"a":1}');
 });
 
-test("hset/hsetnx/hgetall", { skip }, async () => {
+test("hset/hsetnx/hgetall", async () => {
   const redis = client();
   const k = key("h");
   assert.equal(await redis.hset(k, { a: "1", b: "two" }), 2);
@@ -75,7 +74,7 @@ test("hset/hsetnx/hgetall", { skip }, async () => {
   assert.deepEqual(await redis.hgetall(k), { a: 1, b: "two", c: 3 });
 });
 
-test("eval / evalsha / script load / createScript NOSCRIPT fallback", { skip }, async () => {
+test("eval / evalsha / script load / createScript NOSCRIPT fallback", async () => {
   const redis = client();
   const k = key("lua");
   const src = "redis.call('SET', KEYS[1], ARGV[1]); return redis.call('GET', KEYS[1])";
@@ -90,7 +89,7 @@ test("eval / evalsha / script load / createScript NOSCRIPT fallback", { skip }, 
   assert.match(await script.exec([], ["x"]), /^x/); // evalsha -> NOSCRIPT -> eval
 });
 
-test("pipeline (non-atomic, per-command errors)", { skip }, async () => {
+test("pipeline (non-atomic, per-command errors)", async () => {
   const redis = client();
   const k = key("p");
   const p = redis.pipeline();
@@ -103,7 +102,7 @@ test("pipeline (non-atomic, per-command errors)", { skip }, async () => {
   await assert.rejects(p2.exec(), /WRONGTYPE/);
 });
 
-test("multi-exec (redis.multi())", { skip }, async () => {
+test("multi-exec (redis.multi())", async () => {
   const redis = client();
   const k = key("m");
   const tx = redis.multi();
@@ -117,7 +116,7 @@ test("multi-exec (redis.multi())", { skip }, async () => {
   assert.ok(res[1].error);
 });
 
-test("read-only token rejects writes", { skip }, async () => {
+test("read-only token rejects writes", async () => {
   const rw = client();
   const ro = client({ token: info.redis_readonly_token });
   const k = key("ro");
@@ -128,7 +127,7 @@ test("read-only token rejects writes", { skip }, async () => {
   assert.equal(await rw.get(k), "v");
 });
 
-test("bad token is rejected", { skip }, async () => {
+test("bad token is rejected", async () => {
   const bad = client({ token: "wrong" });
   await assert.rejects(bad.get("x"), /Unauthorized/);
 });

@@ -6,15 +6,37 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use edge_geo_notify::backend::native::{block_on, UreqClient};
-use edge_geo_notify::backend::{
+use egn_core::backend::native::{block_on, UreqClient};
+use egn_core::backend::{
     DataApiAuth, DataApiClient, DataApiConfig, HttpClient, HttpRequest, RedisRestClient,
     RedisRestConfig,
 };
-use edge_geo_notify::dedup::DedupConfig;
-use edge_geo_notify::notify::store::NotificationStore;
-use edge_geo_notify::notify::{NotifyConfig, NotifyService};
+use egn_core::dedup::DedupConfig;
+use egn_core::notify::store::NotificationStore;
+use egn_core::notify::{NewEvent, NewSender, NotifyConfig, NotifyService};
 use serde_json::Value;
+
+/// A "like" in the `feed`/`social` category from `sender` (display name: its upper case), the
+/// event every stack test writes; the tests differ only in its ids and time.
+pub fn like(owner: &str, item: &str, sender: &str, event_id: &str, t: i64) -> NewEvent {
+    NewEvent {
+        owner: owner.into(),
+        item_key: item.into(),
+        service_type: "feed".into(),
+        category_type: "social".into(),
+        notification_type: "like".into(),
+        template_type: "default".into(),
+        event_id: event_id.into(),
+        sender: NewSender {
+            id: sender.into(),
+            name: sender.to_uppercase(),
+            avatar: None,
+        },
+        landing: None,
+        message_arguments: Default::default(),
+        created_time_msec: t,
+    }
+}
 
 /// A running stack; killed on drop.
 pub struct Stack {

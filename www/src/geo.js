@@ -30,8 +30,10 @@ export async function initGeo() {
     say(out, "Resolving…");
     try {
       const a = await call(`/v1/geo/country?lat=${encodeURIComponent(lat)}&lon=${encodeURIComponent(lon)}`);
-      say(out, `${a.lat.toFixed(4)}, ${a.lon.toFixed(4)} → ${countryLabel(a.country)}`);
+      // The zone under the country: the same request answers both.
+      say(out, `${a.lat.toFixed(4)}, ${a.lon.toFixed(4)} → ${countryLabel(a.country)}\n${a.timeZone ?? ""}`);
       out.dataset.country = a.country?.alpha2 ?? "";
+      out.dataset.timeZone = a.timeZone ?? "";
       if (map) {
         map.marker = [a.lat, a.lon];
         map.highlight = a.country?.alpha2 ?? null;
@@ -65,7 +67,8 @@ export async function initGeo() {
     try {
       const results = [];
       for (let i = 0; i < pts.length; i += BATCH) {
-        const a = await call("/v1/geo/country", { method: "POST", body: { points: pts.slice(i, i + BATCH) } });
+        // Countries only: the counts table has no use for zones, so it does not pay for them.
+        const a = await call("/v1/geo/country?fields=country", { method: "POST", body: { points: pts.slice(i, i + BATCH) } });
         results.push(...a.results);
       }
       // Answers are the points' countries (or null at sea), in request order.
@@ -172,6 +175,7 @@ async function initYou() {
       ["Edge country", m.cf_country ?? "unknown"],
       ["Your IP", m.ip?.ip ?? "not given"],
       ["IPDB answer", m.ip ? m.ip.country ?? `none (${m.ip.reason ?? "not found"})` : "—"],
+      ["Time zone", m.time_zone ? `${m.time_zone.name} (${m.time_zone.source === "edge" ? "edge" : "coordinates"})` : "unknown"],
       ["Agree", typeof m.agree === "boolean" ? (m.agree ? "yes" : "no") : `not comparable (${m.sources} source${m.sources === 1 ? "" : "s"})`],
     ]);
   } else {

@@ -4,7 +4,7 @@
 //! `cargo bench --bench ip`
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use edge_geo_notify::ip::IpDb;
+use egn_core::ip::IpDb;
 use maxminddb::PathElement;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};

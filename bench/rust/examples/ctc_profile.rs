@@ -4,7 +4,7 @@
 //! GeoJSON is too slow under valgrind); `... -- run DIR SET IMPL` then looks up every point of a
 //! set, where IMPL is `ours`, `ours_latlon`, `ours_batch` (256 points per call) or `cb` (the `country-boundaries` crate).
 
-use edge_geo_notify::geo::{format, CountryIndex, GridPoint, LatLon, Tile};
+use egn_core::geo::{format, CountryIndex, GridPoint, LatLon, Tile};
 use std::hint::black_box;
 use std::path::Path;
 

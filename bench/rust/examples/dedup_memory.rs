@@ -16,8 +16,8 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use edge_geo_notify::dedup::{self, DedupConfig};
-use edge_geo_notify::notify;
+use egn_core::dedup::{self, DedupConfig};
+use egn_core::notify;
 
 const WINDOW_MS: u64 = 600_000;
 const BATCH: usize = 1_000;
@@ -112,12 +112,7 @@ impl Conn {
 }
 
 /// Sends a bare reserve (one id, no muted set, no roster) with a 30 s lease.
-fn bare_reserve(
-    c: &mut Conn,
-    reserve: &edge_geo_notify::backend::Script,
-    s: &dedup::Slot,
-    at: &str,
-) {
+fn bare_reserve(c: &mut Conn, reserve: &egn_core::backend::Script, s: &dedup::Slot, at: &str) {
     c.send(&[
         b"EVALSHA",
         reserve.sha1().as_bytes(),
@@ -134,7 +129,7 @@ fn bare_reserve(
 #[allow(clippy::too_many_arguments)]
 fn admit(
     c: &mut Conn,
-    reserve: &edge_geo_notify::backend::Script,
+    reserve: &egn_core::backend::Script,
     (s, event_time): (&dedup::Slot, i64),
     mutes: &str,
     roster: &str,

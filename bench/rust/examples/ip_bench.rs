@@ -4,10 +4,10 @@
 //!
 //! `cargo run --release -p edge-geo-notify-benches --example ip_bench -- NAME=FILE.mmdb…`
 
-use edge_geo_notify::ip::convert::ranges;
-use edge_geo_notify::ip::table::{build, IpTable};
-use edge_geo_notify::ip::workload::{addresses, count_countries};
-use edge_geo_notify::ip::{IpAnswer, IpDb, Layout};
+use egn_core::ip::convert::ranges;
+use egn_core::ip::table::{build, IpTable};
+use egn_core::ip::workload::{addresses, count_countries};
+use egn_core::ip::{IpAnswer, IpDb, Layout};
 use maxminddb::PathElement;
 use std::hint::black_box;
 use std::net::IpAddr;
@@ -49,7 +49,7 @@ fn table_ns(dir: &std::path::Path) {
     let read = |name: &str| std::fs::read(dir.join(name)).expect("built assets");
     let table = IpTable::from_bytes(read("dir.bin")).expect("opens");
     for p in 0..table.page_count() {
-        let name = edge_geo_notify::ip::table::page_name(p);
+        let name = egn_core::ip::table::page_name(p);
         table.insert_page(p, read(&name)).expect("valid page");
     }
     let ips = addresses(1_000_000);

@@ -91,13 +91,13 @@ export interface paths {
         };
         /**
          * Country at a coordinate
-         * @description Maritime boundaries: `country` is null on the open sea.
+         * @description Maritime boundaries: `country` is null on the open sea. `timeZone` is the IANA zone from the same kind of index (every point has one; the open sea answers `Etc/GMT±N`); `fields=country` leaves it out and costs nothing extra.
          */
         get: operations["countryForPoint"];
         put?: never;
         /**
          * Countries of up to 10 000 coordinates
-         * @description Points as `{lat, lon}` objects or `[lat, lon]` pairs; answers in request order.
+         * @description Points as `{lat, lon}` objects or `[lat, lon]` pairs; answers in request order, the time zones in `timeZones` beside `results` (left out with `fields=country`).
          */
         post: operations["countryForPoints"];
         delete?: never;
@@ -139,7 +139,7 @@ export interface paths {
         };
         /**
          * The caller's country by edge, IPDB and optional coordinates
-         * @description `request.cf.country`, the IPDB answer for `CF-Connecting-IP`, optionally the coordinates' country, and whether the sources that answered agree (null with fewer than two).
+         * @description `request.cf.country`, the IPDB answer for `CF-Connecting-IP`, optionally the coordinates' country and time zone, and whether the sources that answered agree (null with fewer than two). `time_zone` is the coordinates' zone when given, else `request.cf.timezone`, with its `source`.
          */
         get: operations["whereAmI"];
         put?: never;
@@ -291,6 +291,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/notifications/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything stored about the caller, one page at a time
+         * @description Everything stored about the owner as a recipient: items and tombstones as stored, by id; the first page also carries the preferences document and the dead letters addressed to them. Follow `nextCursor` until it is absent.
+         */
+        get: operations["exportMine"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/notifications/items/{itemKey}": {
         parameters: {
             query?: never;
@@ -402,6 +422,66 @@ export interface paths {
          * @description Sends the letters back to the events queue, then removes them. An event that was in fact applied is answered by dedup and the upsert's filter, so replaying is safe. No body replays the oldest 100.
          */
         post: operations["replayDeadLetters"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/owners/{owner}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Erase everything stored about a user as a recipient (resumable)
+         * @description Removes every item and tombstone (a hard delete), the preferences, the user's idempotency records, the dead letters addressed to them and the badge hub's state (its sockets closed), in steps within one request's subrequest budget; then leaves a fence so an event created before the erasure that arrives later is dropped (events created after it start a new inbox). 200 when done, 202 while steps remain: the queue continues it when bound, otherwise call again (idempotent: a finished erasure runs again and removes whatever arrived since). See docs/privacy.md.
+         */
+        delete: operations["eraseOwner"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/owners/{owner}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything stored about a user as a recipient, one page at a time
+         * @description Everything stored about the owner as a recipient: items and tombstones as stored, by id; the first page also carries the preferences document and the dead letters addressed to them. Follow `nextCursor` until it is absent.
+         */
+        get: operations["exportOwner"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/erasures/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An erasure's progress: what each store lost, late events dropped
+         * @description The job's id is the one `DELETE /v1/admin/owners/{owner}` answered; it stays readable as long as the erasure's fence holds.
+         */
+        get: operations["getErasure"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -542,11 +622,23 @@ export interface components {
             lon: number;
             /** @description null on the open sea */
             country: components["schemas"]["Country"] | null;
+            /**
+             * @description IANA time zone (timezone-boundary-builder's full set: one zone per country region);
+             *     the open sea answers `Etc/GMT±N` of its 15° band. Left out with `fields=country`.
+             * @example Europe/Busingen
+             * @example Etc/GMT+10
+             */
+            timeZone?: string;
         };
         /** @description `POST /v1/geo/country`: one country (or null) per point, in request order. */
         CountryResults: {
             /** @description In request order; null on the open sea. */
             results: (components["schemas"]["Country"] | null)[];
+            /**
+             * @description The points' IANA time zones in request order (beside `results`, so a client that reads
+             *     only `results` is unchanged). Left out with `fields=country`.
+             */
+            timeZones?: string[];
         };
         /** @description A credit line: what to show, where it links, under which licence. */
         Attribution: {
@@ -602,8 +694,15 @@ export interface components {
             cf_country: string | null;
             /** @description The IPDB answer for `CF-Connecting-IP` */
             ip: components["schemas"]["IpResult"] | null;
-            /** @description The coordinates' country, when `lat` and `lon` were given. */
+            /** @description The coordinates' country and time zone, when `lat` and `lon` were given. */
             coordinates: components["schemas"]["PointResult"] | null;
+            /** @description `request.cf.timezone`: the IANA zone Cloudflare places the connection in. */
+            cf_timezone: string | null;
+            /**
+             * @description The caller's time zone and where it came from: the coordinates' when given, else the
+             *     edge's (`request.cf.timezone`); null when neither answered.
+             */
+            time_zone: components["schemas"]["TimeZoneAnswer"] | null;
             /** @description Whether the sources that answered agree (null with fewer than two). */
             agree: boolean | null;
             /** @description How many sources answered. */
@@ -611,6 +710,15 @@ export interface components {
             /** @description The database. */
             ipdb: components["schemas"]["Ipdb"];
         };
+        /** @description A time zone and its source. */
+        TimeZoneAnswer: {
+            /** @description IANA name. */
+            name: string;
+            /** @description Which source gave it. */
+            source: components["schemas"]["TimeZoneSource"];
+        };
+        /** @description Where the caller's `time_zone` came from. */
+        TimeZoneSource: "coordinates" | "edge";
         /** @description `201`: one event made a new item. */
         NewItem: {
             /** @description `created`. */
@@ -634,7 +742,7 @@ export interface components {
          * @description What one event did when it made no new item.
          * @enum {string}
          */
-        OneEventWord: "merged" | "already_applied" | "duplicate" | "muted";
+        OneEventWord: "merged" | "already_applied" | "duplicate" | "muted" | "erased";
         /** @description `200`: a batch without the queue, one result per event in order. */
         Processed: {
             /** @description `processed`. */
@@ -658,7 +766,7 @@ export interface components {
          * @description An event's outcome short of failure: what the API answers per event (`status`).
          * @enum {string}
          */
-        Settled: "created" | "merged" | "already_applied" | "duplicate" | "muted";
+        Settled: "created" | "merged" | "already_applied" | "duplicate" | "muted" | "erased";
         /** @description `202`: every event was valid and is written by the queue consumer. */
         Queued: {
             /** @description `queued`. */
@@ -734,6 +842,70 @@ export interface components {
             mutedTypes: string[];
             /** @description False without Redis: stored, but not applied to new events. */
             enforced: boolean;
+        };
+        /** @description `GET /v1/admin/erasures/{id}`: a job's progress. */
+        ErasureView: {
+            /** @description The job's id (what `GET /v1/admin/erasures/{id}` takes). */
+            id: string;
+            /** @description `running` until every step is done. */
+            state: components["schemas"]["JobState"];
+            /** @description The step to run next (`done` when finished). */
+            step: components["schemas"]["Step"];
+            /**
+             * Format: int64
+             * @description The fence, ms since the epoch: events created at or before it are dropped.
+             */
+            erasedAtMsec: number;
+            /** @description What was removed, per store. */
+            removed: components["schemas"]["Removed"];
+            /** @description Late events dropped behind the fence so far (shown by `GET`; 0 in a `DELETE` answer). */
+            lateEventsDropped: number;
+            /**
+             * Format: int64
+             * @description When a running job can go on (the final sweep waits [`SWEEP_AFTER_MS`] after the fence).
+             */
+            continueAfterMsec?: number | null;
+        };
+        /** @description A job's state. */
+        JobState: "running" | "done";
+        /** @description Where a job stands. */
+        Step: "fence" | "items" | "preferences" | "idempotency" | "dead_letters" | "badge" | "sweep" | "done";
+        /** @description What a job removed so far, per store. */
+        Removed: {
+            /** @description Live items (Data API, the items collection). */
+            items: number;
+            /** @description Tombstones (Data API, the items collection). */
+            tombstones: number;
+            /** @description Rosters and event counters of those items (Redis). */
+            redisKeys: number;
+            /** @description The preferences document (0 or 1) and its Redis mirror (0 or 1). */
+            preferences: number;
+            /** @description Idempotency records of the user's writes (Redis). */
+            idempotencyRecords: number;
+            /** @description Dead letters addressed to the owner (Data API, the dead-letter collection). */
+            deadLetters: number;
+            /** @description Badge sockets closed (the hub's storage is cleared too). */
+            badgeSockets: number;
+        };
+        /** @description One page of an owner's export: everything stored about them as a recipient. */
+        ExportPage: {
+            /** @description The owner. */
+            owner: string;
+            /** @description Stored items and tombstones, as stored (dates as `{"$date": ms}`), by id. */
+            items: {
+                [key: string]: unknown;
+            }[];
+            /**
+             * @description The stored preferences document (first page only; `null` when none is stored or on
+             *     later pages).
+             */
+            preferences: {
+                [key: string]: unknown;
+            } | null;
+            /** @description Dead letters addressed to the owner (first page only). */
+            deadLetters: components["schemas"]["DeadLetterView"][];
+            /** @description Pass as `cursor` for the next page; absent on the last. */
+            nextCursor?: string | null;
         };
         /** @description Every 4xx/5xx body (except `/healthz`'s 503, which is the health body). */
         Error: {
@@ -1418,6 +1590,8 @@ export interface operations {
                 lat: number;
                 /** @description Longitude in degrees (WGS 84); `lng` is accepted as an alias. */
                 lon: number;
+                /** @description Comma-separated answer fields: `country`, `timeZone` (default both). `fields=country` skips the time zone. */
+                fields?: string;
             };
             header?: never;
             path?: never;
@@ -1425,7 +1599,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The point and its country */
+            /** @description The point, its country and time zone */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1443,7 +1617,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "missing_parameter" | "invalid_number" | "invalid_coordinate";
+                            code?: "missing_parameter" | "invalid_number" | "invalid_coordinate" | "invalid_parameter";
                         };
                     };
                 };
@@ -1488,7 +1662,10 @@ export interface operations {
     };
     countryForPoints: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Comma-separated answer fields: `country`, `timeZone` (default both). `fields=country` skips the time zone. */
+                fields?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1500,7 +1677,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description One country (or null) per point, in order */
+            /** @description One country (or null) and one time zone per point, in order */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1518,7 +1695,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error?: {
                             /** @enum {unknown} */
-                            code?: "unreadable_body" | "invalid_json" | "empty_batch" | "batch_too_large" | "invalid_point";
+                            code?: "unreadable_body" | "invalid_json" | "empty_batch" | "batch_too_large" | "invalid_point" | "invalid_parameter";
                         };
                     };
                 };
@@ -2744,6 +2921,118 @@ export interface operations {
             };
         };
     };
+    exportMine: {
+        parameters: {
+            query?: {
+                /** @description `nextCursor` of the previous page. */
+                cursor?: string;
+                /** @description Items per page (1–200, default 200). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportPage"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_parameter" | "invalid_path";
+                        };
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Well-formed but invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "field_too_long" | "invalid_characters" | "missing_field";
+                        };
+                    };
+                };
+            };
+            /** @description Rate limited */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The backend refused a request */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "backend_rejected" | "backend_decode";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "not_configured" | "auth_unavailable" | "config_invalid" | "backend_unavailable" | "duplicate_key";
+                        };
+                    };
+                };
+            };
+        };
+    };
     deleteItem: {
         parameters: {
             query?: never;
@@ -3456,6 +3745,359 @@ export interface operations {
                         error?: {
                             /** @enum {unknown} */
                             code?: "payload_too_large";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The backend refused a request */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "backend_rejected" | "backend_decode";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "not_configured" | "auth_unavailable" | "config_invalid" | "backend_unavailable" | "duplicate_key";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    eraseOwner: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user's id (the token `sub`), percent-encoded. */
+                owner: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Erased */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureView"];
+                };
+            };
+            /** @description Steps remain (continued by the queue, or the next call) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureView"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_path";
+                        };
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service key lacks the operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Well-formed but invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "field_too_long" | "invalid_characters" | "missing_field";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The backend refused a request */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "backend_rejected" | "backend_decode";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "not_configured" | "auth_unavailable" | "config_invalid" | "backend_unavailable" | "duplicate_key" | "hub_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    exportOwner: {
+        parameters: {
+            query?: {
+                /** @description `nextCursor` of the previous page. */
+                cursor?: string;
+                /** @description Items per page (1–200, default 200). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The user's id (the token `sub`), percent-encoded. */
+                owner: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportPage"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_parameter" | "invalid_path";
+                        };
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service key lacks the operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Well-formed but invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "field_too_long" | "invalid_characters" | "missing_field";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The backend refused a request */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "backend_rejected" | "backend_decode";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "not_configured" | "auth_unavailable" | "config_invalid" | "backend_unavailable" | "duplicate_key";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getErasure: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The erasure's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Progress */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureView"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_path";
+                        };
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service key lacks the operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "erasure_not_found";
                         };
                     };
                 };

@@ -16,7 +16,7 @@ export interface InboxServiceOptions {
 
 /** One event's outcome. */
 export interface SendResult {
-  status: "created" | "merged" | "already_applied" | "duplicate" | "muted" | "queued" | "processed";
+  status: "created" | "merged" | "already_applied" | "duplicate" | "muted" | "erased" | "queued" | "processed";
   notificationId?: string;
   accepted?: number;
   results?: Array<{ status: string; notificationId?: string }>;

@@ -55,6 +55,9 @@ export function compareItems(a: Notification, b: Notification): number {
 const contributes = (i: Notification | null | undefined, field: "read" | "seen"): number =>
   i && !i.archived && !i[field] ? 1 : 0;
 
+/** The default view: the inbox. One function for every store, so V8's inlined call stays valid. */
+const inInbox = (i: Notification): boolean => !i.archived;
+
 const isTombstone = (e: unknown): e is { itemKey: string; deleted: true } =>
   (e as { deleted?: unknown }).deleted === true;
 
@@ -134,7 +137,7 @@ export class InboxStore {
    * `keep` chooses the items this store holds (default: the inbox, `!archived`; e.g. one
    * category, or the archive with `(i) => i.archived`). Items it rejects leave like tombstones.
    */
-  constructor(state?: PersistedState | null, keep: (i: Notification) => boolean = (i) => !i.archived) {
+  constructor(state?: PersistedState | null, keep: (i: Notification) => boolean = inInbox) {
     this.#keep = keep;
     if (state) this.restore(state);
   }
@@ -312,17 +315,13 @@ export class InboxStore {
     this.#arriving = new Set();
     this.#leaving = [];
     const order = this.#order;
-    if ((arriving.size + leaving.length) * 4 > this.#base.size) {
-      this.#order = [...this.#base.values()].sort(compareItems);
-      return this.#order;
-    }
+    if ((arriving.size + leaving.length) * 4 > this.#base.size) return this.#sortAll();
     const skip: number[] = [];
     for (const old of leaving) {
       const at = lowerBound(order, old);
       if (order[at] !== old) {
         // Not where its order puts it (cannot happen unless an item was changed in place): sort.
-        this.#order = [...this.#base.values()].sort(compareItems);
-        return this.#order;
+        return this.#sortAll();
       }
       skip.push(at);
     }
@@ -343,6 +342,20 @@ export class InboxStore {
     while (j < added.length) merged[n++] = added[j++];
     this.#order = merged;
     return merged;
+  }
+
+  /**
+   * All base items sorted afresh, into an array made like the merge's (`new Array(n)`): every
+   * `#order` then has the same V8 elements kind, so the code that reads it is not deoptimised
+   * when the first page's sorted list is followed by merged ones (measured: ~1 ms a page for
+   * the next dozen pages while it is compiled again).
+   */
+  #sortAll(): Notification[] {
+    const all: Notification[] = new Array(this.#base.size);
+    let n = 0;
+    for (const item of this.#base.values()) all[n++] = item;
+    this.#order = all.sort(compareItems);
+    return this.#order;
   }
 
   #changed(): void {

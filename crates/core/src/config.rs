@@ -137,7 +137,7 @@ pub const VARIABLES: &[Setting] = &[
     var("DATA_API_USER", "text", Some("api"), "Basic-auth user name when `DATA_API_AUTH=basic`"),
     var("DATA_SOURCE", "text", Some("local"), "Data API `dataSource` (the Atlas cluster name)"),
     var("DATABASE", "text", Some("app"), "Data API `database`"),
-    var("NOTIFY_COLLECTION", "text", Some("notifications"), "collection of the inbox items (dead letters go to `{NOTIFY_COLLECTION}_dead`)"),
+    var("NOTIFY_COLLECTION", "text", Some("notifications"), "collection of the inbox items; dead letters go to `{NOTIFY_COLLECTION}_dead`, preferences to `{NOTIFY_COLLECTION}_preferences`, erasure jobs and fences to `{NOTIFY_COLLECTION}_erasures` (the gateway must serve all: `check-config --collections`)"),
     var("BACKEND_TIMEOUT_MS", "integer, ms, > 0", Some("5000"), "deadline of one Data API, Redis or JWKS call"),
     // Notifications.
     var("NOTIFY_ORIGINS_CAP", "integer, ≥ 1", Some("100"), "origins kept per merged item (`originsCount` counts every sender: exactly with Redis, see `originsCountExact`)"),
@@ -157,7 +157,7 @@ pub const VARIABLES: &[Setting] = &[
     var("NOTIFY_HOT_WINDOW_MS", "integer, ms, > 0", Some("1000"), "the window those creates are counted in"),
     var("NOTIFY_HOT_COOLDOWN_MS", "integer, ms, > 0", Some("10000"), "how long a hot item stays hot after its last create"),
     // Callers.
-    var("SERVICE_KEYS", "list `name:scope[:scope]`, comma-separated", None, "named service keys and their scopes (`notify:write`, `admin`); each value is secret `SERVICE_KEY_<NAME>`; unset = only `SERVICE_TOKEN`"),
+    var("SERVICE_KEYS", "list `name:scope[:scope]`, comma-separated", None, "named service keys and their scopes (`notify:write`, `admin`, `privacy`: erase and export a person, which `admin` also may); each value is secret `SERVICE_KEY_<NAME>`; unset = only `SERVICE_TOKEN`"),
     Setting {
         name: "SERVICE_KEY_<NAME>",
         kind: Kind::SecretPattern,
@@ -179,7 +179,7 @@ pub const VARIABLES: &[Setting] = &[
     var("IPDB_KV_KEY", "text", Some("ipdb/current"), "KV key of the IPDB version record in `IPDB_CONFIG`"),
     var("IPDB_CHECK_INTERVAL_SECONDS", "integer, s", Some("60"), "how often an isolate re-reads the record (after responding)"),
     var("IPDB_SOURCE_URL", "URL or URL template", None, "where the daily cron downloads a new `.mmdb`, `.mmdb.gz` or MaxMind `.tar.gz`; `{YYYY}`, `{MM}`, `{YYYYMMDD}` are the current period, then the previous one (docs/ipdb.md); unset = no scheduled update"),
-    var("IPDB_SOURCE_AUTH", "`none` \\| `maxmind`", Some("none"), "`maxmind`: HTTP basic auth with the secrets `MAXMIND_ACCOUNT_ID` and `MAXMIND_LICENSE_KEY` (https only)"),
+    var("IPDB_SOURCE_AUTH", "`none` \\| `maxmind`", Some("none"), "`maxmind`: HTTP basic auth with the secrets `MAXMIND_ACCOUNT_ID` and `MAXMIND_LICENSE_KEY` (sent over https only, or plain http to a loopback host for tests)"),
     var("IPDB_STALE_AFTER_DAYS", "integer, days", Some("45"), "`/healthz` flags the served database as stale (`ipdb.freshness.stale`) when it was built longer ago"),
     var("IPDB_PROMOTE_FROM_KEY", "text", None, "production: take the IPDB from staging's record under this KV key (in `IPDB_STAGING_CONFIG`, else `IPDB_CONFIG`) instead of downloading; unset = download from `IPDB_SOURCE_URL`"),
     var("IPDB_PROMOTE_AFTER_HOURS", "integer, hours", Some("24"), "how long staging must have served a version, probed by its cron with no failed probe, before production takes it"),

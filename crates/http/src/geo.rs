@@ -38,6 +38,44 @@ pub fn parse_point_query(query: &str) -> Result<LatLon, ApiError> {
     LatLon::new(lat, lon).map_err(|e| ApiError::new(ErrorCode::InvalidCoordinate, e.to_string()))
 }
 
+/// What a geo answer carries beyond the country (`fields=` of `GET`/`POST /v1/geo/country`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fields {
+    /// The IANA time zone (`timeZone`): default on; `fields=country` leaves it out, and then the
+    /// zone layer is not read at all.
+    pub time_zone: bool,
+}
+
+impl Default for Fields {
+    fn default() -> Self {
+        Self { time_zone: true }
+    }
+}
+
+/// Parses `fields` (comma-separated `country`, `timeZone`; absent = both).
+///
+/// # Errors
+/// `invalid_parameter` (400) naming an unknown field (an empty list names `""`).
+pub fn parse_fields(query: &str) -> Result<Fields, ApiError> {
+    let Some(list) = super::query::param(query, "fields") else {
+        return Ok(Fields::default());
+    };
+    let mut fields = Fields { time_zone: false };
+    for f in list.split(',').map(str::trim) {
+        match f {
+            "country" => {}
+            "timeZone" => fields.time_zone = true,
+            other => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidParameter,
+                    format!("fields: unknown field {other:?} (country, timeZone)"),
+                ))
+            }
+        }
+    }
+    Ok(fields)
+}
+
 /// `POST /v1/geo/country`: points as `{lat, lon}` objects or `[lat, lon]` pairs.
 #[derive(Deserialize)]
 #[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
@@ -46,6 +84,11 @@ pub fn parse_point_query(query: &str) -> Result<LatLon, ApiError> {
 pub(crate) struct Batch {
     #[cfg_attr(not(target_arch = "wasm32"), schemars(schema_with = "points"))]
     points: Vec<Value>,
+}
+
+/// 400 `invalid_point` for coordinates out of range.
+pub fn invalid_point(e: impl std::fmt::Display) -> ApiError {
+    ApiError::new(ErrorCode::InvalidPoint, e.to_string())
 }
 
 /// Parses a batch body `{"points":[{"lat":…,"lon":…}, …]}` (or `[lat, lon]` pairs).
@@ -120,6 +163,11 @@ pub struct PointResult {
     pub lon: f64,
     /// null on the open sea
     pub country: Option<CountryCodes>,
+    /// IANA time zone (timezone-boundary-builder's full set: one zone per country region);
+    /// the open sea answers `Etc/GMT±N` of its 15° band. Left out with `fields=country`.
+    #[serde(rename = "timeZone", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(schema_with = "time_zone"))]
+    pub time_zone: Option<String>,
 }
 
 impl PointResult {
@@ -130,7 +178,15 @@ impl PointResult {
             lat: p.lat(),
             lon: p.lon(),
             country,
+            time_zone: None,
         }
+    }
+
+    /// The answer with its time zone.
+    #[must_use]
+    pub fn with_time_zone(mut self, zone: Option<&str>) -> Self {
+        self.time_zone = zone.map(str::to_owned);
+        self
     }
 }
 
@@ -140,6 +196,27 @@ impl PointResult {
 pub struct CountryResults {
     /// In request order; null on the open sea.
     pub results: Vec<Option<CountryCodes>>,
+    /// The points' IANA time zones in request order (beside `results`, so a client that reads
+    /// only `results` is unchanged). Left out with `fields=country`.
+    #[serde(rename = "timeZones", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(not(target_arch = "wasm32"), schemars(schema_with = "time_zones"))]
+    pub time_zones: Option<Vec<String>>,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+/// An IANA zone name as the zone layer stores it.
+fn time_zone_value() -> serde_json::Value {
+    serde_json::json!({ "type": "string", "pattern": "^[A-Za-z0-9/_+-]+$", "examples": ["Europe/Busingen", "Etc/GMT+10"] })
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn time_zone(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::Schema::try_from(time_zone_value()).expect("an object schema")
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn time_zones(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": "array", "items": time_zone_value() })
 }
 
 #[cfg(not(target_arch = "wasm32"))]
@@ -172,6 +249,35 @@ mod tests {
         assert_eq!(code("lat=91&lon=1"), "invalid_coordinate");
         let p = parse_point_query("lat=47.5&lon=-8.25&x=1").unwrap();
         assert_eq!((p.lat(), p.lon()), (47.5, -8.25));
+    }
+
+    #[test]
+    fn fields_default_to_all_and_refuse_unknown_names() {
+        assert_eq!(
+            parse_fields("lat=1&lon=2").unwrap(),
+            Fields { time_zone: true }
+        );
+        assert_eq!(
+            parse_fields("fields=country").unwrap(),
+            Fields { time_zone: false }
+        );
+        assert_eq!(
+            parse_fields("fields=country,timeZone").unwrap(),
+            Fields { time_zone: true }
+        );
+        assert_eq!(
+            parse_fields("fields=timeZone").unwrap(),
+            Fields { time_zone: true }
+        );
+        let code = |q: &str| parse_fields(q).unwrap_err().code;
+        assert_eq!(code("fields=tz"), "invalid_parameter");
+        assert_eq!(code("fields="), "invalid_parameter");
+        let with = PointResult::new(LatLon::new(47.697, 8.691).unwrap(), None)
+            .with_time_zone(Some("Europe/Busingen"));
+        let json = serde_json::to_value(&with).unwrap();
+        assert_eq!(json["timeZone"], "Europe/Busingen");
+        let without = serde_json::to_value(PointResult::new(LatLon::new(0.0, 0.0).unwrap(), None));
+        assert!(without.unwrap().get("timeZone").is_none());
     }
 
     #[test]

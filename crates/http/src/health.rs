@@ -1,12 +1,16 @@
-//! `GET /healthz` as a type: the adapter fills it from each part's own report, and the
-//! document's `Health` schema is generated from it. 200 when it is `ok`, 503 with the same body
-//! when `degraded`.
+//! `GET /healthz` as a type and its assembly: the adapter hands over each part's own report and
+//! the environment by name ([`assemble`]), and the document's `Health` schema is generated from
+//! it. 200 when it is `ok`, 503 with the same body when `degraded`.
 
-use egn_core::backend::data_api::ProbeProblem;
+use egn_core::backend::data_api::{probe_problem, ProbeProblem};
+use egn_core::backend::HttpClient;
+use egn_core::config::{Config, ConfigError};
 use egn_core::ip::freshness::Freshness;
 use egn_core::ip::serving::Health as IpdbHealth;
+use egn_core::notify::NotificationStore;
 use serde::Serialize;
 use serde_json::Value;
+use std::cell::Cell;
 
 /// Overall state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -141,8 +145,7 @@ impl From<ProbeProblem> for ProbeError {
         match p {
             ProbeProblem::NotFound => Self::DataApiNotFound,
             ProbeProblem::Unauthorized => Self::DataApiUnauthorized,
-            // `non_exhaustive`: a new problem reads as "unavailable" until it has its own code.
-            _ => Self::DataApiUnavailable,
+            ProbeProblem::Unavailable => Self::DataApiUnavailable,
         }
     }
 }
@@ -214,3 +217,118 @@ pub struct Assets {
     /// The asset format.
     pub format_version: Value,
 }
+
+/// What `/healthz` is assembled from: the configuration (or why it did not parse) and each
+/// part's own report.
+pub struct Parts<'a> {
+    /// The parsed configuration, or its first problem.
+    pub config: &'a Result<Config, ConfigError>,
+    /// The geo index.
+    pub geo: GeoHealth,
+    /// The IP database.
+    pub ipdb: IpdbReport,
+    /// The Data API probe (`None` when the configuration did not parse).
+    pub data_api: Option<DataApiProbe>,
+    /// JWKS fetches of the verifier, when one is configured.
+    pub jwks_fetches: Option<u64>,
+    /// The asset manifest (`Null` when it could not be read).
+    pub manifest: &'a Value,
+}
+
+/// How many days the served IP database stays fresh: `IPDB_STALE_AFTER_DAYS`, or its default
+/// when the configuration did not parse.
+#[must_use]
+pub fn stale_after_days(config: &Result<Config, ConfigError>) -> u32 {
+    config.as_ref().map_or(45, |c| c.ipdb.stale_after_days)
+}
+
+/// The health body and its status: `ok` (200) when the geo index opened, the configuration
+/// parsed and the Data API probe did not fail, else `degraded` (503). `lookup` reads a secret
+/// or variable by name (empty counting as unset); only names are reported, never values.
+#[must_use]
+pub fn assemble(parts: Parts<'_>, lookup: &dyn Fn(&str) -> Option<String>) -> (u16, Health) {
+    let (config, declared) = match parts.config {
+        Ok(c) => (None, c.declared_keys.as_slice()),
+        Err(e) => (
+            Some(ConfigProblem {
+                error: e.to_string(),
+                var: e.var.clone(),
+            }),
+            &[][..],
+        ),
+    };
+    // Names only: a missing secret shows here instead of as a 503 on the first real request.
+    let mut missing: Vec<String> = egn_core::config::missing_secrets(|n| lookup(n).is_some())
+        .into_iter()
+        .map(String::from)
+        .collect();
+    missing.extend(
+        declared
+            .iter()
+            .filter(|d| lookup(&d.secret).is_none())
+            .map(|d| d.secret.clone()),
+    );
+    // Refused secrets and placeholders (deployed workers only), all of them, by name only.
+    let refused = egn_core::config::secrets::refused(lookup)
+        .into_iter()
+        .map(|r| RefusedSecret {
+            var: r.var,
+            reason: r.weakness.to_string(),
+        })
+        .collect();
+    let ok = parts.geo.status == GeoStatus::Ok
+        && parts.config.is_ok()
+        && parts.data_api.as_ref().is_none_or(|p| p.error.is_none());
+    let manifest = parts.manifest;
+    let body = Health {
+        status: if ok {
+            HealthStatus::Ok
+        } else {
+            HealthStatus::Degraded
+        },
+        version: env!("CARGO_PKG_VERSION"),
+        config,
+        geo: parts.geo,
+        ipdb: parts.ipdb,
+        data_api: parts.data_api,
+        secrets: Secrets { missing, refused },
+        auth: parts
+            .jwks_fetches
+            .map(|jwks_fetches| AuthHealth { jwks_fetches }),
+        assets: Assets {
+            geo_source: manifest["geo"]["source"].clone(),
+            ip_source: manifest["ip"]["source"].clone(),
+            format_version: manifest["format_version"].clone(),
+        },
+    };
+    (if ok { 200 } else { 503 }, body)
+}
+
+/// The Data API probe: one `find` (until one succeeds; `probed` remembers that for the
+/// isolate), so a base URL that leads nowhere shows in `/healthz` as `data_api_not_found`
+/// instead of as 404s on every call. `store` is `None` without a Data API.
+pub async fn probe_data_api<H: HttpClient>(
+    store: Option<&NotificationStore<H>>,
+    probed: &Cell<bool>,
+) -> DataApiProbe {
+    let Some(store) = store else {
+        return DataApiProbe::state(ProbeState::NotConfigured);
+    };
+    if probed.get() {
+        return DataApiProbe::state(ProbeState::Ok);
+    }
+    match probe_problem(&store.probe().await) {
+        None => {
+            probed.set(true);
+            DataApiProbe::state(ProbeState::Ok)
+        }
+        Some((problem, message)) => DataApiProbe {
+            probe: ProbeState::Failed,
+            error: Some(ProbeError::from(problem)),
+            message: Some(message),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -10,10 +10,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Claims the key when absent (value = pending marker, short expiry) or returns what is there.
+/// A user's record is also named in the user's index set (KEYS[2], kept `ARGV[3]` ms after its
+/// newest record), so erasing the user deletes their records without scanning Redis.
 pub const CLAIM_LUA: &str = r#"
 local v = redis.call('GET', KEYS[1])
 if v then return v end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if KEYS[2] then
+  redis.call('SADD', KEYS[2], KEYS[1])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+end
 return false
 "#;
 
@@ -79,6 +85,18 @@ pub enum Scope<'a> {
 }
 
 impl Scope<'_> {
+    /// The user's index set of records (`egn_core::notify::erasure::idempotency_index`), for
+    /// the user scopes; the service routes' records name no user.
+    #[must_use]
+    pub fn index_key(self) -> Option<String> {
+        match self {
+            Scope::Events | Scope::Retractions => None,
+            Scope::Mark(sub) | Scope::Bulk(sub) | Scope::DeleteItem(sub) => {
+                Some(egn_core::notify::erasure::idempotency_index(sub))
+            }
+        }
+    }
+
     /// The Redis key for a client key. Service keys keep their original form
     /// (`idem:{route}:{key}`, so records stored before user scopes existed stay valid); user
     /// keys live under `idem:user:`, which no service route is named, and carry the `sub`
@@ -160,7 +178,7 @@ mod tests {
     fn stripe_semantics() {
         assert_eq!(classify(None, "h1").unwrap(), Claim::Fresh);
         assert_eq!(
-            classify(Some(&pending("h1")), "h1").unwrap_err().status,
+            classify(Some(&pending("h1")), "h1").unwrap_err().status(),
             409
         );
         let done = finished("h1", 201, &json!({"status": "created"}));

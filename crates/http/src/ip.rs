@@ -3,6 +3,8 @@
 use super::error::ApiError;
 use super::geo::PointResult;
 use crate::ErrorCode;
+use egn_core::ip::serving::PageError;
+use egn_core::ip::table::page_name;
 use egn_core::ip::Attribution;
 use egn_core::ip::{parse_ip, IpAnswer, IpParseError};
 use serde::{Deserialize, Serialize};
@@ -14,9 +16,24 @@ pub const MAX_BATCH_IPS: usize = 10_000;
 fn ip_error(field: &str, e: &IpParseError) -> ApiError {
     let code = match e {
         IpParseError::ZoneId => ErrorCode::IpZoneNotSupported,
-        _ => ErrorCode::InvalidIp,
+        IpParseError::Empty | IpParseError::Malformed => ErrorCode::InvalidIp,
     };
     ApiError::new(code, format!("{field}: {e}"))
+}
+
+/// A page of the serving table that could not be loaded, as the 503 (or 500) it answers;
+/// `bundled_pages` is the bundled table's asset directory, which a corrupt page is named under.
+pub fn page_error<E: std::error::Error>(e: PageError<E>, bundled_pages: &str) -> ApiError {
+    match e {
+        PageError::Read { source, .. } => ApiError::asset_unavailable(source.to_string()),
+        PageError::Refused(e) => ApiError::asset_unavailable(e.to_string()),
+        PageError::Corrupt { page, source } => {
+            ApiError::asset_corrupt(&format!("{bundled_pages}/{}", page_name(page)), source)
+        }
+        PageError::NotLoaded(p) => {
+            ApiError::internal(format!("page {p} of a loaded table missing"))
+        }
+    }
 }
 
 /// Parses `ip=` from a query string.
@@ -137,8 +154,13 @@ pub struct Me {
     pub cf_country: Option<String>,
     /// The IPDB answer for `CF-Connecting-IP`
     pub ip: Option<IpResult>,
-    /// The coordinates' country, when `lat` and `lon` were given.
+    /// The coordinates' country and time zone, when `lat` and `lon` were given.
     pub coordinates: Option<PointResult>,
+    /// `request.cf.timezone`: the IANA zone Cloudflare places the connection in.
+    pub cf_timezone: Option<String>,
+    /// The caller's time zone and where it came from: the coordinates' when given, else the
+    /// edge's (`request.cf.timezone`); null when neither answered.
+    pub time_zone: Option<TimeZoneAnswer>,
     /// Whether the sources that answered agree (null with fewer than two).
     pub agree: Option<bool>,
     /// How many sources answered.
@@ -148,7 +170,49 @@ pub struct Me {
     pub ipdb: Ipdb,
 }
 
+/// Where the caller's `time_zone` came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum TimeZoneSource {
+    /// The zone index at the given coordinates.
+    Coordinates,
+    /// `request.cf.timezone`.
+    Edge,
+}
+
+/// A time zone and its source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct TimeZoneAnswer {
+    /// IANA name.
+    pub name: String,
+    /// Which source gave it.
+    pub source: TimeZoneSource,
+}
+
 impl Me {
+    /// Adds the edge's zone and picks the caller's: the coordinates' zone first (the caller said
+    /// where it is), else the edge's.
+    #[must_use]
+    pub fn with_time_zone(mut self, cf_timezone: Option<String>) -> Self {
+        let from_coords = self
+            .coordinates
+            .as_ref()
+            .and_then(|c| c.time_zone.clone())
+            .map(|name| TimeZoneAnswer {
+                name,
+                source: TimeZoneSource::Coordinates,
+            });
+        let from_edge = cf_timezone.clone().map(|name| TimeZoneAnswer {
+            name,
+            source: TimeZoneSource::Edge,
+        });
+        self.time_zone = from_coords.or(from_edge);
+        self.cf_timezone = cf_timezone;
+        self
+    }
+
     /// The body from each source's answer; `agree` and `sources` follow from them.
     #[must_use]
     pub fn new(
@@ -172,6 +236,8 @@ impl Me {
             cf_country,
             ip,
             coordinates,
+            cf_timezone: None,
+            time_zone: None,
             agree,
             sources,
             ipdb,
@@ -194,7 +260,61 @@ pub(crate) fn ips(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn page_errors_answer_503_except_a_missing_loaded_page() {
+        use super::{page_error, PageError};
+        let read = PageError::Read {
+            page: 3,
+            source: std::io::Error::other("asset ip/country/p3 answered 500"),
+        };
+        let e = page_error(read, "ip/country");
+        assert_eq!(
+            (e.code.as_str(), e.message.as_str()),
+            ("asset_unavailable", "asset ip/country/p3 answered 500")
+        );
+        let e = page_error(PageError::<std::io::Error>::NotLoaded(2), "ip/country");
+        assert_eq!(
+            (e.status(), e.message.as_str()),
+            (500, "internal error: page 2 of a loaded table missing")
+        );
+        let corrupt = PageError::<std::io::Error>::Corrupt {
+            page: 1,
+            source: egn_core::ip::table::TableError::Magic,
+        };
+        let e = page_error(corrupt, "ip/country");
+        assert_eq!(e.code.as_str(), "asset_corrupt");
+        assert!(e.message.starts_with("ip/country/"), "{}", e.message);
+    }
+
     use super::*;
+
+    #[test]
+    fn me_prefers_the_coordinates_zone_and_says_so() {
+        let ipdb = Ipdb {
+            version: "v".into(),
+            source: "bundled".into(),
+            attribution: None,
+        };
+        let at = egn_core::geo::LatLon::new(47.697, 8.691).unwrap();
+        let coords = PointResult::new(at, None).with_time_zone(Some("Europe/Busingen"));
+        let me = Me::new(None, None, Some(coords), ipdb.clone())
+            .with_time_zone(Some("Europe/Zurich".into()));
+        assert_eq!(me.cf_timezone.as_deref(), Some("Europe/Zurich"));
+        let tz = me.time_zone.unwrap();
+        assert_eq!(
+            (tz.name.as_str(), tz.source),
+            ("Europe/Busingen", TimeZoneSource::Coordinates)
+        );
+        let edge =
+            Me::new(None, None, None, ipdb.clone()).with_time_zone(Some("Europe/Zurich".into()));
+        let json = serde_json::to_value(&edge).unwrap();
+        assert_eq!(
+            json["time_zone"],
+            serde_json::json!({"name": "Europe/Zurich", "source": "edge"})
+        );
+        let none = Me::new(None, None, None, ipdb).with_time_zone(None);
+        assert!(none.time_zone.is_none());
+    }
 
     #[test]
     fn parses_queries_and_batches() {

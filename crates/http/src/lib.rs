@@ -1,6 +1,7 @@
 //! The HTTP surface as plain functions (parse, render); the worker adapter wires them to
 //! `worker::Request`/`Response`. Platform-free so its rules are unit-tested natively.
 
+pub mod backends;
 pub mod console;
 mod error;
 pub mod geo;
@@ -12,6 +13,8 @@ pub mod notify_bodies;
 pub mod notify_routes;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod openapi;
+pub mod pipeline;
+pub mod privacy;
 pub mod query;
 pub mod routes;
 #[cfg(not(target_arch = "wasm32"))]
@@ -19,8 +22,7 @@ pub mod schemas;
 pub mod user_writes;
 
 pub use error::{ApiError, ErrorBody, ErrorCode, ErrorDetail, Issue};
-pub use notify_routes::{NotifyRoutes, Reply};
-pub use user_writes::UserWrites;
+pub use notify_routes::Reply;
 
 /// Rejects an empty batch (`empty_batch`) or one over `max` items (`batch_too_large`), both 400.
 fn check_batch_len(n: usize, max: usize, what: &str) -> Result<(), ApiError> {

@@ -42,6 +42,8 @@ pub enum OneEventWord {
     Duplicate,
     // Muted by the recipient.
     Muted,
+    // The recipient was erased after this event was created: dropped.
+    Erased,
 }
 
 /// `200`: one event, merged, already applied, a duplicate or muted.

@@ -45,6 +45,7 @@ fn created_reply(c: &Created) -> (u16, Value) {
     };
     match c {
         Created::Muted => one(OneEventWord::Muted, None),
+        Created::Erased => one(OneEventWord::Erased, None),
         Created::Duplicate => one(OneEventWord::Duplicate, None),
         Created::Applied {
             outcome,
@@ -126,120 +127,111 @@ fn render<T>(r: Result<Written<T>, NotifyError>, to_reply: impl Fn(&T) -> (u16, 
     }
 }
 
-/// The write routes of the notification service (implemented for [`NotifyService`]).
-#[allow(async_fn_in_trait)] // Used with concrete types only; no `Send` bound is wanted on wasm.
-pub trait NotifyRoutes {
-    /// `POST /v1/notifications/events` with one event body (no queue).
-    async fn post_event(&self, body: &[u8], idempotency_key: Option<&str>, now_ms: i64) -> Flow;
-    /// `POST /v1/notifications/events` in any form (one event, `{"events"}`, fan-out).
-    async fn post_events<Q: EventQueue>(
-        &self,
-        body: &[u8],
-        idempotency_key: Option<&str>,
-        now_ms: i64,
-        queue: Option<&Q>,
-    ) -> Flow;
-    /// `POST /v1/notifications/retractions`.
-    async fn post_retraction(
-        &self,
-        body: &[u8],
-        idempotency_key: Option<&str>,
-        now_ms: i64,
-    ) -> Flow;
-    /// `GET /v1/me/preferences` (and the admin form): the body and the read repair.
-    async fn get_preferences(&self, owner: &str) -> (Result<Value, ApiError>, Vec<Deferred>);
-    /// `PUT /v1/me/preferences`.
-    ///
-    /// # Errors
-    /// `invalid_json` (400), validation (422), backend failures (502/503).
-    async fn put_preferences(&self, owner: &str, body: &[u8]) -> Result<Value, ApiError>;
-    /// `GET /v1/admin/dead-letters`: the oldest letters, `{items, count}`.
-    ///
-    /// # Errors
-    /// `invalid_parameter` (400), backend failures.
-    async fn get_dead_letters(&self, query: &str) -> Result<Value, ApiError>;
-    /// `POST /v1/admin/dead-letters/replay`.
-    ///
-    /// # Errors
-    /// 400 for a bad body, 503 `not_configured` without a queue, backend failures.
-    async fn post_replay<Q: EventQueue>(
-        &self,
-        body: &[u8],
-        queue: Option<&Q>,
-    ) -> Result<Value, ApiError>;
+/// `POST /v1/notifications/events` with one event body (no queue).
+pub async fn post_event<H: HttpClient>(
+    svc: &NotifyService<H>,
+    body: &[u8],
+    key: Option<&str>,
+    now_ms: i64,
+) -> Flow {
+    let op = async {
+        match parse::parse_event(body) {
+            Ok(raw) => render(svc.create(raw, now_ms).await, created_reply),
+            Err(e) => (Err(e), vec![]),
+        }
+    };
+    guarded(svc, idem::Scope::Events, body, key, op).await
 }
 
-impl<H: HttpClient> NotifyRoutes for NotifyService<H> {
-    async fn post_event(&self, body: &[u8], key: Option<&str>, now_ms: i64) -> Flow {
-        let op = async {
-            match parse::parse_event(body) {
-                Ok(raw) => render(self.create(raw, now_ms).await, created_reply),
-                Err(e) => (Err(e), vec![]),
-            }
-        };
-        guarded(self, idem::Scope::Events, body, key, op).await
-    }
-
-    async fn post_events<Q: EventQueue>(
-        &self,
-        body: &[u8],
-        key: Option<&str>,
-        now_ms: i64,
-        queue: Option<&Q>,
-    ) -> Flow {
-        let op = async {
-            match parse::parse_events_body(body) {
-                Ok(input) => render(self.create_events(input, now_ms, queue).await, events_reply),
-                Err(e) => (Err(e), vec![]),
-            }
-        };
-        guarded(self, idem::Scope::Events, body, key, op).await
-    }
-
-    async fn post_retraction(&self, body: &[u8], key: Option<&str>, now_ms: i64) -> Flow {
-        let op = async {
-            match parse::parse_retraction(body) {
-                Ok(r) => render(self.retract(r, now_ms).await, |o| retract_reply(*o)),
-                Err(e) => (Err(e), vec![]),
-            }
-        };
-        guarded(self, idem::Scope::Retractions, body, key, op).await
-    }
-
-    async fn get_preferences(&self, owner: &str) -> (Result<Value, ApiError>, Vec<Deferred>) {
-        match self.preferences(owner).await {
-            Ok(w) => (Ok(preferences_body(&w.value)), w.deferred),
-            Err(e) => (Err(e.into()), vec![]),
+/// `POST /v1/notifications/events` in any form (one event, `{"events"}`, fan-out).
+pub async fn post_events<H: HttpClient, Q: EventQueue>(
+    svc: &NotifyService<H>,
+    body: &[u8],
+    key: Option<&str>,
+    now_ms: i64,
+    queue: Option<&Q>,
+) -> Flow {
+    let op = async {
+        match parse::parse_events_body(body) {
+            Ok(input) => render(svc.create_events(input, now_ms, queue).await, events_reply),
+            Err(e) => (Err(e), vec![]),
         }
-    }
+    };
+    guarded(svc, idem::Scope::Events, body, key, op).await
+}
 
-    async fn put_preferences(&self, owner: &str, body: &[u8]) -> Result<Value, ApiError> {
-        let p: Preferences = serde_json::from_slice(body)
-            .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("preferences: {e}")))?;
-        Ok(preferences_body(&self.set_preferences(owner, p).await?))
-    }
+/// `POST /v1/notifications/retractions`.
+pub async fn post_retraction<H: HttpClient>(
+    svc: &NotifyService<H>,
+    body: &[u8],
+    key: Option<&str>,
+    now_ms: i64,
+) -> Flow {
+    let op = async {
+        match parse::parse_retraction(body) {
+            Ok(r) => render(svc.retract(r, now_ms).await, |o| retract_reply(*o)),
+            Err(e) => (Err(e), vec![]),
+        }
+    };
+    guarded(svc, idem::Scope::Retractions, body, key, op).await
+}
 
-    async fn get_dead_letters(&self, query: &str) -> Result<Value, ApiError> {
-        let limit = parse::parse_dead_letter_limit(query)?;
-        let items = self.dead_letters(limit).await?;
-        Ok(json!(DeadLetters {
-            count: items.len(),
-            items
-        }))
+/// `GET /v1/me/preferences` (and the admin form): the body and the read repair.
+pub async fn get_preferences<H: HttpClient>(
+    svc: &NotifyService<H>,
+    owner: &str,
+) -> (Result<Value, ApiError>, Vec<Deferred>) {
+    match svc.preferences(owner).await {
+        Ok(w) => (Ok(preferences_body(&w.value)), w.deferred),
+        Err(e) => (Err(e.into()), vec![]),
     }
+}
 
-    async fn post_replay<Q: EventQueue>(
-        &self,
-        body: &[u8],
-        queue: Option<&Q>,
-    ) -> Result<Value, ApiError> {
-        let r = parse::parse_replay(body)?;
-        let limit = r.limit.unwrap_or(egn_core::notify::MAX_PAGE);
-        let done = self
-            .replay_dead_letters(r.ids.as_deref(), limit, queue)
-            .await?;
-        Ok(json!(ReplayResult::from(done)))
-    }
+/// `PUT /v1/me/preferences`.
+///
+/// # Errors
+/// `invalid_json` (400), validation (422), backend failures (502/503).
+pub async fn put_preferences<H: HttpClient>(
+    svc: &NotifyService<H>,
+    owner: &str,
+    body: &[u8],
+) -> Result<Value, ApiError> {
+    let p: Preferences = serde_json::from_slice(body)
+        .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("preferences: {e}")))?;
+    Ok(preferences_body(&svc.set_preferences(owner, p).await?))
+}
+
+/// `GET /v1/admin/dead-letters`: the oldest letters, `{items, count}`.
+///
+/// # Errors
+/// `invalid_parameter` (400), backend failures.
+pub async fn get_dead_letters<H: HttpClient>(
+    svc: &NotifyService<H>,
+    query: &str,
+) -> Result<Value, ApiError> {
+    let limit = parse::parse_dead_letter_limit(query)?;
+    let items = svc.dead_letters(limit).await?;
+    Ok(json!(DeadLetters {
+        count: items.len(),
+        items
+    }))
+}
+
+/// `POST /v1/admin/dead-letters/replay`.
+///
+/// # Errors
+/// 400 for a bad body, 503 `not_configured` without a queue, backend failures.
+pub async fn post_replay<H: HttpClient, Q: EventQueue>(
+    svc: &NotifyService<H>,
+    body: &[u8],
+    queue: Option<&Q>,
+) -> Result<Value, ApiError> {
+    let r = parse::parse_replay(body)?;
+    let limit = r.limit.unwrap_or(egn_core::notify::MAX_PAGE);
+    let done = svc
+        .replay_dead_letters(r.ids.as_deref(), limit, queue)
+        .await?;
+    Ok(json!(ReplayResult::from(done)))
 }
 
 /// Runs `op` under an Idempotency-Key (Stripe semantics): one Redis call to claim before,
@@ -263,8 +255,16 @@ pub(crate) async fn guarded<H: HttpClient>(
     let rkey = scope.redis_key(key);
     let script = Script::new(idem::CLAIM_LUA);
     let pending_ms = idem::PENDING_MS.to_string();
+    let keep_ms = idem::KEEP_MS.to_string();
+    let index = scope.index_key();
+    let mut keys = vec![rkey.as_str()];
+    keys.extend(index.as_deref());
     let claimed = redis
-        .evalsha_or_eval(&script, &[&rkey], &[&idem::pending(&hash), &pending_ms])
+        .evalsha_or_eval(
+            &script,
+            &keys,
+            &[&idem::pending(&hash), &pending_ms, &keep_ms],
+        )
         .await
         .ok();
     if let Some(v) = &claimed {
@@ -291,7 +291,7 @@ pub(crate) async fn guarded<H: HttpClient>(
         };
         deferred.push(match &result {
             Ok(r) => keep(r.status, &r.body),
-            Err(e) if e.status < 500 => keep(e.status, &e.body()),
+            Err(e) if e.status() < 500 => keep(e.status(), &e.body()),
             Err(_) => Deferred::FreeKey(rkey.clone()),
         });
     }

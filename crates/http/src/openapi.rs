@@ -15,6 +15,8 @@ use super::routes::{self, Access, Method, Op, RateLimit, Route};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
+mod operations;
+
 /// Codes of one error status: `Some` = exactly these, `None` = any snake_case code.
 type Codes = Option<Vec<&'static str>>;
 
@@ -32,6 +34,20 @@ struct Detail {
     responses: Vec<(u16, Value)>,
     /// Error statuses and their codes, beyond the ones every route of its kind shares.
     errors: Vec<(u16, Codes)>,
+}
+
+impl Detail {
+    /// No description, parameters, body or responses beyond the shared ones.
+    fn none() -> Self {
+        Detail {
+            description: "",
+            params: vec![],
+            request: None,
+            body_optional: false,
+            responses: vec![],
+            errors: vec![],
+        }
+    }
 }
 
 fn schema_ref(name: &str) -> Value {
@@ -106,6 +122,20 @@ fn lat_lon_params(required: bool) -> Vec<Value> {
     ]
 }
 
+fn path_param(name: &str, description: &str) -> Value {
+    json!({ "name": name, "in": "path", "required": true, "description": description, "schema": text(256) })
+}
+
+/// `fields` of the country routes.
+fn fields_param() -> Value {
+    query(
+        "fields",
+        false,
+        "Comma-separated answer fields: `country`, `timeZone` (default both). `fields=country` skips the time zone.",
+        json!({ "type": "string", "pattern": "^(country|timeZone)(,(country|timeZone))*$" }),
+    )
+}
+
 fn idempotency_key_param() -> Value {
     json!({
         "name": "Idempotency-Key",
@@ -149,418 +179,40 @@ fn boolean_param() -> Value {
     json!({ "type": "string", "enum": ["true", "false", "1", "0"] })
 }
 
-#[allow(clippy::too_many_lines)]
+/// What the route table does not know about `op`: one function per operation, in
+/// `openapi/operations.rs`.
 fn detail(op: Op) -> Detail {
-    let none = || Detail {
-        description: "",
-        params: vec![],
-        request: None,
-        body_optional: false,
-        responses: vec![],
-        errors: vec![],
-    };
     match op {
-        Op::Healthz => Detail {
-            description: "200 when the geo index opens, else 503 with the same body (`status: degraded`) so load balancers and humans read one shape.",
-            responses: vec![
-                (200, json_response("Healthy", schema_ref("Health"))),
-                (503, json_response("Degraded: the same health body, not an Error", schema_ref("Health"))),
-            ],
-            ..none()
-        },
-        Op::OpenApi => Detail {
-            description: "The OpenAPI 3.1 document, built from the worker's route table.",
-            responses: vec![(
-                200,
-                json_response(
-                    "This document",
-                    json!({ "type": "object", "required": ["openapi", "info", "paths"] }),
-                ),
-            )],
-            ..none()
-        },
-        Op::Console => Detail {
-            description: "A small static web console.",
-            responses: vec![(
-                200,
-                json!({ "description": "HTML", "content": { "text/html": { "schema": { "type": "string" } } } }),
-            )],
-            errors: vec![(503, codes(ASSET_503))],
-            ..none()
-        },
-        Op::ConsoleAsset => Detail {
-            description: "Static files of the console, served with its Content-Security-Policy; no other asset is reachable here.",
-            params: vec![json!({
-                "name": "file", "in": "path", "required": true,
-                "schema": { "type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$" },
-            })],
-            responses: vec![(
-                200,
-                json!({ "description": "The file", "content": {
-                    "text/javascript": { "schema": { "type": "string" } },
-                    "text/css": { "schema": { "type": "string" } },
-                    "application/octet-stream": { "schema": { "type": "string" } },
-                    "image/svg+xml": { "schema": { "type": "string" } },
-                } }),
-            )],
-            errors: vec![(404, codes(&["not_found"])), (503, codes(ASSET_503))],
-            ..none()
-        },
-        Op::CountryOne => Detail {
-            description: "Maritime boundaries: `country` is null on the open sea.",
-            params: lat_lon_params(true),
-            responses: vec![(200, json_response("The point and its country", schema_ref("PointResult")))],
-            errors: vec![
-                (400, codes(&["missing_parameter", "invalid_number", "invalid_coordinate"])),
-                (503, codes(ASSET_503)),
-            ],
-            ..none()
-        },
-        Op::CountryBatch => Detail {
-            description: "Points as `{lat, lon}` objects or `[lat, lon]` pairs; answers in request order.",
-            request: Some(schema_ref("PointsBody")),
-            responses: vec![(
-                200,
-                json_response(
-                    "One country (or null) per point, in order",
-                    schema_ref("CountryResults"),
-                ),
-            )],
-            errors: vec![
-                (400, codes(&["invalid_json", "empty_batch", "batch_too_large", "invalid_point"])),
-                (503, codes(ASSET_503)),
-            ],
-            ..none()
-        },
-        Op::IpOne => Detail {
-            description: "`reason` says why `country` is null: `not_found`, or the reserved range (`private`, `loopback`, …).",
-            params: vec![query(
-                "ip",
-                true,
-                "IPv4 or IPv6 address (no zone id).",
-                super::ip::ip(),
-            )],
-            responses: vec![(200, json_response("The address's country", schema_ref("IpLookup")))],
-            errors: vec![
-                (400, codes(&["missing_parameter", "invalid_ip", "ip_zone_not_supported"])),
-                (503, codes(ASSET_503)),
-            ],
-            ..none()
-        },
-        Op::IpBatch => Detail {
-            description: "Answers in request order, with the database version once.",
-            request: Some(schema_ref("IpsBody")),
-            responses: vec![(
-                200,
-                json_response("One answer per address, in order", schema_ref("IpResults")),
-            )],
-            errors: vec![
-                (400, codes(&["invalid_json", "empty_batch", "batch_too_large", "invalid_ip", "ip_zone_not_supported"])),
-                (503, codes(ASSET_503)),
-            ],
-            ..none()
-        },
-        Op::Me => Detail {
-            description: "`request.cf.country`, the IPDB answer for `CF-Connecting-IP`, optionally the coordinates' country, and whether the sources that answered agree (null with fewer than two).",
-            // lat and lon come together or not at all: one form-exploded object parameter
-            // (`?lat=…&lon=…` on the wire) is how OpenAPI states that dependency.
-            params: vec![json!({
-                "name": "coordinates",
-                "in": "query",
-                "required": false,
-                "style": "form",
-                "explode": true,
-                "description": "`lat` and `lon` (degrees, WGS 84) together, or neither.",
-                "schema": {
-                    "type": "object",
-                    "properties": {
-                        "lat": { "type": "number", "minimum": -90, "maximum": 90 },
-                        "lon": { "type": "number", "minimum": -180, "maximum": 180 },
-                    },
-                    "dependentRequired": { "lat": ["lon"], "lon": ["lat"] },
-                },
-            })],
-            responses: vec![(200, json_response("What each source says", schema_ref("Me")))],
-            errors: vec![
-                (400, codes(&["missing_parameter", "invalid_number", "invalid_coordinate"])),
-                (503, codes(ASSET_503)),
-            ],
-            ..none()
-        },
-        Op::List => Detail {
-            description: "Newest first; pass `nextCursor` back as `cursor` for the next page (null on the last). `counts` (the badge over the whole unarchived inbox) comes in the same Data API call unless `counts=false`. `sync` is the change-feed position this page is a snapshot of: pass it to `changes` as `since`.",
-            params: vec![
-                query("limit", false, "Page size.", list_limit(20)),
-                query("cursor", false, "`nextCursor` of the previous page.", position_schema()),
-                query("category", false, "Only this `categoryType`.", json!({ "type": "string" })),
-                query("unread", false, "Only unread items.", boolean_param()),
-                query("archived", false, "Archived items instead of the inbox.", boolean_param()),
-                query("counts", false, "Include `counts` (default true).", boolean_param()),
-            ],
-            responses: vec![(200, json_response("One page", schema_ref("Page")))],
-            errors: vec![
-                (422, codes(KEY_422)),
-                (400, codes(&["invalid_parameter", "invalid_cursor"])),
-                (502, codes(BACKEND_502)),
-                (503, codes(BACKEND_503)),
-            ],
-            ..none()
-        },
-        Op::UnreadCount => Detail {
-            params: vec![query("category", false, "Only this `categoryType`.", json!({ "type": "string" }))],
-            responses: vec![(200, json_response("Badge counts", schema_ref("Counts")))],
-            errors: vec![
-                (422, codes(KEY_422)),
-                (502, codes(BACKEND_502)),
-                (503, codes(BACKEND_503)),
-            ],
-            ..none()
-        },
-        Op::Changes => Detail {
-            description: "Every change after `since` (a `sync` from a list page or an earlier answer; omit it for the whole feed), oldest first: created, merged, retracted, read/seen/archived items as full items, deleted, trimmed or expired ones as `{itemKey, deleted: true}`. Apply entries by `itemKey`; an entry can repeat (the position is held a moment behind now so a late write is never missed). Call again at once while `hasMore`.",
-            params: vec![
-                query(
-                    "since",
-                    false,
-                    "`sync` from a list page or an earlier answer; empty is the same as absent.",
-                    json!({ "anyOf": [position_schema(), { "const": "" }] }),
-                ),
-                query("limit", false, "Most entries returned.", list_limit(egn_core::notify::MAX_PAGE)),
-            ],
-            responses: vec![(
-                200,
-                json_response("Changes", schema_ref("ChangesPage")),
-            )],
-            errors: vec![
-                (422, codes(KEY_422)),
-                (400, codes(&["invalid_parameter", "invalid_cursor"])),
-                (502, codes(BACKEND_502)),
-                (503, codes(BACKEND_503)),
-            ],
-            ..none()
-        },
-        Op::Stream => Detail {
-            description: "A WebSocket (`Upgrade: websocket`). Browsers authenticate with the subprotocol list `[\"inbox.v1\", \"auth.<token>\"]` (they cannot set headers on a WebSocket); other clients may send `Authorization`. The server pushes `{type: \"badge\", unread, unseen, sync, reconnect}` on connect and after each change to the inbox (at most one push per 250 ms; bursts are coalesced). It is a hint channel: the list and `changes` stay the truth, and a missed push is repaired by reconnecting. Send `refresh` to get the badge now. Reconnect with exponential backoff from `reconnect.baseMs` to `reconnect.maxMs` with full jitter. A socket ends with its token: when the token's `exp` (plus the verifier's leeway, AUTH_LEEWAY_SECONDS) passes, the server closes it with code 4001 and reason `token_expired`; reconnect at once with a fresh token.",
-            params: vec![json!({
-                "name": "Upgrade",
-                "in": "header",
-                "required": true,
-                "description": "Without it the route answers 426 `upgrade_required`.",
-                "schema": { "type": "string", "const": "websocket" },
-            })],
-            responses: vec![(101, json!({ "description": "Switching to the WebSocket protocol" }))],
-            errors: vec![
-                (426, codes(&["upgrade_required"])),
-                (503, codes(&["not_configured"])),
-            ],
-            ..none()
-        },
-        Op::Bulk => Detail {
-            description: "One Data API call over the live inbox, or one category: `read`, `seen` (clears the badge, items stay unread), `archiveRead`, `delete` (other devices see deletions in `changes`).",
-            params: vec![user_idempotency_key_param()],
-            request: Some(schema_ref("BulkBody")),
-            responses: vec![(200, replayable("Items changed", "Updated"))],
-            errors: vec![
-                (422, codes(USER_WRITE_422)),
-                (409, codes(&["idempotency_in_flight"])),
-                (400, codes(&["invalid_json", "invalid_action", "invalid_idempotency_key"])),
-                (502, codes(BACKEND_502)),
-                (503, codes(BACKEND_503)),
-            ],
-            ..none()
-        },
-        Op::GetPreferences => Detail {
-            description: "`enforced` is false when no Redis is configured: preferences are kept but events are not filtered.",
-            responses: vec![(200, json_response("Preferences", schema_ref("Preferences")))],
-            errors: vec![
-                (422, codes(KEY_422)),
-                (502, codes(BACKEND_502)),
-                (503, codes(BACKEND_503)),
-            ],
-            ..none()
-        },
-        Op::PutPreferences => Detail {
-            description: "Replaces both lists. Events of a muted category or type are answered `muted` and not stored. A 503 after the document was saved means the change is not yet in effect: retry the same request.",
-            request: Some(schema_ref("PreferencesInput")),
-            responses: vec![(200, json_response("Stored", schema_ref("Preferences")))],
-            errors: vec![
-                (400, codes(&["invalid_json"])),
-                (422, codes(&["missing_field", "field_too_long", "invalid_characters", "unknown_category"])),
-                (502, codes(BACKEND_502)),
-                (503, codes(BACKEND_503)),
-            ],
-            ..none()
-        },
-        Op::Mark => Detail {
-            description: "Exactly one of `itemKey` or `all: true`. An `itemKey` the user has no live item for (never created, deleted, or purged) answers 404 `item_not_found`: reconcile with `changes`.",
-            params: vec![user_idempotency_key_param()],
-            request: Some(schema_ref("MarkBody")),
-            responses: vec![(200, replayable("Items changed", "Updated"))],
-            errors: vec![
-                (422, codes(USER_WRITE_422)),
-                (404, codes(&["item_not_found"])),
-                (409, codes(&["idempotency_in_flight"])),
-                (400, codes(&["invalid_json", "invalid_flag", "invalid_target", "invalid_idempotency_key"])),
-                (502, codes(BACKEND_502)),
-                (503, codes(BACKEND_503)),
-            ],
-            ..none()
-        },
-        Op::DeleteItem => Detail {
-            description: "An item the user does not have (never created, already deleted, or purged) answers 404 `item_not_found`; with an Idempotency-Key, a resend of a delete that applied answers its first 200.",
-            params: vec![
-                json!({
-                    "name": "itemKey",
-                    "in": "path",
-                    "required": true,
-                    "description": "The item's key, percent-encoded as one path segment.",
-                    "schema": text(256),
-                }),
-                user_idempotency_key_param(),
-            ],
-            responses: vec![(200, replayable("Deleted", "Deleted"))],
-            errors: vec![
-                (422, codes(USER_WRITE_422)),
-                (409, codes(&["idempotency_in_flight"])),
-                (400, codes(&["invalid_path", "invalid_idempotency_key"])),
-                (404, codes(&["item_not_found"])),
-                (502, codes(BACKEND_502)),
-                (503, codes(BACKEND_503)),
-            ],
-            ..none()
-        },
-        Op::CreateEvent => Detail {
-            description: "Events with the same (owner, itemKey) merge into one item; `eventId` de-duplicates redeliveries. \
-Three forms: one event; `{\"events\": [...]}` (1–100); or a fan-out `{\"template\": {event without owner}, \"owners\": [...]}` \
-(1–10 000; each owner's `eventId` is `{eventId}:{owner}`). Every event is validated before anything is accepted. \
-With the queue (`NOTIFY_QUEUE`) configured, batches and fan-outs are enqueued and answered `202 queued`, and one event \
-is written at once unless its item is hot (`NOTIFY_HOT_EVENTS`: then it is queued too); without the queue, one event \
-is written at once and a batch of at most 100 events is written at once (`processed`, one result per event); \
-more needs the queue (`503 not_configured`).",
-            params: vec![idempotency_key_param()],
-            request: Some(schema_ref("EventsBody")),
-            responses: vec![
-                (
-                    201,
-                    json!({
-                        "description": "A new item",
-                        "headers": replayed_header(),
-                        "content": { "application/json": { "schema": schema_ref("NewItem") } },
-                    }),
-                ),
-                (
-                    200,
-                    json!({
-                        "description": "One event: merged into an existing item, already applied (also: the sender was retracted after this event), a duplicate event id, or muted by the recipient. A batch without the queue: `processed`, one result per event in order",
-                        "headers": replayed_header(),
-                        "content": { "application/json": { "schema": {
-                            "oneOf": [schema_ref("OneEvent"), schema_ref("Processed")],
-                        } } },
-                    }),
-                ),
-                (
-                    202,
-                    json!({
-                        "description": "Enqueued: every event was valid and is written by the queue consumer",
-                        "headers": replayed_header(),
-                        "content": { "application/json": { "schema": schema_ref("Queued") } },
-                    }),
-                ),
-            ],
-            errors: vec![
-                (400, codes(&["invalid_json", "invalid_idempotency_key", "empty_batch", "batch_too_large"])),
-                (409, codes(&["idempotency_in_flight"])),
-                (
-                    422,
-                    codes(&[
-                        "missing_field",
-                        "field_too_long",
-                        "invalid_characters",
-                        "unknown_category",
-                        "time_out_of_range",
-                        "idempotency_key_reused",
-                        "invalid_events",
-                    ]),
-                ),
-                (502, codes(BACKEND_502)),
-                (503, codes(BACKEND_503)),
-            ],
-            ..none()
-        },
-        Op::Retract => Detail {
-            params: vec![idempotency_key_param()],
-            request: Some(schema_ref("Retraction")),
-            responses: vec![(
-                200,
-                json!({
-                    "description": "`updated` (other senders remain), `deleted` (it was the last), or `not_found`",
-                    "headers": replayed_header(),
-                    "content": { "application/json": { "schema": schema_ref("RetractResult") } },
-                }),
-            )],
-            errors: vec![
-                (400, codes(&["invalid_json", "invalid_idempotency_key"])),
-                (409, codes(&["idempotency_in_flight"])),
-                (
-                    422,
-                    codes(&[
-                        "missing_field",
-                        "field_too_long",
-                        "invalid_characters",
-                        "idempotency_key_reused",
-                    ]),
-                ),
-                (502, codes(BACKEND_502)),
-                (503, codes(BACKEND_503)),
-            ],
-            ..none()
-        },
-        Op::AdminIndexes => Detail {
-            description: "Idempotent; run once per deploy.",
-            responses: vec![(
-                200,
-                json_response("Index names", schema_ref("Indexes")),
-            )],
-            errors: vec![(502, codes(BACKEND_502)), (503, codes(BACKEND_503))],
-            ..none()
-        },
-        Op::DeadLetters => Detail {
-            description: "Kept by the dead-letter queue's consumer in the collection `{NOTIFY_COLLECTION}_dead`.",
-            params: vec![query(
-                "limit",
-                false,
-                "Letters per answer (1–100, default 100).",
-                json!({ "type": "integer", "minimum": 1, "maximum": 100 }),
-            )],
-            responses: vec![(
-                200,
-                json_response("The oldest dead letters", schema_ref("DeadLetters")),
-            )],
-            errors: vec![
-                (400, codes(&["invalid_parameter"])),
-                (502, codes(BACKEND_502)),
-                (503, codes(BACKEND_503)),
-            ],
-            ..none()
-        },
-        Op::ReplayDeadLetters => Detail {
-            description: "Sends the letters back to the events queue, then removes them. An event that was in fact applied is answered by dedup and the upsert's filter, so replaying is safe. No body replays the oldest 100.",
-            body_optional: true,
-            request: Some(schema_ref("ReplayBody")),
-            responses: vec![(
-                200,
-                json_response("Replayed", schema_ref("ReplayResult")),
-            )],
-            errors: vec![
-                (400, codes(&["invalid_json", "invalid_parameter"])),
-                (502, codes(BACKEND_502)),
-                (503, codes(BACKEND_503)),
-            ],
-            ..none()
-        },
+        Op::Healthz => operations::healthz(),
+        Op::OpenApi => operations::open_api(),
+        Op::Console => operations::console(),
+        Op::ConsoleAsset => operations::console_asset(),
+        Op::CountryOne => operations::country_one(),
+        Op::CountryBatch => operations::country_batch(),
+        Op::IpOne => operations::ip_one(),
+        Op::IpBatch => operations::ip_batch(),
+        Op::Me => operations::me(),
+        Op::List => operations::list(),
+        Op::UnreadCount => operations::unread_count(),
+        Op::Changes => operations::changes(),
+        Op::Stream => operations::stream(),
+        Op::Bulk => operations::bulk(),
+        Op::GetPreferences => operations::get_preferences(),
+        Op::PutPreferences => operations::put_preferences(),
+        Op::Mark => operations::mark(),
+        Op::DeleteItem => operations::delete_item(),
+        Op::CreateEvent => operations::create_event(),
+        Op::Retract => operations::retract(),
+        Op::AdminIndexes => operations::admin_indexes(),
+        Op::DeadLetters => operations::dead_letters(),
+        Op::ReplayDeadLetters => operations::replay_dead_letters(),
+        Op::EraseOwner => operations::erase_owner(),
+        Op::Erasure => operations::erasure(),
+        Op::ExportOwner => operations::export(true),
+        Op::ExportMine => operations::export(false),
         // Never documented (`document` skips bench routes); the arm only exists in the bench build.
         #[cfg(feature = "bench")]
-        Op::BenchNoop | Op::BenchGeo | Op::BenchIp | Op::BenchAuth => none(),
+        Op::BenchNoop | Op::BenchGeo | Op::BenchIp | Op::BenchAuth => Detail::none(),
     }
 }
 
@@ -746,7 +398,7 @@ fn components() -> Value {
             "serviceKey": {
                 "type": "http",
                 "scheme": "bearer",
-                "description": "A service key; each operation names the scope it needs (`notify:write`, `admin`).",
+                "description": "A service key; each operation names the scope it needs (`notify:write`, `admin`, `privacy`; `admin` also holds `privacy`).",
             },
         },
         "responses": {
@@ -921,16 +573,6 @@ mod tests {
         }
         let doc = document();
         walk(&doc, &doc);
-    }
-
-    /// `OPENAPI_OUT=path cargo test --lib write_document` writes the document for tools that
-    /// cannot ask a running worker (the worker serves the same value at `/openapi.json`).
-    #[test]
-    fn write_document() {
-        if let Ok(path) = std::env::var("OPENAPI_OUT") {
-            let text = serde_json::to_string_pretty(&document()).unwrap();
-            std::fs::write(&path, text + "\n").unwrap();
-        }
     }
 
     #[test]

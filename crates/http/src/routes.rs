@@ -115,6 +115,14 @@ pub enum Op {
     DeadLetters,
     /// Send dead letters back to the queue.
     ReplayDeadLetters,
+    /// Erase everything stored about an owner (start or continue the job).
+    EraseOwner,
+    /// An erasure job's progress.
+    Erasure,
+    /// Everything stored about an owner (service).
+    ExportOwner,
+    /// Everything stored about the caller.
+    ExportMine,
     /// Benchmark: a trivial endpoint.
     #[cfg(feature = "bench")]
     BenchNoop,
@@ -375,6 +383,15 @@ pub const ROUTES: &[Route] = &[
         4 * KIB,
     ),
     route(
+        Get,
+        "/v1/notifications/export",
+        Op::ExportMine,
+        User,
+        "exportMine",
+        "Everything stored about the caller, one page at a time",
+        "inbox",
+    ),
+    route(
         Delete,
         "/v1/notifications/items/{itemKey}",
         Op::DeleteItem,
@@ -437,6 +454,33 @@ pub const ROUTES: &[Route] = &[
             "service",
         ),
         16 * KIB,
+    ),
+    route(
+        Delete,
+        "/v1/admin/owners/{owner}",
+        Op::EraseOwner,
+        Service(Scope::Privacy),
+        "eraseOwner",
+        "Erase everything stored about a user as a recipient (resumable)",
+        "privacy",
+    ),
+    route(
+        Get,
+        "/v1/admin/owners/{owner}/export",
+        Op::ExportOwner,
+        Service(Scope::Privacy),
+        "exportOwner",
+        "Everything stored about a user as a recipient, one page at a time",
+        "privacy",
+    ),
+    route(
+        Get,
+        "/v1/admin/erasures/{id}",
+        Op::Erasure,
+        Service(Scope::Privacy),
+        "getErasure",
+        "An erasure's progress: what each store lost, late events dropped",
+        "privacy",
     ),
     // The bench routes: compiled out of the default build, so a deployed worker answers them
     // 404 like any unknown path whatever its variables say.
@@ -535,6 +579,24 @@ pub fn allowed(path: &str, bench_enabled: bool) -> Vec<&'static str> {
     out
 }
 
+/// What a log line shows of a path: the route's pattern when a route with a parameter matches
+/// (`/v1/admin/owners/{owner}`), so no owner id, item key or file name is logged; any other path
+/// as it came, at most 200 bytes (docs/privacy.md, "What the logs contain").
+#[must_use]
+pub fn log_path(path: &str) -> Cow<'_, str> {
+    if let Some(r) = ROUTES
+        .iter()
+        .find(|r| r.path.contains('{') && match_path(r.path, path).is_some())
+    {
+        return Cow::Borrowed(r.path);
+    }
+    if path.len() > 200 {
+        Cow::Owned(format!("{}…", &path[..path.floor_char_boundary(200)]))
+    } else {
+        Cow::Borrowed(path)
+    }
+}
+
 /// Finds the route for a request.
 ///
 /// # Errors
@@ -577,7 +639,9 @@ mod tests {
     #[test]
     fn every_route_is_reachable_and_unique() {
         for r in ROUTES {
-            let path = r.path.replace("{itemKey}", "k");
+            let path = ["{itemKey}", "{owner}", "{id}", "{file}"]
+                .iter()
+                .fold(r.path.to_owned(), |p, name| p.replace(name, "k"));
             let m = resolve(r.method.as_str(), &path, true).expect(r.path);
             assert_eq!(m.route.op, r.op);
         }
@@ -595,16 +659,35 @@ mod tests {
     }
 
     #[test]
-    fn unknown_paths_are_404_and_wrong_methods_405_with_allow() {
-        assert_eq!(resolve("GET", "/nope", false).unwrap_err().status, 404);
-        let e = resolve("PUT", "/v1/geo/country", false).unwrap_err();
-        assert_eq!((e.status, e.allow.as_deref()), (405, Some("GET, POST")));
-        let e = resolve("GET", "/v1/admin/indexes", false).unwrap_err();
-        assert_eq!((e.status, e.allow.as_deref()), (405, Some("POST")));
-        let e = resolve("GET", "/v1/notifications/items/abc", false).unwrap_err();
-        assert_eq!((e.status, e.allow.as_deref()), (405, Some("DELETE")));
+    fn logged_paths_name_no_parameter() {
         assert_eq!(
-            resolve("GET", "/v1/admin/other", false).unwrap_err().status,
+            log_path("/v1/admin/owners/ana%40x"),
+            "/v1/admin/owners/{owner}"
+        );
+        assert_eq!(
+            log_path("/v1/admin/owners/ana/export"),
+            "/v1/admin/owners/{owner}/export"
+        );
+        assert_eq!(
+            log_path("/v1/notifications/items/post:1"),
+            "/v1/notifications/items/{itemKey}"
+        );
+        assert_eq!(log_path("/v1/notifications"), "/v1/notifications");
+    }
+
+    #[test]
+    fn unknown_paths_are_404_and_wrong_methods_405_with_allow() {
+        assert_eq!(resolve("GET", "/nope", false).unwrap_err().status(), 404);
+        let e = resolve("PUT", "/v1/geo/country", false).unwrap_err();
+        assert_eq!((e.status(), e.allow.as_deref()), (405, Some("GET, POST")));
+        let e = resolve("GET", "/v1/admin/indexes", false).unwrap_err();
+        assert_eq!((e.status(), e.allow.as_deref()), (405, Some("POST")));
+        let e = resolve("GET", "/v1/notifications/items/abc", false).unwrap_err();
+        assert_eq!((e.status(), e.allow.as_deref()), (405, Some("DELETE")));
+        assert_eq!(
+            resolve("GET", "/v1/admin/other", false)
+                .unwrap_err()
+                .status(),
             404
         );
     }
@@ -613,7 +696,7 @@ mod tests {
     #[test]
     fn bench_routes_exist_only_when_enabled() {
         assert_eq!(
-            resolve("GET", "/__bench/noop", false).unwrap_err().status,
+            resolve("GET", "/__bench/noop", false).unwrap_err().status(),
             404
         );
         assert_eq!(
@@ -630,7 +713,7 @@ mod tests {
             .all(|r| !r.bench && !r.path.starts_with("/__bench")));
         for (method, path) in [("GET", "/__bench/noop"), ("POST", "/__bench/geo")] {
             let e = resolve(method, path, true).unwrap_err();
-            assert_eq!((e.status, e.code), (404, ErrorCode::NotFound), "{path}");
+            assert_eq!((e.status(), e.code), (404, ErrorCode::NotFound), "{path}");
             assert!(allowed(path, true).is_empty(), "{path}");
         }
     }
@@ -643,17 +726,17 @@ mod tests {
         assert_eq!(
             resolve("DELETE", "/v1/notifications/items/a/b", false)
                 .unwrap_err()
-                .status,
+                .status(),
             404
         );
         assert_eq!(
             resolve("DELETE", "/v1/notifications/items/", false)
                 .unwrap_err()
-                .status,
+                .status(),
             404
         );
         let e = resolve("DELETE", "/v1/notifications/items/%FF%FE", false).unwrap_err();
-        assert_eq!((e.status, e.code), (400, ErrorCode::InvalidPath));
+        assert_eq!((e.status(), e.code), (400, ErrorCode::InvalidPath));
     }
 
     #[test]

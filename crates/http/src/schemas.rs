@@ -51,6 +51,8 @@ pub fn components() -> Map<String, Value> {
     out.subschema_for::<DeadLetters>();
     out.subschema_for::<ReplayResult>();
     out.subschema_for::<PreferencesBody>();
+    out.subschema_for::<egn_core::notify::erasure::ErasureView>();
+    out.subschema_for::<egn_core::notify::privacy::ExportPage>();
     out.subschema_for::<crate::ErrorBody<'static>>();
     out.subschema_for::<crate::health::Health>();
     let mut defs = out.take_definitions(true);

@@ -16,35 +16,6 @@ use egn_core::backend::HttpClient;
 use egn_core::notify::{NotifyError, NotifyService, Target};
 use serde_json::{json, Value};
 
-/// The user write routes (implemented for [`NotifyService`]); `owner` is the token's `sub`.
-#[allow(async_fn_in_trait)] // Used with concrete types only; no `Send` bound is wanted on wasm.
-pub trait UserWrites {
-    /// `POST /v1/notifications/mark`.
-    async fn post_mark(
-        &self,
-        owner: &str,
-        body: &[u8],
-        idempotency_key: Option<&str>,
-        now_ms: i64,
-    ) -> Flow;
-    /// `POST /v1/notifications/bulk`.
-    async fn post_bulk(
-        &self,
-        owner: &str,
-        body: &[u8],
-        idempotency_key: Option<&str>,
-        now_ms: i64,
-    ) -> Flow;
-    /// `DELETE /v1/notifications/items/{itemKey}` (`item_key` percent-decoded).
-    async fn delete_item(
-        &self,
-        owner: &str,
-        item_key: &str,
-        idempotency_key: Option<&str>,
-        now_ms: i64,
-    ) -> Flow;
-}
-
 /// A 200 whose badge moved when `changed`.
 fn ok(owner: &str, body: Value, changed: bool) -> Flow {
     let reply = Reply {
@@ -67,56 +38,67 @@ fn updated(owner: &str, r: Result<u64, NotifyError>) -> Flow {
     }
 }
 
-impl<H: HttpClient> UserWrites for NotifyService<H> {
-    async fn post_mark(&self, owner: &str, body: &[u8], key: Option<&str>, now_ms: i64) -> Flow {
-        let op = async {
-            let (m, flag) = match parse::parse_mark(body) {
-                Ok(p) => p,
-                Err(e) => return (Err(e), vec![]),
-            };
-            let target = m.item_key.as_deref().map_or(Target::All, Target::Item);
-            let r = self.store().mark(owner, target, flag, m.value, now_ms);
-            updated(owner, r.await)
+/// `POST /v1/notifications/mark`.
+pub async fn post_mark<H: HttpClient>(
+    svc: &NotifyService<H>,
+    owner: &str,
+    body: &[u8],
+    key: Option<&str>,
+    now_ms: i64,
+) -> Flow {
+    let op = async {
+        let (m, flag) = match parse::parse_mark(body) {
+            Ok(p) => p,
+            Err(e) => return (Err(e), vec![]),
         };
-        guarded(self, idem::Scope::Mark(owner), body, key, op).await
-    }
+        let target = m.item_key.as_deref().map_or(Target::All, Target::Item);
+        let r = svc.store().mark(owner, target, flag, m.value, now_ms);
+        updated(owner, r.await)
+    };
+    guarded(svc, idem::Scope::Mark(owner), body, key, op).await
+}
 
-    async fn post_bulk(&self, owner: &str, body: &[u8], key: Option<&str>, now_ms: i64) -> Flow {
-        let op = async {
-            let (action, category) = match parse::parse_bulk(body) {
-                Ok(p) => p,
-                Err(e) => return (Err(e), vec![]),
-            };
-            let r = self
-                .store()
-                .bulk(owner, action, category.as_deref(), now_ms);
-            updated(owner, r.await)
+/// `POST /v1/notifications/bulk`.
+pub async fn post_bulk<H: HttpClient>(
+    svc: &NotifyService<H>,
+    owner: &str,
+    body: &[u8],
+    key: Option<&str>,
+    now_ms: i64,
+) -> Flow {
+    let op = async {
+        let (action, category) = match parse::parse_bulk(body) {
+            Ok(p) => p,
+            Err(e) => return (Err(e), vec![]),
         };
-        guarded(self, idem::Scope::Bulk(owner), body, key, op).await
-    }
+        let r = svc.store().bulk(owner, action, category.as_deref(), now_ms);
+        updated(owner, r.await)
+    };
+    guarded(svc, idem::Scope::Bulk(owner), body, key, op).await
+}
 
-    async fn delete_item(
-        &self,
-        owner: &str,
-        item_key: &str,
-        key: Option<&str>,
-        now_ms: i64,
-    ) -> Flow {
-        let op = async {
-            match self.store().delete(owner, item_key, now_ms).await {
-                Ok(true) => ok(owner, json!(Deleted { deleted: true }), true),
-                Ok(false) => (Err(ApiError::from(NotifyError::ItemNotFound)), vec![]),
-                Err(e) => (Err(e.into()), vec![]),
-            }
-        };
-        // No body: the item key is what a reused key must match.
-        guarded(
-            self,
-            idem::Scope::DeleteItem(owner),
-            item_key.as_bytes(),
-            key,
-            op,
-        )
-        .await
-    }
+/// `DELETE /v1/notifications/items/{itemKey}` (`item_key` percent-decoded).
+pub async fn delete_item<H: HttpClient>(
+    svc: &NotifyService<H>,
+    owner: &str,
+    item_key: &str,
+    key: Option<&str>,
+    now_ms: i64,
+) -> Flow {
+    let op = async {
+        match svc.store().delete(owner, item_key, now_ms).await {
+            Ok(true) => ok(owner, json!(Deleted { deleted: true }), true),
+            Ok(false) => (Err(ApiError::from(NotifyError::ItemNotFound)), vec![]),
+            Err(e) => (Err(e.into()), vec![]),
+        }
+    };
+    // No body: the item key is what a reused key must match.
+    guarded(
+        svc,
+        idem::Scope::DeleteItem(owner),
+        item_key.as_bytes(),
+        key,
+        op,
+    )
+    .await
 }

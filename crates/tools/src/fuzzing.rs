@@ -9,12 +9,12 @@
 //! The geo targets therefore also *repair* the header of their input (magic, version, lengths,
 //! CRC) before a second open, so the fuzzer explores the structural validation behind it.
 
-use crate::api::routes::{self, Method};
-use crate::api::{geo as api_geo, ip as api_ip, notify as api_notify};
-use crate::notify::{
+use egn_core::notify::{
     create_upsert, decode_cursor, encode_cursor, list_query, view, Cursor, NotificationEvent,
     NotifyConfig,
 };
+use egn_http::routes::{self, Method};
+use egn_http::{geo as api_geo, ip as api_ip, notify as api_notify};
 use serde_json::{Map, Value};
 use std::net::IpAddr;
 
@@ -67,15 +67,15 @@ pub fn query_parsing(data: &[u8]) {
     }
     let _ = api_ip::parse_ip_query(&q);
     if let Ok((p, _)) = api_notify::parse_list(&q) {
-        assert!((1..=crate::notify::MAX_PAGE).contains(&p.page_size()));
+        assert!((1..=egn_core::notify::MAX_PAGE).contains(&p.page_size()));
         let cfg = NotifyConfig::default();
         match list_query("owner", &p, &cfg, NOW_MS) {
             Ok(fq) => assert_eq!(fq.options.limit, Some(p.page_size() + 1)),
-            Err(e) => assert_eq!(crate::api::ErrorCode::from(&e), "invalid_cursor"),
+            Err(e) => assert_eq!(egn_http::ErrorCode::from(&e), "invalid_cursor"),
         }
     }
     if let Ok((_, limit)) = api_notify::parse_changes(&q) {
-        assert!((1..=crate::notify::MAX_PAGE).contains(&limit));
+        assert!((1..=egn_core::notify::MAX_PAGE).contains(&limit));
     }
     let _ = api_notify::parse_category(&q);
 }
@@ -133,7 +133,7 @@ fn inserted_document(ev: &NotificationEvent, update: &Value) -> Value {
         update["$push"]["origins"]["$each"].clone(),
     );
     doc.insert("originsCount".into(), 1.into());
-    crate::backend::ejson::normalize(Value::Object(doc))
+    egn_core::backend::ejson::normalize(Value::Object(doc))
 }
 
 /// Route resolution over `METHOD path` (first byte: bench routes on when odd). Never panics; a
@@ -153,7 +153,7 @@ pub fn route_resolution(data: &[u8]) {
             assert_eq!(m.param.is_some(), m.route.path.contains('{'));
             assert!(allowed.contains(&method));
         }
-        Err(e) if e.status == 405 => {
+        Err(e) if e.status() == 405 => {
             let allow = e.allow.expect("405 carries Allow");
             assert_eq!(allow, allowed.join(", "));
             assert!(!allowed.is_empty() && !allowed.contains(&method));
@@ -166,9 +166,9 @@ pub fn route_resolution(data: &[u8]) {
                 "Allow repeats a method: {allow}"
             );
         }
-        Err(e) if e.status == 404 => assert!(allowed.is_empty() && e.allow.is_none()),
+        Err(e) if e.status() == 404 => assert!(allowed.is_empty() && e.allow.is_none()),
         Err(e) => {
-            assert_eq!((e.status, e.code.as_str()), (400, "invalid_path"));
+            assert_eq!((e.status(), e.code.as_str()), (400, "invalid_path"));
             assert!(Method::Delete.as_str() == method && e.allow.is_none());
         }
     }
@@ -194,7 +194,7 @@ pub fn cursor_decoding(data: &[u8]) {
 /// Opens an IP database from arbitrary bytes; one that opens answers IPv4, IPv6 and
 /// IPv4-mapped lookups, and a country it names is two bytes.
 pub fn mmdb_open(data: &[u8]) {
-    let Ok(db) = crate::ip::IpDb::from_bytes(data.to_vec()) else {
+    let Ok(db) = egn_core::ip::IpDb::from_bytes(data.to_vec()) else {
         return;
     };
     let _ = db.describe();
@@ -210,7 +210,7 @@ pub fn mmdb_open(data: &[u8]) {
         "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe",
     ] {
         let ip: IpAddr = ip.parse().expect("literal");
-        if let crate::ip::IpAnswer::Country(c) = db.lookup(ip) {
+        if let egn_core::ip::IpAnswer::Country(c) = db.lookup(ip) {
             assert_eq!(c.len(), 2);
         }
     }
@@ -223,7 +223,7 @@ pub fn mmdb_open(data: &[u8]) {
 /// behind them. Whatever opens answers lookups of fixed and input-chosen addresses: a country
 /// of two bytes, or the number of the page it still needs.
 pub fn ip_table(data: &[u8]) {
-    use crate::ip::table::{IpTable, HEADER, MAGIC, VERSION};
+    use egn_core::ip::table::{IpTable, HEADER, MAGIC, VERSION};
     let Some((&pick, rest)) = data.split_first() else {
         return;
     };
@@ -257,7 +257,7 @@ pub fn ip_table(data: &[u8]) {
         let _ = t.insert_page(p, page.to_vec());
         for &ip in &addrs {
             match t.try_lookup(ip) {
-                Ok(crate::ip::IpAnswer::Country(c)) => assert_eq!(c.len(), 2),
+                Ok(egn_core::ip::IpAnswer::Country(c)) => assert_eq!(c.len(), 2),
                 Ok(_) => {}
                 Err(q) => {
                     assert!(q < t.page_count());
@@ -300,15 +300,15 @@ pub fn ip_table(data: &[u8]) {
 /// What parses keeps the signed bytes exactly as sent.
 pub fn jwt_parsing(data: &[u8]) {
     let token = String::from_utf8_lossy(data);
-    let Ok(t) = crate::auth::jwt::parse(&token) else {
+    let Ok(t) = egn_core::auth::jwt::parse(&token) else {
         return;
     };
     assert!(token.as_bytes().starts_with(&t.signing_input));
     assert_eq!(token.as_bytes().get(t.signing_input.len()), Some(&b'.'));
-    assert_eq!(crate::auth::Alg::parse(t.alg.as_str()), Some(t.alg));
+    assert_eq!(egn_core::auth::Alg::parse(t.alg.as_str()), Some(t.alg));
     assert!(!t.signature.is_empty());
     let audiences = ["app".to_owned()];
-    if let Ok(sub) = crate::auth::jwt::check_claims(
+    if let Ok(sub) = egn_core::auth::jwt::check_claims(
         &t.claims,
         "https://issuer.example",
         &audiences,
@@ -317,13 +317,13 @@ pub fn jwt_parsing(data: &[u8]) {
     ) {
         assert!(!sub.is_empty() && sub.len() <= 128);
     }
-    let _ = crate::auth::crypto::hs256_verify(b"secret", &t.signing_input, &t.signature);
+    let _ = egn_core::auth::crypto::hs256_verify(b"secret", &t.signing_input, &t.signature);
 }
 
 /// A JSON Web Key Set body; every key kept has the size its algorithm needs. The same bytes as
 /// a `Cache-Control` value give a TTL inside the policy's bounds.
 pub fn jwks_parsing(data: &[u8]) {
-    use crate::auth::jwks::{parse, CachePolicy, KeyMaterial};
+    use egn_core::auth::jwks::{parse, CachePolicy, KeyMaterial};
     if let Ok(keys) = parse(data) {
         for k in keys {
             match k.material {

@@ -4,9 +4,6 @@
 //! targets. Native only: none of it is in the worker's wasm.
 #![cfg(not(target_arch = "wasm32"))]
 
-pub use egn_core::{auth, backend, config, dedup, ip, notify};
-pub use egn_http as api;
-
 pub mod fuzzing;
 
 /// The core's geo reader plus the build-time side that writes what it reads.
@@ -19,4 +16,5 @@ pub mod geo {
     pub mod oracle;
     pub mod outline;
     pub mod source;
+    pub mod zones;
 }

@@ -1,7 +1,7 @@
 //! Publish-time validation of an IP database: probe-set agreement between real databases, and
 //! the `ipdb-check` CLI that `scripts/publish-ipdb.sh` runs before uploading anything.
 
-use egn_tools::ip::{compare, probe_set, IpDb, IpdbRecord, PROBE_COUNT};
+use egn_core::ip::{compare, probe_set, IpDb, IpdbRecord, PROBE_COUNT};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! IP → country in the worker: the bundled default IPDB, and hot swap from a KV version record
 //! pointing at R2 objects, re-checked at most every `IPDB_CHECK_INTERVAL_SECONDS` per isolate.
 //! The serving decisions (when to check, which version serves, swap, fallback, the broken-version
-//! memo) are `crate::ip::serving`; this module gives it the bindings (`store`), runs the check
+//! memo) are `egn_core::ip::serving`; this module gives it the bindings (`store`), runs the check
 //! after the answer (`wait_until`), logs what it reports and renders the answers. The cron's
 //! download and publish are in `publish`.
 
@@ -11,15 +11,15 @@ mod store;
 pub use publish::publish_from_source;
 
 use super::assets::corrupt;
-use super::{internal, ok_json, ApiResult};
-use crate::api::geo::{self as geo_api, PointResult};
-use crate::api::health::IpdbReport;
-use crate::api::ip::{self as ip_api, IpLookup, IpResult, IpResults, Ipdb, Me};
-use crate::api::{ApiError, ErrorCode};
-use crate::config::{Config, IpdbSettings};
-use crate::ip::serving::{Checked, Clock, PageError, Served, Serving};
-use crate::ip::table::page_name;
-use crate::ip::update::Probe;
+use super::{ok_json, ApiResult};
+use egn_core::config::{Config, IpdbSettings};
+use egn_core::ip::serving::{Checked, Clock, PageError, Served, Serving};
+use egn_core::ip::table::page_name;
+use egn_core::ip::update::Probe;
+use egn_http::geo as geo_api;
+use egn_http::health::IpdbReport;
+use egn_http::ip::{self as ip_api, IpLookup, IpResult, IpResults, Ipdb, Me};
+use egn_http::ApiError;
 #[cfg(feature = "bench")]
 use serde_json::json;
 use std::net::IpAddr;
@@ -123,12 +123,12 @@ async fn ready(
 }
 
 /// The cron's probe: this isolate checks the record now (so it serves what is published), then
-/// loads and verifies every page of what it serves. A published version the check rejected
-/// counts as a failed probe of that version; the serving one is returned for vetting.
+/// loads and verifies every page of what it serves ([`Serving::cron_probe`] decides what the
+/// probe says); the serving version is returned for vetting.
 async fn probe_serving(
     env: &Env,
     cfg: &IpdbSettings,
-    published: Option<&crate::ip::IpdbRecord>,
+    published: Option<&egn_core::ip::IpdbRecord>,
 ) -> (ApiResult<Rc<Served>>, Option<Probe>) {
     let serving = ipdb();
     let st = store(env, cfg);
@@ -136,32 +136,18 @@ async fn probe_serving(
     if serving.current().is_some() && serving.claim_check(WorkerClock.now_ms(), 0) {
         let c = serving.check(&st, &WorkerClock).await;
         log_checked(&c);
-        if let Checked::Rejected(e) = c {
-            rejected = Some(e.to_string());
-        }
+        rejected = c.rejection();
     }
     let s = match cold_start(&serving, &st, &[]).await {
         Ok(s) => s,
         Err(e) => return (Err(e), None),
     };
-    let probe = |version: &str, reason: Option<String>| Probe {
-        version: version.to_owned(),
-        at: now_iso(),
-        ok: reason.is_none(),
-        reason,
-    };
-    if let Some(r) = published.filter(|r| r.version != s.version()) {
-        // A cold start's rejection is in its outcome: the record's version does not serve.
-        let why = rejected
-            .or_else(|| serving.health().last_check_outcome)
-            .unwrap_or_else(|| "not swapped in".into());
-        let p = probe(&r.version, Some(why));
-        let all = ready_all(env, cfg, s).await;
-        return (all, Some(p));
-    }
+    // Why the record's version does not serve, as of now (requests may check meanwhile).
+    let rejected = rejected.or_else(|| serving.health().last_check_outcome);
     let all = ready_all(env, cfg, s.clone()).await;
-    let p = probe(s.version(), all.as_ref().err().map(|e| e.message.clone()));
-    (all, Some(p))
+    let loaded = all.as_ref().map(|_| ()).map_err(|e| e.message.clone());
+    let probe = serving.cron_probe(&s, published, rejected, loaded, now_iso());
+    (all, Some(probe))
 }
 
 /// Every page of `s` (the cron vets candidates against the whole table).
@@ -184,19 +170,15 @@ fn log_checked(c: &Checked<StoreError>) {
     }
 }
 
-/// A page that could not be loaded, as the 503 (or 500) it answers.
+/// A page that could not be loaded, as `egn_http` answers it; a corrupt one is logged.
 fn page_error(e: PageError<StoreError>) -> ApiError {
-    match e {
-        PageError::Read {
-            source: StoreError::Asset(e),
-            ..
-        } => e,
-        PageError::Corrupt { page, source } => {
-            corrupt(&format!("{BUNDLED_PAGES}/{}", page_name(page)), source)
-        }
-        PageError::NotLoaded(p) => internal(format!("page {p} of a loaded table missing")),
-        e => ApiError::new(ErrorCode::AssetUnavailable, e.to_string()),
+    if let PageError::Corrupt { page, source } = &e {
+        worker::console_error!(
+            "asset {BUNDLED_PAGES}/{} rejected: {source}",
+            page_name(*page)
+        );
     }
+    ip_api::page_error(e, BUNDLED_PAGES)
 }
 
 /// The `ipdb` object of every IP answer: which database answered, and the credit its licence
@@ -252,18 +234,27 @@ pub async fn me(
         .get("CF-Connecting-IP")
         .ok()
         .flatten()
-        .and_then(|v| crate::ip::parse_ip(&v).ok());
+        .and_then(|v| egn_core::ip::parse_ip(&v).ok());
     let s = ip_state(env, ctx, &cfg.ipdb, caller.as_slice()).await?;
     let ip = caller.map(|ip| IpResult::new(ip, s.db().lookup(ip)));
-    let has_coords = crate::api::query::pairs(query).any(|(k, _)| k == "lat" || k == "lon");
+    let has_coords = egn_http::query::pairs(query).any(|(k, _)| k == "lat" || k == "lon");
     let coords = if has_coords {
         let p = geo_api::parse_point_query(query)?;
-        let c = super::geo::country_of(env, p).await?;
-        Some(PointResult::new(p, c))
+        Some(super::geo::point_of(env, p, geo_api::Fields::default()).await?)
     } else {
         None
     };
-    ok_json(&Me::new(cf_country, ip, coords, ipdb_json(&s)))
+    ok_json(&Me::new(cf_country, ip, coords, ipdb_json(&s)).with_time_zone(cf_timezone(req)))
+}
+
+/// `request.cf.timezone`, read from the raw `cf` object: worker's `Cf::timezone_name` panics
+/// when the field is absent (local runs, some test clients).
+fn cf_timezone(req: &Request) -> Option<String> {
+    let cf = js_sys::Reflect::get(req.inner(), &"cf".into()).ok()?;
+    js_sys::Reflect::get(&cf, &"timezone".into())
+        .ok()?
+        .as_string()
+        .filter(|tz| !tz.is_empty())
 }
 
 /// Health fragment: what serves, where it came from, and how fresh it is (stale past
@@ -282,22 +273,16 @@ pub fn health(stale_after_days: u32) -> IpdbReport {
 /// same isolate; pages are loaded before either. `all=1` loads every page first (in a fresh
 /// isolate: the whole-table load the lazy pages replace).
 pub async fn bench(env: &Env, ctx: &Context, cfg: &Config, query: &str) -> ApiResult<Response> {
-    let num = |k: &str, d: usize| -> ApiResult<usize> {
-        crate::api::query::param(query, k)
-            .map_or(Ok(d), |v| v.parse())
-            .ok()
-            .filter(|&v| v <= 1_000_000)
-            .ok_or_else(|| ApiError::new(ErrorCode::InvalidParameter, format!("{k}: 0..=1000000")))
-    };
+    let num = |k: &str, d: usize| egn_http::query::count(query, k, d, 1_000_000);
     let (n, reps, all) = (num("n", 0)?, num("reps", 1)?, num("all", 0)? == 1);
-    let ips = crate::ip::workload::addresses(n);
+    let ips = egn_core::ip::workload::addresses(n);
     let mut s = ip_state(env, ctx, &cfg.ipdb, &ips).await?;
     if all {
         s = ready_all(env, &cfg.ipdb, s).await?;
     }
     let mut countries = 0;
     for _ in 0..reps {
-        countries += crate::ip::workload::count_countries(s.db(), &ips);
+        countries += egn_core::ip::workload::count_countries(s.db(), &ips);
     }
     ok_json(&json!({
         "n": n,

@@ -1,20 +1,20 @@
 //! The IPDB cron job: probe the version being served, then either download the configured
-//! source (a URL, a URL template, MaxMind's endpoint; `crate::ip::source`), unpack it
-//! (`crate::ip::archive`) and vet it (`crate::ip::update`), or, in production with
+//! source (a URL, a URL template, MaxMind's endpoint; `egn_core::ip::source`), unpack it
+//! (`egn_core::ip::archive`) and vet it (`egn_core::ip::update`), or, in production with
 //! `IPDB_PROMOTE_FROM_KEY`, take staging's version once staging has proved it
-//! (`crate::ip::promote`). Objects go to R2 before the KV record that names them; the outcome
+//! (`egn_core::ip::promote`). Objects go to R2 before the KV record that names them; the outcome
 //! goes to KV for every isolate's `/healthz`. This is the source side of hot swap; isolates only
-//! follow the record (`crate::ip::serving`). The decisions are the core's; this file does I/O.
+//! follow the record (`egn_core::ip::serving`). The decisions are the core's; this file does I/O.
 
 use super::{ipdb, now_iso, probe_serving, IPDB_BUCKET, IPDB_CONFIG};
-use crate::config::{Config, IpdbSettings};
-use crate::ip::archive::{Unpacked, Unpacker};
-use crate::ip::freshness::next_daily_run;
-use crate::ip::promote::{self, Promotion};
-use crate::ip::serving::{Clock, Served};
-use crate::ip::source::{self, Origin, SourceAuth, SourceSpec};
-use crate::ip::update::{self, CappedBuf, Plan, UpdateError, UpdatePolicy, UpdateStatus};
-use crate::ip::IpdbRecord;
+use egn_core::config::{Config, IpdbSettings};
+use egn_core::ip::archive::{Unpacked, Unpacker};
+use egn_core::ip::freshness::next_daily_run;
+use egn_core::ip::promote::{self, Promotion};
+use egn_core::ip::serving::{Clock, Served};
+use egn_core::ip::source::{self, Origin, SourceAuth, SourceSpec};
+use egn_core::ip::update::{self, CappedBuf, Plan, UpdateError, UpdatePolicy, UpdateStatus};
+use egn_core::ip::IpdbRecord;
 use futures_util::future::{select, Either};
 use futures_util::StreamExt;
 use std::cell::RefCell;
@@ -36,7 +36,6 @@ const MAX_DELETES: usize = 100;
 /// Why the cron's run did not end in `published`, `unchanged` or `waiting`. The texts are the
 /// cron's log.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum PublishError {
     /// The KV or R2 binding is missing (`KV`, `R2`).
     #[error("{0} binding: {1}")]
@@ -313,7 +312,7 @@ async fn publish(
     put_record(kv, key, &v.record).await
 }
 
-/// Deletes the objects no longer needed (`crate::ip::promote::to_delete`): only the new
+/// Deletes the objects no longer needed (`egn_core::ip::promote::to_delete`): only the new
 /// version and the one it replaced are kept. Failures are logged, never fatal: the publish
 /// already happened.
 async fn retire(bucket: &Bucket, new: &IpdbRecord, replaced: Option<&IpdbRecord>, now: u64) {

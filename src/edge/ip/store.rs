@@ -2,15 +2,14 @@
 //! published objects in R2, the bundled pages through `ASSETS`.
 
 use super::{BUNDLED_PAGES, IPDB_BUCKET, IPDB_CONFIG};
-use crate::api::ApiError;
 use crate::edge::assets::fetch_asset;
-use crate::ip::serving::{Clock, IpdbStore};
-use crate::ip::update;
+use egn_core::ip::serving::{Clock, IpdbStore};
+use egn_core::ip::update;
+use egn_http::ApiError;
 use worker::{Date, Env};
 
 /// Why a binding could not be read. The texts are what `/healthz` and the log show.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum StoreError {
     /// The binding is missing or of the wrong type (`KV`, `R2`).
     #[error("{0} binding: {1}")]

@@ -17,21 +17,31 @@ pub use verifier::{AuthConfig, Issuer, KeySource, Verifier};
 pub enum Scope {
     /// Create and retract notifications.
     NotifyWrite,
-    /// Operate the deployment (indexes).
+    /// Operate the deployment (indexes, dead letters); holds [`Scope::Privacy`] too.
     Admin,
+    /// Erase and export a person's data (a key for the account-deletion service alone).
+    Privacy,
 }
 
 impl Scope {
     /// Every scope (what the legacy `SERVICE_TOKEN` holds).
-    pub const ALL: [Scope; 2] = [Scope::NotifyWrite, Scope::Admin];
+    pub const ALL: [Scope; 3] = [Scope::NotifyWrite, Scope::Admin, Scope::Privacy];
 
-    /// Name as configured and documented (`notify:write`, `admin`).
+    /// Name as configured and documented (`notify:write`, `admin`, `privacy`).
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
             Scope::NotifyWrite => "notify:write",
             Scope::Admin => "admin",
+            Scope::Privacy => "privacy",
         }
+    }
+
+    /// Whether a key holding `held` may call a route that needs `self`: its own scope, and
+    /// `admin` covers `privacy` (an operator can erase without a second key).
+    #[must_use]
+    pub fn granted_by(self, held: &[Scope]) -> bool {
+        held.contains(&self) || (self == Scope::Privacy && held.contains(&Scope::Admin))
     }
 
     /// Parses a configured scope name.
@@ -44,7 +54,6 @@ impl Scope {
 /// Why a caller was not let in. Each has a stable code; all are 401 except
 /// [`AuthError::KeysUnavailable`] (503: the keys could not be fetched, not the caller's fault).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum AuthError {
     /// No `Authorization: Bearer …`.
     #[error("Authorization: Bearer <token> required")]
@@ -82,4 +91,18 @@ pub enum AuthError {
     /// The issuer's keys could not be fetched.
     #[error("signing keys unavailable: {0}")]
     KeysUnavailable(String),
+}
+
+#[cfg(test)]
+mod scope_tests {
+    use super::Scope;
+
+    #[test]
+    fn admin_covers_privacy_and_nothing_covers_admin() {
+        assert!(Scope::Privacy.granted_by(&[Scope::Admin]));
+        assert!(Scope::Privacy.granted_by(&[Scope::Privacy]));
+        assert!(!Scope::Admin.granted_by(&[Scope::Privacy]));
+        assert!(!Scope::Privacy.granted_by(&[Scope::NotifyWrite]));
+        assert_eq!(Scope::parse("privacy"), Some(Scope::Privacy));
+    }
 }

@@ -12,7 +12,6 @@ use super::{ejson, status_error, BackendError};
 
 /// How the API key is presented; servers differ (Atlas: `apiKey`, FerretDB: HTTP Basic).
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum DataApiAuth {
     /// `apiKey: <key>` header (Atlas).
     ApiKey,
@@ -384,7 +383,6 @@ fn error_from(status: u16, parsed: Option<&Value>, raw: &[u8]) -> BackendError {
 
 /// Why a probe `find` shows the deployment cannot use its Data API (see [`probe_problem`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum ProbeProblem {
     /// `DATA_API_URL` answers 404: it does not lead to `/action/…`.
     NotFound,

@@ -15,7 +15,6 @@ pub use redis_rest::{RedisRestClient, RedisRestConfig, Script};
 
 /// Every backend failure, classified so callers can decide retry vs. give up.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum BackendError {
     #[error("{}", unavailable_text(*.status, *.timed_out, .message))]
     /// Transport failure, timeout or 5xx: retryable (the write may or may not have applied).

@@ -10,14 +10,26 @@
 -- ARGV[8+m] = events one window admits, ARGV[9+m] = window ms, ARGV[10+m] = cool-down ms.
 -- Field values: '1' = done; any other value = pending, holding its lease expiry (unix ms).
 -- Returns {status, token[, tally, added, fresh, generation]}: 'reserved' + lease token |
--- 'duplicate' | 'in_flight' + current token | 'muted' | 'retracted' (the sender was retracted
+-- 'duplicate' | 'in_flight' + current token | 'erased' (behind the owner's fence) | 'muted' | 'retracted' (the sender was retracted
 -- at or after this event: marked done, nothing to write) | 'hot' (the item is taking a burst:
 -- nothing reserved or joined, the caller queues the event and the consumer reserves it). A
 -- roster is joined for 'reserved' and 'in_flight' only; fresh and generation: see
 -- roster_fresh (roster.lua).
+-- Optional erasure fence, first of all: the last two ARGV are 'fence' and the event's time (ms),
+-- and the last key is the owner's fence (ef:{digest}, value = erased-at ms); an event at or
+-- before it answers 'erased' and nothing is reserved, joined or counted (notify/fence.rs).
+-- No other argument in those places can read 'fence' (members are prefixed, the rest numbers).
 -- HSETNX first: the common case (a new id) costs one listpack scan, not two (HGET + HSET).
+local nk = #KEYS
+if ARGV[#ARGV - 1] == 'fence' then
+  local at = redis.call('GET', KEYS[nk])
+  nk = nk - 1
+  if at and tonumber(ARGV[#ARGV]) <= tonumber(at) then
+    return {'erased', ''}
+  end
+end
 local m = tonumber(ARGV[4]) or 0
-if KEYS[2] then
+if nk >= 2 then
   for i = 5, 4 + m do
     if redis.call('SISMEMBER', KEYS[2], ARGV[i]) == 1 then
       return {'muted', ''}
@@ -26,7 +38,7 @@ if KEYS[2] then
 end
 -- A fixed window counts the item's events; past the limit the item stays hot until a cool-down
 -- passes without an event, so a long burst is coalesced as a whole, not one window at a time.
-if KEYS[4] then
+if nk >= 4 then
   local c = redis.call('INCR', KEYS[4])
   if c == 1 then
     redis.call('PEXPIRE', KEYS[4], ARGV[9 + m])
@@ -54,7 +66,7 @@ if redis.call('HSETNX', KEYS[1], ARGV[1], lease) == 0 then
 end
 -- Never let the hash expire before the lease does (events older than the retention).
 redis.call('PEXPIREAT', KEYS[1], string.format('%d', math.max(tonumber(ARGV[3]), now + lease_ms)))
-if KEYS[3] then
+if nk >= 3 then
   local tally, added, fresh, gen =
     roster_join(KEYS[3], ARGV[5 + m], tonumber(ARGV[6 + m]), ARGV[7 + m])
   if tally == nil then

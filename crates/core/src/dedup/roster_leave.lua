@@ -3,7 +3,13 @@
 -- The retraction counts from max(now, the sender's newest event time): a create that Redis saw
 -- before this retraction is refused by MongoDB too, whatever order the two writes land in.
 -- Returns {tally, retracted-at, fresh, generation}: roster_fresh's values (roster.lua).
+-- Optional KEYS[2] = the owner's erasure fence (ef:{digest}): while it stands and the roster does
+-- not exist, answers {'fenced'} and changes nothing (the caller asks the document whether the
+-- item exists: an erased owner's retraction of an item it no longer has must leave nothing).
 local key = KEYS[1]
+if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 1 and redis.call('EXISTS', key) == 0 then
+  return {'fenced'}
+end
 if redis.call('EXISTS', key) == 0 then
   roster_mark(key, ARGV[1], ARGV[3])
 end

@@ -56,6 +56,9 @@ pub enum Reservation {
     /// The item is taking a burst (only with a hot check): nothing was reserved; queue the
     /// event, whose consumer reserves it with the rest of its batch.
     Hot,
+    /// The owner was erased after this event was created (only with a fence in the
+    /// [`MuteCheck`]): nothing was reserved or joined; drop the event.
+    Erased,
 }
 
 /// The item's sender roster and the sender to put on it, checked in the reservation's round
@@ -163,6 +166,9 @@ pub struct MuteCheck<'a> {
     pub key: &'a str,
     /// Members that mute the event (its category and type).
     pub members: &'a [String],
+    /// The owner's erasure fence key and the event's time: an event at or before the fence
+    /// answers [`Reservation::Erased`] (see `notify::fence`).
+    pub fence: Option<(&'a str, i64)>,
 }
 
 /// Reserves `slot` for `lease_ms` in one EVALSHA round trip.
@@ -218,6 +224,11 @@ pub async fn reserve_unless_muted<H: HttpClient>(
         keys.push(key);
         args.extend(rule.iter().map(String::as_str));
     }
+    let fence_time = mute.fence.map(|(_, t)| t.to_string());
+    if let (Some((key, _)), Some(t)) = (mute.fence, &fence_time) {
+        keys.push(key);
+        args.extend(["fence", t.as_str()]);
+    }
     let reply = redis.evalsha_or_eval(&RESERVE, &keys, &args).await?;
     parse_admission(&reply)
 }
@@ -233,18 +244,41 @@ pub async fn roster_leave<H: HttpClient>(
     now_ms: i64,
     life: &RosterLife,
 ) -> Result<Departure, BackendError> {
+    roster_leave_unless_fenced(redis, key, field, now_ms, life, None)
+        .await?
+        .ok_or_else(|| BackendError::Decode("roster leave: fenced without a fence".into()))
+}
+
+/// [`roster_leave`], unless the owner's erasure `fence` (its Redis key) stands and the roster
+/// does not exist: then `None`, and nothing changed (see `roster_leave.lua`).
+///
+/// # Errors
+/// Backend failures; a malformed script reply is [`BackendError::Decode`].
+pub async fn roster_leave_unless_fenced<H: HttpClient>(
+    redis: &RedisRestClient<H>,
+    key: &str,
+    field: &str,
+    now_ms: i64,
+    life: &RosterLife,
+    fence: Option<&str>,
+) -> Result<Option<Departure>, BackendError> {
     let (now, life) = (now_ms.to_string(), life.arg());
+    let mut keys = vec![key];
+    keys.extend(fence);
     let reply = redis
-        .evalsha_or_eval(&ROSTER_LEAVE, &[key], &[field, &now, &life])
+        .evalsha_or_eval(&ROSTER_LEAVE, &keys, &[field, &now, &life])
         .await?;
+    if reply.get(0).and_then(Value::as_str) == Some("fenced") {
+        return Ok(None);
+    }
     let num = |i: usize| reply.get(i).and_then(reply_int);
     match (num(0), num(1)) {
-        (Some(tally), Some(at_ms)) => Ok(Departure {
+        (Some(tally), Some(at_ms)) => Ok(Some(Departure {
             tally,
             at_ms,
             fresh: num(2) == Some(1),
             generation: num(3),
-        }),
+        })),
         _ => Err(BackendError::Decode(format!(
             "roster leave: unexpected reply {reply}"
         ))),
@@ -332,13 +366,23 @@ pub async fn reserve_many<H: HttpClient>(
             }
             None => args.extend(["0".into(), "0".into()]),
         }
+        let fence = mutes.get(i).and_then(Option::as_ref).and_then(|m| m.fence);
         match rosters.get(i).and_then(Option::as_ref) {
             Some(r) => {
                 args.push(key_index(&mut keys, n, &r.key));
                 args.push(r.field.clone());
                 args.push(r.event_time_ms.to_string());
             }
-            None => args.extend(["0".into(), String::new(), "0".into()]),
+            // The event time is the fence's to compare with, roster or not.
+            None => args.extend([
+                "0".into(),
+                String::new(),
+                fence.map_or(0, |(_, t)| t).to_string(),
+            ]),
+        }
+        match fence {
+            Some((key, _)) => args.push(key_index(&mut keys, n, key)),
+            None => args.push("0".into()),
         }
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -468,6 +512,7 @@ pub fn parse_reserve_reply(reply: &Value) -> Result<Reservation, BackendError> {
         Some("muted") => Ok(Reservation::Muted),
         Some("retracted") => Ok(Reservation::Retracted),
         Some("hot") => Ok(Reservation::Hot),
+        Some("erased") => Ok(Reservation::Erased),
         _ => Err(BackendError::Decode(format!(
             "dedup reserve: unexpected reply {reply}"
         ))),

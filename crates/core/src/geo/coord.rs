@@ -18,7 +18,6 @@ pub struct LatLon {
 
 /// Why a coordinate pair was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
-#[non_exhaustive]
 pub enum CoordError {
     #[error("lat and lon must be finite numbers")]
     /// NaN or infinite.

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! index.bin  header(48) | countries n×8 (alpha2[2] alpha3[3] 0[3]) | tiles t×8 (len u32, crc u32)
-//!            | grid rows×cols u32
+//!            | grid rows×cols u32 [| zone names, zone layer only: see ZONE_INDEX_MAGIC]
 //! tile-NNN.bin header(32) | nodes u32… | leaf bytes
 //! ```
 //! A grid entry is `UNIFORM | value` (value = country or [`SEA`]) or `POINTER | root node`.
@@ -21,6 +21,10 @@
 
 /// Magic bytes of `index.bin`.
 pub const INDEX_MAGIC: [u8; 8] = *b"CTRYIDX\0";
+/// Magic bytes of the zone layer's `index.bin` (`assets/tz`): the same layout, except that the
+/// table holds `offset u32, len u32` per zone into the names (IANA, ASCII) that follow the grid,
+/// whose length is the header's `u32` at byte 40. Its tiles are country tiles in every respect.
+pub const ZONE_INDEX_MAGIC: [u8; 8] = *b"TZONIDX\0";
 /// Magic bytes of a tile file.
 pub const TILE_MAGIC: [u8; 8] = *b"CTRYTIL\0";
 /// Bumped on any layout change; readers refuse other versions.

@@ -5,7 +5,6 @@ use super::format::*;
 
 /// Why an asset could not be opened.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum LoadError {
     #[error("not a country index asset (bad magic)")]
     /// The file does not start with the expected magic bytes.
@@ -72,12 +71,20 @@ fn check_header(b: &[u8], magic: &[u8; 8], header: usize) -> Result<(), LoadErro
 
 /// The top-level index: country table, tile table and the 256×128 top grid. Small (≈130 KB), so
 /// it is all a cold isolate must fetch before answering most points.
+///
+/// The same reader opens the zone layer (`assets/tz`, [`ZONE_INDEX_MAGIC`]): there the ids are
+/// time zones, named by [`zone`](Self::zone), and [`country`](Self::country) answers `None`.
 pub struct CountryIndex<S: AsRef<[u8]>> {
     buf: S,
     n_countries: usize,
     tiles_off: usize,
     grid_off: usize,
+    /// Offset of the zone names (zone layer only).
+    names_off: Option<usize>,
 }
+
+/// The zone layer's index: a [`CountryIndex`] whose ids are IANA time zones.
+pub type ZoneIndex<S> = CountryIndex<S>;
 
 impl<S: AsRef<[u8]>> CountryIndex<S> {
     /// Opens `index.bin` in place, checking magic, version, length, checksum and every grid entry.
@@ -86,7 +93,13 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
     /// [`LoadError`] describing the first problem found.
     pub fn from_bytes(buf: S) -> Result<Self, LoadError> {
         let b = buf.as_ref();
-        check_header(b, &INDEX_MAGIC, INDEX_HEADER)?;
+        let zones = b.get(..8) == Some(&ZONE_INDEX_MAGIC[..]);
+        let magic = if zones {
+            &ZONE_INDEX_MAGIC
+        } else {
+            &INDEX_MAGIC
+        };
+        check_header(b, magic, INDEX_HEADER)?;
         let field = |i: usize| {
             u32_at(b, 12 + 4 * i)
                 .map(|v| v as usize)
@@ -103,9 +116,11 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
         if INDEX_HEADER.checked_add(body_len) != Some(b.len()) {
             return Err(LoadError::Truncated);
         }
+        let names_len = if zones { field(7)? } else { 0 };
         let tiles_off = INDEX_HEADER + n_countries * 8;
         let grid_off = tiles_off + n_tiles * 8;
-        if grid_off + GRID_COLS * GRID_ROWS * 4 != b.len() {
+        let names_off = grid_off + GRID_COLS * GRID_ROWS * 4;
+        if names_off.checked_add(names_len) != Some(b.len()) {
             return Err(LoadError::Truncated);
         }
         if crc32fast::hash(&b[INDEX_HEADER..]) != crc {
@@ -116,6 +131,7 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
             n_countries,
             tiles_off,
             grid_off,
+            names_off: zones.then_some(names_off),
         };
         index.validate()?;
         Ok(index)
@@ -124,6 +140,12 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
     fn validate(&self) -> Result<(), LoadError> {
         let b = self.buf.as_ref();
         for i in 0..self.n_countries {
+            if self.names_off.is_some() {
+                if self.zone(i as u16).is_none() {
+                    return Err(LoadError::Corrupt("zone name out of bounds or not ASCII"));
+                }
+                continue;
+            }
             let rec = &b[INDEX_HEADER + i * 8..INDEX_HEADER + i * 8 + 5];
             if !rec.iter().all(u8::is_ascii_uppercase) {
                 return Err(LoadError::Corrupt("country code is not A-Z"));
@@ -157,10 +179,27 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
         self.n_countries == 0
     }
 
-    /// The codes of country `id`, or `None` when out of range.
+    /// The IANA name of zone `id` (zone layer), or `None` when out of range or a country index.
+    pub fn zone(&self, id: u16) -> Option<&str> {
+        let (id, names) = (id as usize, self.names_off?);
+        if id >= self.n_countries {
+            return None;
+        }
+        let b = self.buf.as_ref();
+        let rec = INDEX_HEADER + id * 8;
+        let (off, len) = (u32_at(b, rec)? as usize, u32_at(b, rec + 4)? as usize);
+        let name = b.get(names + off..(names + off).checked_add(len)?)?;
+        let ok = |c: &u8| c.is_ascii_alphanumeric() || b"/_+-".contains(c);
+        if name.is_empty() || !name.iter().all(ok) {
+            return None;
+        }
+        std::str::from_utf8(name).ok()
+    }
+
+    /// The codes of country `id`, or `None` when out of range or a zone index.
     pub fn country(&self, id: u16) -> Option<Country<'_>> {
         let id = id as usize;
-        if id >= self.n_countries {
+        if id >= self.n_countries || self.names_off.is_some() {
             return None;
         }
         let rec = &self.buf.as_ref()[INDEX_HEADER + id * 8..INDEX_HEADER + id * 8 + 5];

@@ -17,7 +17,6 @@ pub const MAX_OTHER_BYTES: u64 = 1 << 20;
 
 /// Why an archive was refused (a cap passed is `update::UpdateError::TooLarge` once converted).
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum ArchiveError {
     /// A size cap was hit (`what` is `download`, `decompressed database`, …).
     #[error("{what} is over {limit} bytes")]

@@ -11,7 +11,6 @@ pub use super::table::{Code, Ranges};
 
 /// Why a database could not be converted.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum ConvertError {
     /// The search tree could not be walked or a record not decoded.
     #[error("walking the database: {0}")]

@@ -18,7 +18,6 @@ pub enum Layout {
 
 /// Why a database was rejected.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum IpDbError {
     #[error("not a valid MaxMind DB: {0}")]
     /// Not a readable MaxMind DB.

@@ -4,7 +4,6 @@ use std::net::IpAddr;
 
 /// Why an address string was rejected.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum IpParseError {
     #[error("ip is empty")]
     /// Empty string.

@@ -45,7 +45,6 @@ pub struct PromotionPolicy {
 
 /// Why staging's version was refused (production's stays).
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum PromoteError {
     /// Staging's record does not parse.
     #[error("staging's record: {0}")]

@@ -19,7 +19,6 @@ pub enum Check {
 
 /// Why a published version was not swapped in (the current database keeps serving).
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum RefreshError {
     /// The record is not valid.
     #[error(transparent)]

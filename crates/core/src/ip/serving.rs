@@ -64,7 +64,6 @@ fn elapsed(clock: &impl Clock, started: u64) -> f64 {
 
 /// Why a page could not be loaded.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum PageError<E: std::error::Error + 'static> {
     /// The store could not read it.
     #[error("{source}")]
@@ -92,7 +91,6 @@ pub enum PageError<E: std::error::Error + 'static> {
 
 /// Why a check did not swap in the published version (the current one keeps serving).
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum CheckError<E: std::error::Error + 'static> {
     /// The store could not read the record or an object.
     #[error(transparent)]
@@ -113,7 +111,6 @@ pub enum CheckError<E: std::error::Error + 'static> {
 
 /// The outcome of one check of the record.
 #[derive(Debug)]
-#[non_exhaustive]
 pub enum Checked<E: std::error::Error + 'static> {
     /// Nothing published.
     NoRecord,
@@ -138,6 +135,16 @@ impl<E: std::error::Error + 'static> std::fmt::Display for Checked<E> {
             Checked::UpToDate(v) => write!(f, "up to date ({v})"),
             Checked::Swapped { version, .. } => write!(f, "swapped to {version}"),
             Checked::Rejected(e) => write!(f, "rejected: {e}"),
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> Checked<E> {
+    /// Why the record's version was not swapped in, if it was not.
+    pub fn rejection(&self) -> Option<String> {
+        match self {
+            Checked::Rejected(e) => Some(e.to_string()),
+            Checked::NoRecord | Checked::UpToDate(_) | Checked::Swapped { .. } => None,
         }
     }
 }
@@ -312,6 +319,39 @@ impl Serving {
     ) -> Result<(), PageError<S::Error>> {
         let all: Vec<usize> = (0..s.db.page_count()).collect();
         self.load_pages(store, clock, s, &all).await
+    }
+
+    /// The cron's probe, after it checked the record (`rejected`: why that check did not swap
+    /// the record's version in) and loaded every page of `served` (`all_pages`): a published
+    /// version that does not serve counts as a failed probe of that version (why: the check's
+    /// rejection, else the last check's outcome); otherwise the probe is of the serving version
+    /// and fails when one of its pages did. Staging's promotion rule reads it.
+    pub fn cron_probe(
+        &self,
+        served: &Served,
+        published: Option<&super::IpdbRecord>,
+        rejected: Option<String>,
+        all_pages: Result<(), String>,
+        at: String,
+    ) -> super::update::Probe {
+        let (version, reason) = match published.filter(|r| r.version != served.version()) {
+            // A cold start's rejection is in its outcome: the record's version does not serve.
+            Some(r) => (
+                r.version.clone(),
+                Some(
+                    rejected
+                        .or_else(|| self.health().last_check_outcome)
+                        .unwrap_or_else(|| "not swapped in".into()),
+                ),
+            ),
+            None => (served.version().to_owned(), all_pages.err()),
+        };
+        super::update::Probe {
+            version,
+            at,
+            ok: reason.is_none(),
+            reason,
+        }
     }
 
     /// Keeps the cron's outcome for this isolate's `/healthz` (others read it from the store).

@@ -78,7 +78,6 @@ pub struct SourceSpec {
 
 /// Why the configured source is unusable (reported as a configuration error by variable).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum SourceError {
     /// Not an `http(s)` URL.
     #[error("expected an http(s) URL")]

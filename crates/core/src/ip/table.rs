@@ -63,7 +63,6 @@ pub const EXCEPTION: u8 = 0xFF;
 
 /// Why a table was refused.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum TableError {
     /// Not a table.
     #[error("not an IP country table (bad magic)")]

@@ -29,7 +29,6 @@ pub struct UpdatePolicy {
 
 /// Why a candidate was refused or could not be fetched; the serving database stays.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum UpdateError {
     /// The download failed or answered an error status.
     #[error("download: {0}")]

@@ -36,7 +36,6 @@ pub struct IpdbRecord {
 
 /// Why a record was rejected.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum RecordError {
     #[error("IPDB record is not valid JSON: {0}")]
     /// Not the JSON shape above.

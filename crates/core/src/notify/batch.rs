@@ -13,8 +13,9 @@ use std::collections::BTreeSet;
 use futures_util::future::join_all;
 use serde_json::{json, Value};
 
-use super::roster;
+use super::document::field;
 use super::rules::{self, origin};
+use super::{fence, roster};
 use super::{preferences, CreateOutcome, NewEvent, NotificationEvent, NotificationStore};
 use super::{NotifyConfig, NotifyError};
 use crate::backend::{ejson, BackendError, HttpClient, RedisRestClient};
@@ -181,7 +182,6 @@ pub fn unpack(body: &str) -> (Vec<String>, u32) {
 
 /// Why events could not be queued.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum QueueError {
     /// The queue refused the batch or could not be reached (its message, for the log).
     #[error("queue send failed: {0}")]
@@ -258,13 +258,13 @@ pub fn group_upsert(
         .collect();
     let filter = json!({
         "owner": first.owner, "itemKey": first.item_key,
-        "origins.s": { "$nin": senders }, "$nor": retracted,
+        (field::ORIGIN_SENDER): { "$nin": senders }, "$nor": retracted,
     });
     // The single create's update for the newest event, widened to the whole group.
     let (_, mut update) = rules::create_upsert(newest, cfg, now_ms);
     let origins: Vec<Value> = events.iter().map(|e| origin(e)).collect();
     update["$push"]["origins"]["$each"] = Value::Array(origins);
-    update["$inc"]["originsCount"] = json!(events.len());
+    update["$inc"][field::ORIGINS_COUNT] = json!(events.len());
     let t = newest.created_time_msec;
     update["$max"] = json!({
         "createdTime": ejson::date(t),
@@ -283,6 +283,8 @@ pub enum EventOutcome {
     Duplicate,
     /// The recipient muted this kind of event.
     Muted,
+    /// The recipient was erased after this event was created: dropped (see [`fence`]).
+    Erased,
     /// Not written (a backend failed): retry it.
     Failed(String),
 }
@@ -302,6 +304,8 @@ pub enum Settled {
     Duplicate,
     // The recipient muted this kind of event.
     Muted,
+    // The recipient was erased after this event was created: dropped.
+    Erased,
 }
 
 impl From<CreateOutcome> for Settled {
@@ -324,6 +328,7 @@ impl EventOutcome {
             EventOutcome::Applied(o) => Ok((*o).into()),
             EventOutcome::Duplicate => Ok(Settled::Duplicate),
             EventOutcome::Muted => Ok(Settled::Muted),
+            EventOutcome::Erased => Ok(Settled::Erased),
             EventOutcome::Failed(why) => Err(why),
         }
     }
@@ -337,6 +342,7 @@ impl EventOutcome {
             Ok(Settled::AlreadyApplied) => "already_applied",
             Ok(Settled::Duplicate) => "duplicate",
             Ok(Settled::Muted) => "muted",
+            Ok(Settled::Erased) => "erased",
             Err(_) => "failed",
         }
     }
@@ -525,7 +531,7 @@ async fn write_group<H: HttpClient>(
             .find_one(
                 &store.config().collection,
                 &json!({ "owner": e.owner, "itemKey": e.item_key }),
-                Some(&json!({ "origins.s": 1, "x": 1 })),
+                Some(&json!({ (field::ORIGIN_SENDER): 1, "x": 1 })),
                 None,
             )
             .await;
@@ -601,11 +607,13 @@ pub async fn apply<H: HttpClient>(
         .iter()
         .map(|e| preferences::mute_members(e.category_type(), &e.notification_type))
         .collect();
+    let fences: Vec<String> = events.iter().map(|e| fence::redis_key(e.owner())).collect();
     let mutes: Vec<Option<MuteCheck<'_>>> = (0..n)
         .map(|i| {
             Some(MuteCheck {
                 key: &keys[i],
                 members: &members[i],
+                fence: Some((&fences[i], events[i].created_time_msec())),
             })
         })
         .collect();
@@ -628,7 +636,18 @@ pub async fn apply<H: HttpClient>(
                 }
             }
         }
-        None => vec![None; n],
+        // Without Redis the fences are read from the Data API (one `find` for the batch).
+        None => match fenced_without_redis(store, events, now_ms).await {
+            Ok(v) => v,
+            Err(e) => {
+                let why = format!("erasure fence lookup failed: {e}");
+                return BatchReport {
+                    outcomes: vec![EventOutcome::Failed(why); n],
+                    changed_owners: vec![],
+                    unfinished_rosters: 0,
+                };
+            }
+        },
     };
     let reservations: Vec<Option<Reservation>> = admissions
         .iter()
@@ -642,6 +661,7 @@ pub async fn apply<H: HttpClient>(
     for (i, r) in reservations.iter().enumerate() {
         outcomes[i] = match r {
             Some(Reservation::Muted) => Some(EventOutcome::Muted),
+            Some(Reservation::Erased) => Some(EventOutcome::Erased),
             Some(Reservation::Duplicate) => Some(EventOutcome::Duplicate),
             Some(Reservation::Retracted) => {
                 Some(EventOutcome::Applied(CreateOutcome::AlreadyApplied))
@@ -701,6 +721,7 @@ pub async fn apply<H: HttpClient>(
         // filter keeps it from double counting.
         let _ = dedup::settle_many(r, &settle).await;
     }
+    count_erased(store, events, &outcomes).await;
     let changed: BTreeSet<&str> = outcomes
         .iter()
         .zip(events)
@@ -711,6 +732,50 @@ pub async fn apply<H: HttpClient>(
         changed_owners: changed.into_iter().map(String::from).collect(),
         outcomes,
         unfinished_rosters,
+    }
+}
+
+/// Without Redis: each event's admission is `None` (write it), or an `Erased` reservation when
+/// its owner's fence is at or after it.
+async fn fenced_without_redis<H: HttpClient>(
+    store: &NotificationStore<H>,
+    events: &[NotificationEvent],
+    now_ms: i64,
+) -> Result<Vec<Option<Admission>>, NotifyError> {
+    let owners: Vec<&str> = events
+        .iter()
+        .map(NotificationEvent::owner)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let at = fence::lookup(store, None, &owners, now_ms).await?;
+    Ok(events
+        .iter()
+        .map(|e| {
+            let k = owners.iter().position(|o| *o == e.owner())?;
+            fence::behind(at[k], e.created_time_msec()).then_some(Admission {
+                reservation: Reservation::Erased,
+                tally: None,
+            })
+        })
+        .collect())
+}
+
+/// Counts the events dropped behind each owner's fence (one call per such owner; rare). A lost
+/// count loses only the figure, never an erasure.
+async fn count_erased<H: HttpClient>(
+    store: &NotificationStore<H>,
+    events: &[NotificationEvent],
+    outcomes: &[EventOutcome],
+) {
+    let mut per_owner: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for (o, e) in outcomes.iter().zip(events) {
+        if *o == EventOutcome::Erased {
+            *per_owner.entry(e.owner()).or_default() += 1;
+        }
+    }
+    for (owner, n) in per_owner {
+        let _ = fence::count_dropped(store, owner, n).await;
     }
 }
 

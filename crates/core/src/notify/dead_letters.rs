@@ -1,5 +1,7 @@
 //! Dead letters: queued events that failed every attempt (or can never succeed), kept in the
-//! Data API collection `{collection}_dead` for an operator to inspect and replay.
+//! Data API collection `{collection}_dead` for an operator to inspect and replay, for
+//! [`super::NotifyConfig::dead_letter_retention_ms`] (a TTL index on `expireAt`; the erasure
+//! fence outlasts it). Each letter names its event's `owner`, so an erasure finds them.
 
 use serde_json::{json, Value};
 
@@ -19,10 +21,10 @@ pub struct DeadLetter {
     pub reason: String,
 }
 
-/// The dead-letter collection of a notification collection.
+/// The dead-letter collection ([`super::Collections::dead_letters`]).
 #[must_use]
-pub fn collection(notifications: &str) -> String {
-    format!("{notifications}_dead")
+pub fn collection(cfg: &super::NotifyConfig) -> String {
+    cfg.collections().dead_letters
 }
 
 /// Stores letters, one idempotent upsert each (dead letters are rare); one result per letter,
@@ -32,7 +34,7 @@ pub async fn store<H: HttpClient>(
     letters: &[DeadLetter],
     now_ms: i64,
 ) -> Vec<Result<(), BackendError>> {
-    let coll = collection(&s.config().collection);
+    let coll = collection(s.config());
     let mut out = Vec::with_capacity(letters.len());
     for l in letters {
         let r = s
@@ -42,7 +44,9 @@ pub async fn store<H: HttpClient>(
                 &json!({ "_id": l.id }),
                 &json!({ "$setOnInsert": {
                     "body": l.body, "queue": l.queue, "reason": l.reason,
+                    "owner": owner_of(&l.body),
                     "failedAt": ejson::date(now_ms),
+                    "expireAt": ejson::date(now_ms + s.config().dead_letter_retention_ms),
                 } }),
                 true,
             )
@@ -50,6 +54,14 @@ pub async fn store<H: HttpClient>(
         out.push(r.map(|_| ()));
     }
     out
+}
+
+/// The `owner` of a letter's event (`null` when the body is not an event).
+fn owner_of(body: &str) -> Value {
+    serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("owner").filter(|o| o.is_string()).cloned())
+        .unwrap_or(Value::Null)
 }
 
 /// The oldest `limit` letters (of `ids` when given), as stored.
@@ -70,9 +82,7 @@ pub async fn list<H: HttpClient>(
         limit: Some(limit),
         ..FindOptions::default()
     };
-    s.api()
-        .find(&collection(&s.config().collection), &filter, &opts)
-        .await
+    s.api().find(&collection(s.config()), &filter, &opts).await
 }
 
 /// Removes letters by id (after they were replayed); returns how many went.
@@ -84,10 +94,7 @@ pub async fn remove<H: HttpClient>(
     ids: &[String],
 ) -> Result<u64, BackendError> {
     s.api()
-        .delete_many(
-            &collection(&s.config().collection),
-            &json!({ "_id": { "$in": ids } }),
-        )
+        .delete_many(&collection(s.config()), &json!({ "_id": { "$in": ids } }))
         .await
 }
 

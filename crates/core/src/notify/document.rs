@@ -137,6 +137,18 @@ impl StoredNotification {
 }
 
 /// An EJSON date (`{"$date": …}` in any of its forms) as ms; absent or unreadable is `None`.
+/// The stored document's names that filters, updates and projections spell out (outside
+/// serde): written once, beside the structs whose serde names they are (a test checks both
+/// agree).
+pub mod field {
+    /// [`super::StoredNotification::origins_count`].
+    pub const ORIGINS_COUNT: &str = "originsCount";
+    /// [`super::StoredOrigin::sender_id`] inside `origins` (a dotted path).
+    pub const ORIGIN_SENDER: &str = "origins.s";
+    /// [`super::StoredOrigin::created_time_msec`] inside `origins` (a dotted path).
+    pub const ORIGIN_TIME: &str = "origins.t";
+}
+
 fn date_ms<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
     Ok(ejson::date_ms(&Value::deserialize(d)?))
 }
@@ -175,6 +187,25 @@ mod tests {
         assert_eq!(d.origins[0].sender_id, "a");
         assert_eq!(d.retracted[0].at_msec, 2);
         assert!(!d.read && !d.deleted && d.landing.is_none());
+    }
+
+    #[test]
+    fn the_spelled_out_names_are_the_serde_names() {
+        let (sender, time) = (
+            field::ORIGIN_SENDER.strip_prefix("origins.").unwrap(),
+            field::ORIGIN_TIME.strip_prefix("origins.").unwrap(),
+        );
+        let mut doc = json!({ "origins": [{ sender: "s9", time: 4 }] });
+        doc[field::ORIGINS_COUNT] = json!(7);
+        let d = StoredNotification::read(&doc);
+        assert_eq!(d.origins_count, 7);
+        assert_eq!(
+            (
+                d.origins[0].sender_id.as_str(),
+                d.origins[0].created_time_msec
+            ),
+            ("s9", 4)
+        );
     }
 
     #[test]

@@ -6,7 +6,6 @@ use crate::backend::BackendError;
 /// Validation and backend failures of the notification center. The HTTP layer alone maps each
 /// to a status and a stable code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
 pub enum NotifyError {
     /// A required field is empty or absent.
     #[error("`{field}` is required")]
@@ -79,6 +78,12 @@ pub enum NotifyError {
     /// Preferences were stored but the Redis mirror that enforces them was not updated.
     #[error("saved, but not yet in effect (retry the request): {0}")]
     NotYetInEffect(BackendError),
+    /// The badge hub (its Durable Object) could not be cleared; retryable.
+    #[error("badge hub: {0}")]
+    Hub(String),
+    /// No erasure job has this id.
+    #[error("no such erasure")]
+    ErasureNotFound,
     /// The Data API failed.
     #[error(transparent)]
     Backend(#[from] BackendError),

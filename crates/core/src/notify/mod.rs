@@ -21,11 +21,14 @@ pub mod badge;
 pub mod batch;
 pub mod dead_letters;
 pub mod document;
+pub mod erasure;
 mod error;
 mod event;
 pub mod expiry;
+pub mod fence;
 pub(crate) mod limits;
 pub mod preferences;
+pub mod privacy;
 mod query;
 mod render;
 pub mod roster;
@@ -39,6 +42,21 @@ mod template;
 pub use error::NotifyError;
 pub use event::{integer, NewEvent, NewSender, NotificationEvent, Retraction, Sender};
 pub use preferences::Preferences;
+
+#[cfg(test)]
+mod collection_tests {
+    #[test]
+    fn every_collection_is_named_after_the_items() {
+        let cfg = super::NotifyConfig {
+            collection: "inbox".into(),
+            ..super::NotifyConfig::default()
+        };
+        assert_eq!(
+            cfg.collections().all(),
+            ["inbox", "inbox_dead", "inbox_preferences", "inbox_erasures"]
+        );
+    }
+}
 pub use query::{
     bulk, changes, counts_pipeline, decode_cursor, delete_one, encode_cursor, expired_batch,
     expired_delete, indexes, list_pipeline, list_query, mark, next_sync, owners_over_cap,
@@ -87,7 +105,60 @@ pub struct NotifyConfig {
     /// the worker and the database); changes inside it may be delivered twice, never missed.
     /// Never less than [`MIN_SETTLE_MS`] in effect, whatever is configured.
     pub sync_settle_ms: i64,
+    /// How long a dead letter is kept (a TTL index removes it): a letter is an event that may
+    /// still be replayed, so this bounds how late an old event can arrive.
+    pub dead_letter_retention_ms: i64,
+    /// How long an erasure's fence holds (see [`fence`]): the queue's longest retention (14 days
+    /// on Cloudflare Queues; retries happen inside it) plus the dead-letter retention.
+    pub erasure_fence_ms: i64,
 }
+
+/// Every Data API collection the worker reads or writes, all named after
+/// [`NotifyConfig::collection`]: the one list behind what `check-config` prints, the gateway's
+/// `GATEWAY_COLLECTIONS` and its database role (docs/mongodb-gateway.md, checked by
+/// tests/docs.rs). A collection missing there answers every call that touches it with 403.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collections {
+    /// The inbox items and their tombstones.
+    pub items: String,
+    /// Queued events that failed every attempt ([`dead_letters`]).
+    pub dead_letters: String,
+    /// Each owner's muted categories and types ([`preferences`]).
+    pub preferences: String,
+    /// Erasure jobs and the fences they leave ([`erasure`], [`fence`]).
+    pub erasures: String,
+}
+
+impl Collections {
+    /// Every name, in a fixed order (items first).
+    #[must_use]
+    pub fn all(&self) -> Vec<&str> {
+        vec![
+            &self.items,
+            &self.dead_letters,
+            &self.preferences,
+            &self.erasures,
+        ]
+    }
+}
+
+impl NotifyConfig {
+    /// The collections of this configuration.
+    #[must_use]
+    pub fn collections(&self) -> Collections {
+        let c = &self.collection;
+        Collections {
+            items: c.clone(),
+            dead_letters: format!("{c}_dead"),
+            preferences: format!("{c}_preferences"),
+            erasures: format!("{c}_erasures"),
+        }
+    }
+}
+
+const DAY_MS: i64 = 24 * 3_600_000;
+/// The longest a Cloudflare Queue keeps a message (its retries included): 14 days.
+pub const QUEUE_RETENTION_MS: i64 = 14 * DAY_MS;
 
 impl Default for NotifyConfig {
     fn default() -> Self {
@@ -104,6 +175,8 @@ impl Default for NotifyConfig {
             retracted_cap: 20,
             roster_idle_ms: 24 * 3_600_000,
             sync_settle_ms: 2_000,
+            dead_letter_retention_ms: 14 * DAY_MS,
+            erasure_fence_ms: QUEUE_RETENTION_MS + 14 * DAY_MS,
         }
     }
 }

@@ -123,7 +123,7 @@ pub fn mute_members(category: &str, notification_type: &str) -> [String; 2] {
 }
 
 fn collection(cfg: &NotifyConfig) -> String {
-    format!("{}_preferences", cfg.collection)
+    cfg.collections().preferences
 }
 
 /// Reads an owner's preferences (one call; none stored = nothing muted).

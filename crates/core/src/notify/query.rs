@@ -3,6 +3,7 @@
 use base64::Engine as _;
 use serde_json::{json, Value};
 
+use super::document::field;
 use super::{NotifyConfig, NotifyError};
 use crate::backend::{ejson, FindOptions};
 
@@ -97,7 +98,7 @@ fn live(owner: &str, now_ms: i64) -> Value {
 pub fn tombstone_update(cfg: &NotifyConfig, now_ms: i64) -> Value {
     json!({
         "$set": {
-            "deleted": true, "origins": [], "originsCount": 0,
+            "deleted": true, "origins": [], (field::ORIGINS_COUNT): 0,
             "read": true, "seen": true, "archived": false,
             "expireAt": ejson::date(now_ms),
             "purgeAt": ejson::date(now_ms.saturating_add(cfg.tombstone_ttl_ms)),
@@ -169,7 +170,7 @@ fn list_projection(list_origins: u32) -> Value {
         "createdTime",
         "expireAt",
         "revision",
-        "originsCount",
+        field::ORIGINS_COUNT,
         "oc",
         "read",
         "seen",

@@ -35,6 +35,7 @@ use sha2::{Digest, Sha256};
 
 use serde_json::json;
 
+use super::document::field;
 use super::document::StoredNotification;
 use super::{notification_id, NotificationEvent, NotificationStore, NotifyConfig, NotifyError};
 use crate::backend::{HttpClient, RedisRestClient};
@@ -140,7 +141,7 @@ pub async fn reseed<H: HttpClient>(
         .find_one(
             &cfg.collection,
             &json!({ "owner": owner, "itemKey": item_key }),
-            Some(&json!({ "origins.s": 1, "origins.t": 1, "x": 1, "oc": 1, "originsCount": 1, "rg": 1 })),
+            Some(&json!({ (field::ORIGIN_SENDER): 1, (field::ORIGIN_TIME): 1, "x": 1, "oc": 1, (field::ORIGINS_COUNT): 1, "rg": 1 })),
             None,
         )
         .await?;

@@ -4,6 +4,7 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use super::document::field;
 use super::document::{Retracted, StoredOrigin};
 use super::{NotificationEvent, NotifyConfig};
 use crate::backend::{ejson, BackendError, UpdateResult};
@@ -52,7 +53,7 @@ pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) ->
     // A sender retracted at or after this event's time stays out: a create delayed past its
     // retraction (the worker timed out, the request landed later) must not bring it back.
     let filter = json!({
-        "owner": ev.owner, "itemKey": ev.item_key, "origins.s": { "$ne": ev.sender.id },
+        "owner": ev.owner, "itemKey": ev.item_key, (field::ORIGIN_SENDER): { "$ne": ev.sender.id },
         "$nor": [{ "x": { "$elemMatch": { "s": ev.sender.id, "t": { "$gte": ev.created_time_msec } } } }],
     });
     let mut set = json!({
@@ -72,7 +73,7 @@ pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) ->
             "notificationType": ev.notification_type, "templateType": ev.template_type,
         },
         "$push": { "origins": { "$each": [origin(ev)], "$sort": { "t": -1 }, "$slice": cfg.origins_cap.max(1) } },
-        "$inc": { "originsCount": 1 },
+        "$inc": { (field::ORIGINS_COUNT): 1 },
         "$max": {
             "createdTime": ejson::date(ev.created_time_msec),
             "expireAt": ejson::date(ev.created_time_msec.saturating_add(cfg.ttl_ms)),
@@ -202,10 +203,10 @@ pub fn retract_update(
 ) -> (Value, Value) {
     (
         json!({ "owner": owner, "itemKey": item_key, "deleted": { "$ne": true },
-                "origins.s": sender_id, "origins.1": { "$exists": true } }),
+                (field::ORIGIN_SENDER): sender_id, "origins.1": { "$exists": true } }),
         json!({
             "$pull": { "origins": { "s": sender_id } },
-            "$inc": { "originsCount": -1 },
+            "$inc": { (field::ORIGINS_COUNT): -1 },
             "$push": push_retracted(sender_id, now_ms, cfg),
             "$currentDate": { "sync": true },
         }),
@@ -228,7 +229,7 @@ pub fn retract_delete(
     update["$push"] = push_retracted(sender_id, now_ms, cfg);
     (
         json!({ "owner": owner, "itemKey": item_key, "deleted": { "$ne": true },
-                "origins.s": sender_id, "origins.1": { "$exists": false } }),
+                (field::ORIGIN_SENDER): sender_id, "origins.1": { "$exists": false } }),
         update,
     )
 }
@@ -247,12 +248,12 @@ pub fn retract_record(
     now_ms: i64,
 ) -> (Value, Value) {
     (
-        json!({ "owner": owner, "itemKey": item_key, "origins.s": { "$ne": sender_id } }),
+        json!({ "owner": owner, "itemKey": item_key, (field::ORIGIN_SENDER): { "$ne": sender_id } }),
         json!({
             "$push": push_retracted(sender_id, now_ms, cfg),
             "$setOnInsert": {
                 "_id": notification_id(owner, item_key),
-                "deleted": true, "origins": [], "originsCount": 0,
+                "deleted": true, "origins": [], (field::ORIGINS_COUNT): 0,
                 "read": true, "seen": true, "archived": false,
                 "expireAt": ejson::date(now_ms),
                 "purgeAt": ejson::date(now_ms.saturating_add(cfg.tombstone_ttl_ms)),

@@ -57,6 +57,20 @@ pub enum Deferred {
     PublishMutes(String, Preferences),
 }
 
+impl Deferred {
+    /// The kind of work, for a log line (no owner, item key or record in it).
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Deferred::Commit(..) => "commit",
+            Deferred::Rebuild { .. } => "rebuild",
+            Deferred::StoreResult { .. } => "store_result",
+            Deferred::FreeKey(_) => "free_key",
+            Deferred::PublishMutes(..) => "publish_mutes",
+        }
+    }
+}
+
 /// A write's result, the owners whose inbox it changed (for the live badge) and the work to run
 /// after the response.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,6 +118,8 @@ impl<T> Written<T> {
 pub enum Created {
     /// The owner muted this kind of event: nothing written.
     Muted,
+    /// The owner was erased after this event was created: dropped (see [`super::fence`]).
+    Erased,
     /// The event id was already processed.
     Duplicate,
     /// Written (created, merged, or found already applied).
@@ -465,9 +481,11 @@ impl<H: HttpClient> NotifyService<H> {
         let slot = dedup::slot(&self.dedup, ev.event_id(), ev.created_time_msec());
         let key = preferences::mute_key(ev.owner());
         let members = preferences::mute_members(ev.category_type(), &ev.notification_type);
+        let fence_key = super::fence::redis_key(ev.owner());
         let mute = dedup::MuteCheck {
             key: &key,
             members: &members,
+            fence: Some((&fence_key, ev.created_time_msec())),
         };
         let roster = super::roster::check(&ev);
         let life = super::roster::life(self.store.config(), self.dedup.lease_ms);
@@ -485,11 +503,23 @@ impl<H: HttpClient> NotifyService<H> {
                 )
                 .await?,
             ),
-            None => None,
+            // Without Redis the fence is one Data API read.
+            None => {
+                let at = super::fence::lookup(&self.store, None, &[ev.owner()], now_ms).await?;
+                super::fence::behind(at[0], ev.created_time_msec()).then_some(dedup::Admission {
+                    reservation: Reservation::Erased,
+                    tally: None,
+                })
+            }
         };
         let tally = admission.as_ref().and_then(|a| a.tally);
         let token = match admission.map(|a| a.reservation) {
             Some(Reservation::Muted) => return Ok(Direct::only(Created::Muted)),
+            Some(Reservation::Erased) => {
+                // The count is a figure for the erasure's progress: losing it loses nothing.
+                let _ = super::fence::count_dropped(&self.store, ev.owner(), 1).await;
+                return Ok(Direct::only(Created::Erased));
+            }
             Some(Reservation::Duplicate) => return Ok(Direct::only(Created::Duplicate)),
             // Retracted at or after this event: what the document's filter would answer.
             Some(Reservation::Retracted) => {
@@ -545,19 +575,46 @@ impl<H: HttpClient> NotifyService<H> {
     ) -> Result<Written<RetractOutcome>, NotifyError> {
         // The roster first (its tally and the time the retraction counts from), then the
         // document; a failure of either is retried by the client and both steps are idempotent.
+        // An erased owner: a retraction of an item the new inbox does not have would leave a
+        // roster and a tombstone (the owner's id in clear) behind the erasure, so it changes
+        // nothing. With Redis the fence rides in the roster's own call; only a fenced owner
+        // without the roster costs one more read (does the item exist?).
         let life = super::roster::life(self.store.config(), self.dedup.lease_ms);
+        let (key, field) = (
+            super::roster::key(&r.owner, &r.item_key),
+            super::roster::field(&r.sender_id),
+        );
+        let gone = || async {
+            self.store
+                .exists(&r.owner, &r.item_key)
+                .await
+                .map(|exists| !exists)
+        };
         let left = match &self.redis {
-            Some(redis) => Some(
-                dedup::roster_leave(
+            Some(redis) => {
+                let fence = super::fence::redis_key(&r.owner);
+                let left = dedup::roster_leave_unless_fenced(
                     redis,
-                    &super::roster::key(&r.owner, &r.item_key),
-                    &super::roster::field(&r.sender_id),
+                    &key,
+                    &field,
                     now_ms,
                     &life,
+                    Some(&fence),
                 )
-                .await?,
-            ),
-            None => None,
+                .await?;
+                match left {
+                    Some(l) => Some(l),
+                    None if gone().await? => return Ok(Written::only(RetractOutcome::NotFound)),
+                    None => Some(dedup::roster_leave(redis, &key, &field, now_ms, &life).await?),
+                }
+            }
+            None => {
+                let at = super::fence::lookup(&self.store, None, &[&r.owner], now_ms).await?;
+                if at[0].is_some() && gone().await? {
+                    return Ok(Written::only(RetractOutcome::NotFound));
+                }
+                None
+            }
         };
         let outcome = self
             .store
@@ -647,7 +704,8 @@ impl<H: HttpClient> NotifyService<H> {
                     .map_err(NotifyError::from),
             };
             if let Err(e) = r {
-                failures.push(format!("deferred {w:?} failed: {e}"));
+                // The kind only: the work names owners, item keys and Redis keys holding them.
+                failures.push(format!("deferred {} failed: {e}", w.kind()));
             }
         }
         failures

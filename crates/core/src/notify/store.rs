@@ -87,15 +87,39 @@ impl<H: HttpClient> NotificationStore<H> {
         &self.api
     }
 
+    /// `/healthz`'s probe: one `find` of at most one document, matching nothing in particular.
+    ///
+    /// # Errors
+    /// Backend failures (read by [`crate::backend::data_api::probe_problem`]).
+    pub async fn probe(&self) -> Result<Value, crate::backend::BackendError> {
+        let mut fields = serde_json::Map::new();
+        fields.insert("filter".into(), json!({ "_id": "healthz-probe" }));
+        fields.insert("limit".into(), json!(1));
+        self.api.action("find", &self.cfg.collection, fields).await
+    }
+
     /// Creates the indexes (idempotent; run at deploy or from a cron, not per request).
     ///
     /// # Errors
     /// Backend failures.
     pub async fn ensure_indexes(&self) -> Result<Vec<String>, NotifyError> {
-        Ok(self
+        let colls = self.cfg.collections();
+        let mut names = self
             .api
-            .create_indexes(&self.cfg.collection, &query::indexes())
-            .await?)
+            .create_indexes(&colls.items, &query::indexes())
+            .await?;
+        // Dead letters and erasure jobs/fences expire by their own `expireAt`; dead letters are
+        // also found by owner (an erasure, an export).
+        let ttl =
+            json!({ "key": { "expireAt": 1 }, "name": "expireAt_ttl", "expireAfterSeconds": 0 });
+        let by_owner = json!({ "key": { "owner": 1 }, "name": "owner" });
+        names.extend(
+            self.api
+                .create_indexes(&colls.dead_letters, &[ttl.clone(), by_owner])
+                .await?,
+        );
+        names.extend(self.api.create_indexes(&colls.erasures, &[ttl]).await?);
+        Ok(names)
     }
 
     /// Create or merge: 1 call; 2 when the sender was already present or a racing insert won.
@@ -346,6 +370,24 @@ impl<H: HttpClient> NotificationStore<H> {
             has_more: full && !held,
             origins_cap: self.cfg.origins_cap,
         })
+    }
+
+    /// Whether the owner has the item (live or tombstoned; one call).
+    ///
+    /// # Errors
+    /// Backend failures.
+    pub async fn exists(&self, owner: &str, item_key: &str) -> Result<bool, NotifyError> {
+        check_keys(owner, Some(item_key))?;
+        Ok(self
+            .api
+            .find_one(
+                &self.cfg.collection,
+                &json!({ "owner": owner, "itemKey": item_key }),
+                Some(&json!({ "_id": 1 })),
+                None,
+            )
+            .await?
+            .is_some())
     }
 
     /// Sets a flag on one item or all; returns how many items changed (one call).

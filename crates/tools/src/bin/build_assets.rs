@@ -1,5 +1,6 @@
 //! Builds everything the worker loads at run time from pinned npm packages:
-//! `assets/geo/{index,tile-NNN}.bin`, `assets/ip/default.mmdb`, the console's world map
+//! `assets/geo/{index,tile-NNN}.bin`, the time-zone layer `assets/tz/{index,tile-NNN}.bin`,
+//! `assets/ip/default.mmdb`, the console's world map
 //! `assets/www/outline.bin`, and `assets/manifest.json`.
 //!
 //! Usage: `build-assets [--node-modules DIR] [--out DIR] [--update] [--outline-epsilon DEG]
@@ -10,8 +11,8 @@
 //! lockfile pins the default IPDB; a build that bundles another one on purpose checks only the
 //! rest.
 
-use egn_tools::geo::{build, outline, source};
-use egn_tools::ip::Attribution;
+use egn_core::ip::Attribution;
+use egn_tools::geo::{build, outline, source, zones};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -19,6 +20,8 @@ use std::process::ExitCode;
 
 const GEO_PACKAGE: &str = "@geo-maps/countries-maritime-10m";
 const CODES_PACKAGE: &str = "i18n-iso-countries";
+/// timezone-boundary-builder's full zone set, as geo-tz ships it (see `geo::zones`).
+const ZONE_PACKAGE: &str = "geo-tz";
 
 /// A database the asset build can bundle.
 struct IpBundle {
@@ -104,23 +107,26 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         built.stats
     );
 
-    let geo_dir = out.join("geo");
-    std::fs::create_dir_all(&geo_dir)?;
-    for entry in std::fs::read_dir(&geo_dir)? {
-        let p = entry?.path();
-        if p.extension().is_some_and(|e| e == "bin") {
-            std::fs::remove_file(p)?;
-        }
-    }
-    let mut geo_files = vec![write(&out, "geo/index.bin", &built.index)?];
-    for (id, tile) in built.tiles.iter().enumerate() {
-        if let Some(bytes) = tile {
-            let name = format!("geo/{}", egn_tools::geo::format::tile_file_name(id));
-            geo_files.push(write(&out, &name, bytes)?);
-        }
-    }
+    let geo_files = write_layer(&out, "geo", &built)?;
     let total: u64 = geo_files.iter().filter_map(|f| f["bytes"].as_u64()).sum();
     eprintln!("wrote {} geo files, {total} bytes", geo_files.len());
+
+    let zone_pkg = modules.join(ZONE_PACKAGE);
+    let (zone_features, zone_report) = zones::load(&zone_pkg)?;
+    eprintln!(
+        "loaded {} zones in {:.2?}: {zone_report:?}",
+        zone_features.len(),
+        started.elapsed()
+    );
+    let zone_built = build::build_layer(&zone_features, build::Layer::Zones);
+    eprintln!(
+        "built the zone layer in {:.2?}: {:?}",
+        started.elapsed(),
+        zone_built.stats
+    );
+    let zone_files = write_layer(&out, "tz", &zone_built)?;
+    let zone_total: u64 = zone_files.iter().filter_map(|f| f["bytes"].as_u64()).sum();
+    eprintln!("wrote {} zone files, {zone_total} bytes", zone_files.len());
 
     let (outline_bytes, outline_stats) =
         outline::build(&features, epsilon, outline::UNITS_PER_DEGREE);
@@ -134,23 +140,20 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let ip_file = write(&out, "ip/default.mmdb", &mmdb)?;
     // What the worker loads: the compact table converted from the mmdb (exact, see
     // tests/ip_table.rs); the mmdb stays for `ipdb-check` and `publish-ipdb.sh` baselines.
-    let db = egn_tools::ip::IpDb::from_bytes(mmdb.as_slice())?;
+    let db = egn_core::ip::IpDb::from_bytes(mmdb.as_slice())?;
     let (db_type, epoch) = db.describe();
-    let meta = egn_tools::ip::update::table_meta(&db_type, epoch, Some(&(ip.attribution)()));
-    let table = egn_tools::ip::convert::table(&db, &meta)?;
+    let meta = egn_core::ip::update::table_meta(&db_type, epoch, Some(&(ip.attribution)()));
+    let table = egn_core::ip::convert::table(&db, &meta)?;
     // The directory is embedded in the worker (src/edge/ip/mod.rs); pages are read through ASSETS
-    // as lookups need them. Stale pages of an earlier build go first.
-    let table_dir = out.join("ip/country");
-    if table_dir.exists() {
-        std::fs::remove_dir_all(&table_dir)?;
-    }
-    std::fs::create_dir_all(&table_dir)?;
+    // as lookups need them. Stale pages of an earlier build go after the new ones are written.
+    std::fs::create_dir_all(out.join("ip/country"))?;
     let _ = std::fs::remove_file(out.join("ip/country.bin"));
     let mut ip_files = vec![ip_file, write(&out, "ip/country/dir.bin", &table.dir)?];
     for (i, page) in table.pages.iter().enumerate() {
-        let name = format!("ip/country/{}", egn_tools::ip::table::page_name(i));
+        let name = format!("ip/country/{}", egn_core::ip::table::page_name(i));
         ip_files.push(write(&out, &name, page)?);
     }
+    prune(&out, "ip/country", &ip_files)?;
     eprintln!(
         "wrote the IP table: directory {} bytes, {} pages, {} bytes in all",
         table.dir.len(),
@@ -170,6 +173,18 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "total_bytes": total,
             "files": geo_files,
         },
+        "tz": {
+            "source": package(&zone_pkg)?,
+            "data_product": zones::PRODUCT,
+            "source_files": source_files(&zone_pkg, &zones::source_files())?,
+            "data_license": "ODbL-1.0",
+            "attribution": "Time zone polygons © OpenStreetMap contributors (ODbL), via timezone-boundary-builder by Evan Siroky, as packaged by geo-tz",
+            "ocean_rule": "no land zone: Etc/GMT±N by 15° longitude bands (timezone-boundary-builder's oceans)",
+            "read": zone_report,
+            "stats": zone_built.stats,
+            "total_bytes": zone_total,
+            "files": zone_files,
+        },
         "outline": {
             "format_version": outline::OUTLINE_VERSION,
             "stats": outline_stats,
@@ -179,7 +194,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "source": package(&ip_pkg)?,
             "data_license": ip.data_license,
             "attribution": (ip.attribution)(),
-            "table_format_version": egn_tools::ip::table::VERSION,
+            "table_format_version": egn_core::ip::table::VERSION,
             "files": ip_files,
         },
     });
@@ -195,7 +210,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             )
             .into());
         }
-        _ => std::fs::write(&path, text)?,
+        _ => replace(&path, text.as_bytes())?,
     }
     eprintln!("done in {:.2?}", started.elapsed());
     Ok(())
@@ -218,11 +233,70 @@ fn same_lock(old: &str, manifest: &Value, ip_package: &str) -> bool {
     rest(&old) == rest(manifest)
 }
 
+/// Writes a layer's `index.bin` and tiles under `out/dir`, then removes the stale ones.
+fn write_layer(out: &Path, dir: &str, built: &build::Built) -> std::io::Result<Vec<Value>> {
+    std::fs::create_dir_all(out.join(dir))?;
+    let mut files = vec![write(out, &format!("{dir}/index.bin"), &built.index)?];
+    for (id, tile) in built.tiles.iter().enumerate() {
+        if let Some(bytes) = tile {
+            let name = format!("{dir}/{}", egn_tools::geo::format::tile_file_name(id));
+            files.push(write(out, &name, bytes)?);
+        }
+    }
+    prune(out, dir, &files)?;
+    Ok(files)
+}
+
+/// Writes `out/name` unless it already holds `bytes`, through a temporary file and a rename.
+/// A worker serving `out` (wrangler dev, the workerd tests) while a build runs beside it (every
+/// wrangler build runs this builder) so never reads a half-written or missing file, and a
+/// rebuild of the same inputs changes nothing on disk.
 fn write(out: &Path, name: &str, bytes: &[u8]) -> std::io::Result<Value> {
-    std::fs::write(out.join(name), bytes)?;
+    replace(&out.join(name), bytes)?;
     Ok(
-        json!({ "path": name, "bytes": bytes.len(), "sha256": egn_tools::ip::hex(&Sha256::digest(bytes)) }),
+        json!({ "path": name, "bytes": bytes.len(), "sha256": egn_core::ip::hex(&Sha256::digest(bytes)) }),
     )
+}
+
+fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if std::fs::read(path).ok().as_deref() == Some(bytes) {
+        return Ok(());
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Removes the files in `out/dir` (not below it) that `written` (entries made by `write`) does
+/// not list: what an earlier build left there. After the writes, so nothing is ever missing.
+fn prune(out: &Path, dir: &str, written: &[Value]) -> std::io::Result<()> {
+    let keep: std::collections::HashSet<&str> =
+        written.iter().filter_map(|f| f["path"].as_str()).collect();
+    for entry in std::fs::read_dir(out.join(dir))? {
+        let entry = entry?;
+        let name = format!("{dir}/{}", entry.file_name().to_string_lossy());
+        if entry.file_type()?.is_file() && !keep.contains(name.as_str()) {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
+}
+
+/// Size and SHA-256 of the source files a layer is built from, so the lockfile pins the data
+/// itself, not only the package version.
+fn source_files(dir: &Path, names: &[String]) -> std::io::Result<Vec<Value>> {
+    names
+        .iter()
+        .map(|name| {
+            let bytes = std::fs::read(dir.join(name))?;
+            Ok(json!({
+                "path": name,
+                "bytes": bytes.len(),
+                "sha256": egn_core::ip::hex(&Sha256::digest(&bytes)),
+            }))
+        })
+        .collect()
 }
 
 fn package(dir: &Path) -> Result<Value, Box<dyn std::error::Error>> {

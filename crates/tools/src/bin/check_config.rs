@@ -6,18 +6,24 @@
 //! `--wrangler-env` is the JSON that `python3 scripts/wrangler-env.py ENV check` prints for one
 //! environment of wrangler.toml: `{"env": "staging", "vars": {...}, "ids": {"kv_namespaces
 //! IPDB_CONFIG": "..."}}`. `--secrets` is the `wrangler secret bulk` file (format:
-//! secrets.example.json). The rules are `egn_tools::config::secrets`, the code the worker
+//! secrets.example.json). The rules are `egn_core::config::secrets`, the code the worker
 //! itself runs, so a deploy this check passes does not answer 503 config_invalid for them.
+//!
+//! It also prints the Data API collections this configuration uses
+//! (`egn_core::notify::Collections`, from `NOTIFY_COLLECTION`): the gateway's
+//! `GATEWAY_COLLECTIONS` and its database role must name every one (docs/mongodb-gateway.md).
+//! `--collections` prints only that comma-separated list, on stdout, for scripts:
+//! `GATEWAY_COLLECTIONS=$(cargo run -q --bin check-config -- --wrangler-env F --collections)`.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use egn_tools::config::secrets::{self, Refused, Weakness};
-use egn_tools::config::{missing_secrets, Config, Vars};
+use egn_core::config::secrets::{self, Refused, Weakness};
+use egn_core::config::{missing_secrets, Config, Vars};
 
 #[derive(Debug, thiserror::Error)]
 enum CliError {
-    #[error("usage: check-config --wrangler-env FILE [--secrets FILE]")]
+    #[error("usage: check-config --wrangler-env FILE [--secrets FILE] [--collections]")]
     Usage,
     #[error("cannot read {0}: {1}")]
     Read(String, std::io::Error),
@@ -53,14 +59,22 @@ fn placeholder_id(id: &str) -> bool {
     secrets::placeholder_in(id).is_some() || id.bytes().all(|b| b == b'0')
 }
 
-fn run(args: &[String]) -> Result<Vec<String>, CliError> {
+/// What a run found: the problems, and the collections the configuration uses.
+struct Checked {
+    problems: Vec<String>,
+    collections: String,
+}
+
+fn run(args: &[String]) -> Result<(Checked, bool), CliError> {
     let mut env_file = None;
     let mut secrets_file = None;
+    let mut only_collections = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--wrangler-env" => env_file = Some(it.next().ok_or(CliError::Usage)?.clone()),
             "--secrets" => secrets_file = Some(it.next().ok_or(CliError::Usage)?.clone()),
+            "--collections" => only_collections = true,
             _ => return Err(CliError::Usage),
         }
     }
@@ -132,12 +146,21 @@ fn run(args: &[String]) -> Result<Vec<String>, CliError> {
             get(n)
         }
     };
-    if let Err(e) = Config::from_vars(&Vars::new(&dev)) {
-        if !named.contains(&e.var) {
-            named.push(e.var.clone());
-            problems.push(e.to_string());
+    let mut notify = egn_core::notify::NotifyConfig::default();
+    match Config::from_vars(&Vars::new(&dev)) {
+        Ok(c) => notify = c.notify,
+        Err(e) => {
+            if !named.contains(&e.var) {
+                named.push(e.var.clone());
+                problems.push(e.to_string());
+            }
+            // The list still follows NOTIFY_COLLECTION when another setting is wrong.
+            if let Some(c) = get("NOTIFY_COLLECTION") {
+                notify.collection = c;
+            }
         }
     }
+    let collections = notify.collections().all().join(",");
     if secrets_file.is_some() {
         let missing = missing_secrets(|n| get(n).is_some());
         if !missing.is_empty() {
@@ -147,17 +170,30 @@ fn run(args: &[String]) -> Result<Vec<String>, CliError> {
             );
         }
     }
-    Ok(problems)
+    Ok((
+        Checked {
+            problems,
+            collections,
+        },
+        only_collections,
+    ))
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match run(&args) {
-        Ok(problems) if problems.is_empty() => {
-            eprintln!("check-config: ok");
+        Ok((c, true)) => {
+            println!("{}", c.collections);
             ExitCode::SUCCESS
         }
-        Ok(problems) => {
+        Ok((c, false)) if c.problems.is_empty() => {
+            eprintln!(
+                "check-config: ok; the Data API must serve GATEWAY_COLLECTIONS={} (docs/mongodb-gateway.md)",
+                c.collections
+            );
+            ExitCode::SUCCESS
+        }
+        Ok((Checked { problems, .. }, false)) => {
             eprintln!(
                 "check-config: {} problem(s); nothing was deployed:",
                 problems.len()

@@ -13,10 +13,10 @@
 //! written there (`dir.bin`, `page-NNN.bin`, what the worker loads) and the record names it
 //! with its checksums, so a publisher uploads it next to FILE. Exit 0 when every check passes, 1 when one fails, 2 on bad usage.
 
-use egn_tools::ip::convert;
-use egn_tools::ip::table::{page_name, TableFiles};
-use egn_tools::ip::update::table_meta;
-use egn_tools::ip::{compare, probe_set, sha256_hex, Attribution, IpDb, IpdbRecord, PROBE_SEED};
+use egn_core::ip::convert;
+use egn_core::ip::table::{page_name, TableFiles};
+use egn_core::ip::update::table_meta;
+use egn_core::ip::{compare, probe_set, sha256_hex, Attribution, IpDb, IpdbRecord, PROBE_SEED};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -81,9 +81,23 @@ struct Builder {
     stats: BuildStats,
 }
 
-/// Builds the asset from repaired source features (sorted by alpha-3; a feature's index is its
-/// country id in the asset).
+/// What the index's table names: countries (ISO codes) or time zones (IANA names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layer {
+    /// `index.bin` of `assets/geo`.
+    Countries,
+    /// `index.bin` of `assets/tz`: same quadtree and tiles, a table of zone names.
+    Zones,
+}
+
+/// Builds the country asset from repaired source features (sorted by alpha-3; a feature's index
+/// is its country id in the asset).
 pub fn build(features: &[SourceFeature]) -> Built {
+    build_layer(features, Layer::Countries)
+}
+
+/// Builds `layer`'s asset from features sorted by key (a feature's index is its id).
+pub fn build_layer(features: &[SourceFeature], layer: Layer) -> Built {
     let order = area_order(features);
     let mut rank_of = vec![0u16; features.len()];
     for (rank, &f) in order.iter().enumerate() {
@@ -121,7 +135,7 @@ pub fn build(features: &[SourceFeature]) -> Built {
         let feats = clip_feats(&world, r);
         b.above_top(r, feats);
     }
-    b.finish(features)
+    b.finish(features, layer)
 }
 
 fn quantise(ring: &[[f64; 2]]) -> Option<Vec<P>> {
@@ -284,7 +298,7 @@ impl Builder {
         (NODE_LEAF << 30) | off as u32
     }
 
-    fn finish(mut self, features: &[SourceFeature]) -> Built {
+    fn finish(mut self, features: &[SourceFeature], layer: Layer) -> Built {
         self.breadth_first();
         let mut tiles = Vec::with_capacity(N_TILES);
         let mut table = Vec::with_capacity(N_TILES * 8);
@@ -315,15 +329,26 @@ impl Builder {
             tiles.push(Some(file));
         }
         let mut body = Vec::new();
+        let mut names = Vec::new();
         for f in features {
-            body.extend(f.alpha2.as_bytes());
-            body.extend(f.alpha3.as_bytes());
-            body.extend([0u8; 3]);
+            if layer == Layer::Countries {
+                body.extend(f.alpha2.as_bytes());
+                body.extend(f.alpha3.as_bytes());
+                body.extend([0u8; 3]);
+            } else {
+                body.extend((names.len() as u32).to_le_bytes());
+                body.extend((f.alpha3.len() as u32).to_le_bytes());
+                names.extend(f.alpha3.as_bytes());
+            }
         }
         body.extend(table);
         self.grid.iter().for_each(|g| body.extend(g.to_le_bytes()));
+        body.extend(&names);
         let mut index = Vec::with_capacity(INDEX_HEADER + body.len());
-        index.extend(INDEX_MAGIC);
+        index.extend(match layer {
+            Layer::Countries => INDEX_MAGIC,
+            Layer::Zones => ZONE_INDEX_MAGIC,
+        });
         let fields = [
             FORMAT_VERSION,
             features.len() as u32,
@@ -335,7 +360,8 @@ impl Builder {
             body.len() as u32,
         ];
         fields.iter().for_each(|v| index.extend(v.to_le_bytes()));
-        index.extend([0u8; 8]);
+        index.extend((names.len() as u32).to_le_bytes());
+        index.extend([0u8; 4]);
         index.extend(body);
         Built {
             index,

@@ -11,12 +11,13 @@ const MERCATOR_LIMIT: f64 = -85.0;
 /// A ring of (lon, lat) pairs, closed (first == last).
 pub type Ring = Vec<[f64; 2]>;
 
-/// One feature (one country or territory) of the source.
+/// One feature (one country or territory) of the source. The zone layer reuses it
+/// ([`super::zones`]): `alpha3` holds the IANA zone name, `alpha2` is empty.
 #[derive(Clone, Debug)]
 pub struct SourceFeature {
-    /// ISO alpha-3 from the data (`A3`).
+    /// ISO alpha-3 from the data (`A3`); for a zone, its IANA name. Sort key and tie-breaker.
     pub alpha3: String,
-    /// ISO alpha-2 from the i18n-iso-countries table (`XK` for Kosovo).
+    /// ISO alpha-2 from the i18n-iso-countries table (`XK` for Kosovo); empty for a zone.
     pub alpha2: String,
     /// Polygon parts: each a shell followed by its holes.
     pub parts: Vec<Vec<Ring>>,
@@ -38,7 +39,6 @@ pub struct RepairReport {
 
 /// Why loading the source failed.
 #[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
 pub enum SourceError {
     #[error("reading source: {0}")]
     /// File could not be read.
@@ -46,6 +46,9 @@ pub enum SourceError {
     #[error("parsing source: {0}")]
     /// File is not the GeoJSON we expect.
     Json(serde_json::Error),
+    #[error("malformed source: {0}")]
+    /// The data is not laid out as expected.
+    Malformed(String),
     #[error("no ISO alpha-2 code for A3 {0}")]
     /// A feature's A3 code has no ISO alpha-2 mapping.
     UnknownCode(String),
@@ -186,7 +189,8 @@ fn ring_area(r: &[[f64; 2]]) -> f64 {
         / 2.0
 }
 
-fn part_area(rings: &[Ring]) -> f64 {
+/// Planar area of one polygon part (shell minus holes), square degrees.
+pub fn part_area(rings: &[Ring]) -> f64 {
     let shell = rings.first().map_or(0.0, |r| ring_area(r));
     shell - rings.iter().skip(1).map(|r| ring_area(r)).sum::<f64>()
 }

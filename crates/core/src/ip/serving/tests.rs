@@ -538,3 +538,48 @@ fn a_cold_isolate_whose_published_version_has_a_broken_page_answers_from_the_bun
         "rejected: v2: a page failed to load; not retried"
     );
 }
+
+#[test]
+fn the_cron_probes_the_serving_version_and_fails_a_published_one_that_does_not_serve() {
+    let w = world();
+    w.request().unwrap();
+    let served = w.serving.current().unwrap();
+    let at = || "2026-12-03T00:00:00Z".to_owned();
+    // Nothing published: the serving (bundled) version, ok when every page loaded.
+    let p = w.serving.cron_probe(&served, None, None, Ok(()), at());
+    assert_eq!(
+        (p.version.as_str(), p.ok, p.reason),
+        ("bundled:test:7", true, None)
+    );
+    let p = w
+        .serving
+        .cron_probe(&served, None, None, Err("page 0: bad".into()), at());
+    assert_eq!((p.ok, p.reason.as_deref()), (false, Some("page 0: bad")));
+    // A published version whose directory fails its checksum is not swapped in: its probe
+    // fails with the check's rejection, whatever the serving pages did.
+    let r = w.store.publish("v2", &table(b"US"));
+    w.store.corrupt(&r.table_dir_key().unwrap());
+    w.clock.advance(MIN);
+    assert!(w.serving.claim_check(w.clock.now_ms(), 0));
+    let checked = run(w.serving.check(&w.store, &w.clock));
+    let rejected = checked.rejection();
+    assert!(rejected.is_some());
+    let p = w
+        .serving
+        .cron_probe(&served, Some(&r), rejected.clone(), Ok(()), at());
+    assert_eq!((p.version.as_str(), p.ok), ("v2", false));
+    assert_eq!(p.reason, rejected);
+    // Without this run's rejection (a cold start's check): the last outcome says why.
+    let p = w.serving.cron_probe(&served, Some(&r), None, Ok(()), at());
+    assert_eq!(p.reason, w.serving.health().last_check_outcome);
+    // The published version serving: its own probe.
+    let fresh = world();
+    let r = fresh.store.publish("v3", &table(b"US"));
+    fresh.request().unwrap();
+    let served = fresh.serving.current().unwrap();
+    let p = fresh
+        .serving
+        .cron_probe(&served, Some(&r), None, Ok(()), at());
+    assert_eq!((p.version.as_str(), p.ok), ("v3", true));
+    assert!(Checked::<Down>::UpToDate("v3".into()).rejection().is_none());
+}

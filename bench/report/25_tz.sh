@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Section: coordinates -> country and time zone. Native: country only against country + zone
+# (bench/rust/examples/tz_report.rs), the tzf-rs anchor (bench/rust/tz_anchor, a workspace of its
+# own so tzf-rs never enters the main build), the Node peers geo-tz/all and
+# @photostructure/tz-lookup (bench/probes/tz_peers.mjs), and asset bytes.
+set -euo pipefail
+cargo build --release --quiet -p edge-geo-notify-benches --example tz_report >&2
+(cd bench/rust/tz_anchor && CARGO_TARGET_DIR="$PWD/../../../target/tz-anchor" cargo build --release --quiet) >&2
+cat <<'MD'
+## Coordinates → country and time zone
+
+Median ns per lookup over batches of 1 000 points, 3 interleaved passes each, on the point sets
+of the country section plus 100 000 points within 0.01° of a land time-zone border
+(`near_zone_border`; geo-tz's quad cuts left out). The zone layer is timezone-boundary-builder's
+full zone set (npm `geo-tz` 8.1.9's `timezones.geojson`, the set `geo-tz/all` answers; the open
+sea answers `Etc/GMT±N` of its 15° band), built into a second tiled quadtree of the country
+index's format and checked against a point-in-polygon oracle (`tests/tz_exact.rs`). Country +
+zone is two walks, one per layer; `fields=country` is the first alone.
+
+MD
+"${CARGO_TARGET_DIR:-target}"/release/examples/tz_report "$BENCH_OUT"
+echo
+target/tz-anchor/release/tz-anchor "$BENCH_OUT"
+echo
+node bench/probes/tz_peers.mjs "$BENCH_OUT"
+echo
+echo "In workerd (the release wasm in Miniflare, \`bench/probes/tz_wasm.mjs\`: \`/__bench/geo\` runs 20 passes over 10 000 points in the isolate, minus the pass-free request; 9 samples per set):"
+echo
+node bench/probes/tz_wasm.mjs "$BENCH_OUT" | { grep -v '^{"rid"' || true; }
+echo
+python3 - "$BENCH_OUT" <<'PY'
+import json, sys
+d = sys.argv[1]
+ours = json.load(open(f"{d}/tz_native.json"))
+tzf = json.load(open(f"{d}/tz_tzf.json"))
+print("| point set | ours, country + zone | tzf-rs `DefaultFinder` | ratio |")
+print("|---|---|---|---|")
+for s, v in ours.items():
+    t = tzf[s]["tzf_default"]
+    print(f"| {s} | {v['country_zone']:.0f} ns | {t:.0f} ns | {t / v['country_zone']:.1f}× faster |")
+PY
+python3 - "$BENCH_OUT" <<'PY'
+import json, sys
+d = sys.argv[1]
+tzf = json.load(open(f"{d}/tz_tzf.json"))
+same, n = tzf["cities_agree"], tzf["cities_n"]
+print(f"\ntzf-rs `DefaultFinder` names our zone for {100 * same / n:.3f}% of the {n} cities ({n - same} differ; `points/cities.tz.*.txt` in the bench output list them).")
+# Differences where both answers are zones geo-tz names at the point are overlaps (the rule picks
+# one); the rest are source versions (tzf-rs's data release against geo-tz's).
+ours = open(f"{d}/points/cities.tz.ours.txt").read().split("\n")
+tzf_ = open(f"{d}/points/cities.tz.tzf.txt").read().split("\n")
+geo = [z.split("|") for z in open(f"{d}/points/cities.tz.geo-tz.txt").read().split("\n")]
+overlap, other = {}, {}
+for o, t, g in zip(ours, tzf_, geo):
+    if o != t:
+        bucket = overlap if (o in g and t in g) else other
+        bucket[(o, t)] = bucket.get((o, t), 0) + 1
+fmt = lambda b: ", ".join(f"{o} vs {t} ×{k}" for (o, t), k in sorted(b.items(), key=lambda x: -x[1])) or "none"
+print(f"Of those, overlaps (both zones contain the city in the source; ours is the smaller): {fmt(overlap)}. Other: {fmt(other)}.")
+PY

@@ -1,0 +1,187 @@
+//! Coordinates → country and time zone, native, for `BENCHMARKS.md` (`bash bench/report.sh 25`):
+//! ns per lookup on the point sets of `ctc_report` plus one near zone borders, country only
+//! against country + zone (the zone layer is a second walk of the same kind of index), one
+//! point at a time and batched, contenders interleaved batch by batch. Writes the point sets
+//! and our cities' zones to the directory given, for the tzf-rs anchor (`bench/rust/tz_anchor`)
+//! and the Node peers (`bench/probes/tz_peers.mjs`).
+//!
+//! `cargo run --release -p edge-geo-notify-benches --example tz_report -- OUT_DIR`
+
+use egn_tools::geo::{format, zones, CountryIndex, GridPoint, LatLon, Tile, ZoneIndex};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Instant;
+
+#[path = "../benches/ctc_points.rs"]
+mod ctc_points;
+
+const BATCH: usize = 1000;
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+type Layer = (CountryIndex<Vec<u8>>, Vec<Option<Tile<Vec<u8>>>>);
+
+fn open(dir: &Path) -> Layer {
+    let index = CountryIndex::from_bytes(std::fs::read(dir.join("index.bin")).expect("assets"))
+        .expect("index");
+    let tiles = (0..format::N_TILES)
+        .map(|t| {
+            std::fs::read(dir.join(format::tile_file_name(t)))
+                .ok()
+                .map(|b| index.open_tile(t, b).expect("tile"))
+        })
+        .collect();
+    (index, tiles)
+}
+
+/// 100 000 points within ±0.01° of the edges of land zones, leaving out geo-tz's quad cuts
+/// (edges along a meridian or a parallel), which are no zone border.
+fn near_zone_borders() -> Vec<(f64, f64)> {
+    let nm = ctc_points::repo_root().join("node_modules/geo-tz");
+    let (features, _) = zones::load(&nm).expect("geo-tz (npm ci)");
+    let edges: Vec<([f64; 2], [f64; 2])> = features
+        .iter()
+        .filter(|f| f.area.is_finite())
+        .flat_map(|f| f.parts.iter().flatten())
+        .flat_map(|r| r.windows(2).map(|e| (e[0], e[1])))
+        .filter(|(a, b)| a[0] != b[0] && a[1] != b[1])
+        .collect();
+    let mut rng = SmallRng::seed_from_u64(44);
+    (0..100_000)
+        .map(|_| {
+            let (a, b) = edges[rng.gen_range(0..edges.len())];
+            let t: f64 = rng.gen();
+            let lat = a[1] + t * (b[1] - a[1]) + rng.gen_range(-0.01..0.01);
+            let lon = a[0] + t * (b[0] - a[0]) + rng.gen_range(-0.01..0.01);
+            (lat.clamp(-90.0, 90.0), lon.clamp(-180.0, 179.999_999))
+        })
+        .collect()
+}
+
+fn main() {
+    let out = std::path::PathBuf::from(std::env::args().nth(1).expect("OUT_DIR"));
+    std::fs::create_dir_all(out.join("points")).expect("mkdir");
+    let root = ctc_points::repo_root();
+    let (countries, ctiles) = open(&root.join("assets/geo"));
+    let (zones_index, ztiles): (ZoneIndex<Vec<u8>>, _) = open(&root.join("assets/tz"));
+    let country = |p: GridPoint| {
+        countries
+            .lookup_with(p, |t| ctiles[t].as_ref())
+            .ok()
+            .flatten()
+    };
+    let zone = |p: GridPoint| {
+        zones_index
+            .lookup_with(p, |t| ztiles[t].as_ref())
+            .ok()
+            .flatten()
+    };
+
+    let mut sets = ctc_points::all_sets();
+    sets.push(("near_zone_border", near_zone_borders()));
+    let names = [
+        "country",
+        "country_zone",
+        "country_batch",
+        "country_zone_batch",
+    ];
+    let mut json = String::from("{");
+    println!("| point set (points) | country only | country + zone | ratio | batched: country only | batched: country + zone | ratio |");
+    println!("|---|---|---|---|---|---|---|");
+    for (si, (set, pts)) in sets.iter().enumerate() {
+        let bytes: Vec<u8> = pts
+            .iter()
+            .flat_map(|&(a, b)| [a.to_le_bytes(), b.to_le_bytes()])
+            .flatten()
+            .collect();
+        std::fs::write(out.join("points").join(format!("{set}.bin")), bytes).expect("write");
+        let grid: Vec<GridPoint> = pts
+            .iter()
+            .map(|&(a, b)| LatLon::new(a, b).expect("valid").into())
+            .collect();
+        let batches: Vec<std::ops::Range<usize>> = (0..pts.len())
+            .step_by(BATCH)
+            .map(|s| s..(s + BATCH).min(pts.len()))
+            .collect();
+        let mut t: [Vec<f64>; 4] = Default::default();
+        let (mut a1, mut a2) = (vec![Ok(None); BATCH], vec![Ok(None); BATCH]);
+        for round in 0..=3 {
+            let keep = round > 0;
+            for (k, times) in t.iter_mut().enumerate() {
+                for r in &batches {
+                    let s = Instant::now();
+                    let g = &grid[r.clone()];
+                    match k {
+                        0 => g.iter().for_each(|&p| {
+                            black_box(country(p));
+                        }),
+                        1 => g.iter().for_each(|&p| {
+                            black_box((country(p), zone(p)));
+                        }),
+                        2 => {
+                            countries.lookup_batch(g, |t| ctiles[t].as_ref(), &mut a1[..g.len()]);
+                            black_box(&a1);
+                        }
+                        _ => {
+                            countries.lookup_batch(g, |t| ctiles[t].as_ref(), &mut a1[..g.len()]);
+                            zones_index.lookup_batch(g, |t| ztiles[t].as_ref(), &mut a2[..g.len()]);
+                            black_box((&a1, &a2));
+                        }
+                    }
+                    if keep {
+                        times.push(s.elapsed().as_nanos() as f64 / g.len() as f64);
+                    }
+                }
+            }
+        }
+        let med: Vec<f64> = t.iter().map(|v| median(&mut v.clone())).collect();
+        println!(
+            "| {set} ({}) | {:.0} ns | **{:.0} ns** | {:.2}× | {:.0} ns | {:.0} ns | {:.2}× |",
+            pts.len(),
+            med[0],
+            med[1],
+            med[1] / med[0],
+            med[2],
+            med[3],
+            med[3] / med[2]
+        );
+        json += &format!("{}\"{set}\":{{", if si > 0 { "," } else { "" });
+        for (k, name) in names.iter().enumerate() {
+            json += &format!("{}\"{name}\":{:.1}", if k > 0 { "," } else { "" }, med[k]);
+        }
+        json += "}";
+        if *set == "cities" {
+            let lines: Vec<&str> = grid
+                .iter()
+                .map(|&g| zone(g).and_then(|z| zones_index.zone(z)).unwrap_or("-"))
+                .collect();
+            std::fs::write(
+                out.join("points/cities.tz.ours.txt"),
+                lines.join("\n") + "\n",
+            )
+            .expect("write");
+        }
+    }
+    json += "}";
+    std::fs::write(out.join("tz_native.json"), json).expect("write");
+    let tile_bytes = |dir: &str| -> u64 {
+        std::fs::read_dir(root.join(dir))
+            .expect("assets")
+            .filter_map(|e| e.ok()?.metadata().ok())
+            .map(|m| m.len())
+            .sum()
+    };
+    println!();
+    println!(
+        "Index bytes: country layer {} (embedded `index.bin` {}), zone layer {} (embedded `index.bin` {}), all tiles included.",
+        tile_bytes("assets/geo"),
+        std::fs::metadata(root.join("assets/geo/index.bin")).map_or(0, |m| m.len()),
+        tile_bytes("assets/tz"),
+        std::fs::metadata(root.join("assets/tz/index.bin")).map_or(0, |m| m.len()),
+    );
+}
