@@ -4,7 +4,7 @@
 //! that carries the version agrees; its error table is generated from `ErrorCode`.
 //!
 //! `UPDATE_DOCS=1 cargo test --test docs` rewrites the generated parts of `docs/configuration.md`
-//! and `docs/api.md`.
+//! and `docs/api.md`, and `src/openapi.json` (the document the worker serves).
 
 use egn_core::config::{reference_markdown, Config, Kind, Vars, SECRETS, VARIABLES};
 use serde_json::Value;
@@ -63,6 +63,23 @@ fn error_table_is_generated_from_the_error_codes() {
         ERRORS_BEGIN,
         &egn_http::ErrorCode::reference_markdown(),
         "egn_http::ErrorCode",
+    );
+}
+
+/// The worker serves `src/openapi.json` as a constant: it is the document the route table
+/// renders, byte for byte (compact, as the worker has always served it).
+#[test]
+fn served_openapi_file_is_the_rendered_document() {
+    let want = egn_http::openapi::document().to_string();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/openapi.json");
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        std::fs::write(&path, &want).unwrap();
+        return;
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        have == want,
+        "src/openapi.json differs from egn_http::openapi::document(): run UPDATE_DOCS=1 cargo test --test docs"
     );
 }
 

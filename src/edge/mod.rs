@@ -241,9 +241,12 @@ async fn handle(
     }
 }
 
-/// `GET /openapi.json`: the document build.rs rendered from `api::openapi::document()`.
+/// `GET /openapi.json`: `src/openapi.json`, rendered natively from `egn_http::openapi::document()`
+/// and kept in step by `tests/docs.rs` (`UPDATE_DOCS=1 cargo test --test docs` rewrites it).
+/// A committed file, not a build script: the build script compiled egn-core and egn-http a
+/// second time (for the host) in every build of the worker, native and wasm.
 fn openapi() -> ApiResult<Response> {
-    static DOCUMENT: &str = include_str!(concat!(env!("OUT_DIR"), "/openapi.json"));
+    static DOCUMENT: &str = include_str!("../openapi.json");
     let mut resp = Response::ok(DOCUMENT).map_err(internal)?;
     resp.headers_mut()
         .set("Content-Type", "application/json")

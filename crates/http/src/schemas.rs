@@ -1,5 +1,5 @@
 //! The components' schemas, generated from the wire and stored types by `schemars` (natively
-//! only: build.rs renders the document, so no schema code is in the wasm). Responses are read in
+//! only: the document is rendered natively into `src/openapi.json`, so no schema code is in the wasm). Responses are read in
 //! serialize mode (a field that is always sent is required, even when it may be null), request
 //! bodies in deserialize mode (what the parser accepts).
 

@@ -1,6 +1,7 @@
 //! `cargo run -p egn-tools --bin openapi > openapi.json` prints the OpenAPI document the worker
-//! serves at `/openapi.json` (the same value: build.rs renders it from
-//! `egn_http::openapi::document`), for tools that cannot ask a running worker.
+//! serves at `/openapi.json` (the same value, pretty-printed: the worker serves `src/openapi.json`,
+//! which `tests/docs.rs` keeps equal to `egn_http::openapi::document`), for tools that cannot ask
+//! a running worker.
 
 fn main() {
     let doc = egn_http::openapi::document();
