@@ -14,7 +14,23 @@ const TOLERANCE_DEG: f64 = 1e-7;
 const MAX_NEAR_EDGE_DIFFERENCES: usize = 20;
 
 fn check(points: &[(f64, f64)]) -> (usize, usize) {
-    let (z, o) = (zones(), zone_oracle());
+    let z = zones();
+    check_layer(
+        points,
+        zone_oracle(),
+        &|lat, lon| z.lookup(lat, lon),
+        &|id| format!("{:?}", z.name(id)),
+    )
+}
+
+/// Agreement of `index` with `oracle` on `points`: (agree, differ within the tolerance of an
+/// edge); panics on any difference farther from an edge.
+fn check_layer(
+    points: &[(f64, f64)],
+    o: &egn_tools::geo::oracle::Oracle,
+    index: &(dyn Fn(f64, f64) -> Option<u16> + Sync),
+    name: &(dyn Fn(Option<u16>) -> String + Sync),
+) -> (usize, usize) {
     let chunks: Vec<&[(f64, f64)]> = points.chunks(points.len().div_ceil(2)).collect();
     let results: Vec<(usize, usize, Vec<String>)> = std::thread::scope(|s| {
         let handles: Vec<_> = chunks
@@ -23,7 +39,7 @@ fn check(points: &[(f64, f64)]) -> (usize, usize) {
                 s.spawn(move || {
                     let (mut near_edge, mut agree, mut bad) = (0, 0, Vec::new());
                     for &(lat, lon) in *chunk {
-                        let (got, want) = (z.lookup(lat, lon), o.lookup(lat, lon));
+                        let (got, want) = (index(lat, lon), o.lookup(lat, lon));
                         if got == want {
                             agree += 1;
                             continue;
@@ -37,9 +53,9 @@ fn check(points: &[(f64, f64)]) -> (usize, usize) {
                             near_edge += 1;
                         } else {
                             bad.push(format!(
-                                "({lat}, {lon}): index {:?} oracle {:?}, {d:.2e}° from an edge",
-                                z.name(got),
-                                z.name(want)
+                                "({lat}, {lon}): index {} oracle {}, {d:.2e}° from an edge",
+                                name(got),
+                                name(want)
                             ));
                         }
                     }
@@ -98,6 +114,37 @@ fn agrees_with_oracle_near_edges() {
     assert!(
         near <= MAX_NEAR_EDGE_DIFFERENCES,
         "{near} near-edge differences (bound {MAX_NEAR_EDGE_DIFFERENCES})"
+    );
+}
+
+/// The combined layer's country half against the country oracle (the checks of
+/// `ctc_exact.rs`): a cell splits for either layer's edges, so its country part is clipped to
+/// other cells than the country layer's, and must still be exact.
+#[test]
+fn combined_layer_countries_agree_with_oracle() {
+    let (z, w) = (zones(), common::world());
+    assert_eq!(z.index.pair_countries(), Some(w.index.len()));
+    let pair = |lat, lon| {
+        let (c, zone) = z.lookup_pair(lat, lon);
+        (w.alpha2(c), z.name(zone))
+    };
+    assert_eq!(pair(47.6970, 8.6910), (Some("DE"), Some("Europe/Busingen")));
+    assert_eq!(pair(0.0, -150.0), (None, Some("Etc/GMT+10")));
+    let country = |lat, lon| z.lookup_pair(lat, lon).0;
+    let name = |id: Option<u16>| format!("{:?}", w.alpha2(id));
+    let mut rng = SmallRng::seed_from_u64(4401);
+    let uniform: Vec<(f64, f64)> = (0..500_000)
+        .map(|_| (rng.gen_range(-90.0..90.0), rng.gen_range(-180.0..180.0)))
+        .collect();
+    let (agree, near) = check_layer(&uniform, common::oracle(), &country, &name);
+    eprintln!("combined, countries, uniform: {agree} agree, {near} differ near an edge");
+    assert_eq!(agree, uniform.len());
+    let edges = common::near_edge_points(4402, 200_000);
+    let (agree, near) = check_layer(&edges, common::oracle(), &country, &name);
+    eprintln!("combined, countries, near edges: {agree} agree, {near} differ near an edge");
+    assert!(
+        near <= MAX_NEAR_EDGE_DIFFERENCES,
+        "{near} near-edge differences"
     );
 }
 

@@ -11,13 +11,19 @@ cat <<'MD'
 
 Median ns per lookup over batches of 1 000 points, 3 interleaved passes each, on the point sets
 of the country section plus 100 000 points within 0.01° of a land time-zone border
-(`near_zone_border`; geo-tz's quad cuts left out). The zone layer is timezone-boundary-builder's
+(`near_zone_border`; geo-tz's quad cuts left out). The zones are timezone-boundary-builder's
 full zone set (npm `geo-tz` 8.1.9's `timezones.geojson`, the set `geo-tz/all` answers; the open
-sea answers `Etc/GMT±N` of its 15° band), built into a second tiled quadtree of the country
-index's format and checked against a point-in-polygon oracle (`tests/tz_exact.rs`). Country +
-zone is two walks, one per layer; `fields=country` is the first alone.
+sea answers `Etc/GMT±N` of its 15° band, from the longitude), checked against a point-in-polygon
+oracle (`tests/tz_exact.rs`). The two designs issue 44 asked to compare, built by the same
+builder: **one walk** of the combined layer (`assets/tz`, what the worker ships: one quadtree
+whose leaves carry both layers' candidates and whose uniform cells carry (country, zone) pairs)
+and **two walks** (the country layer, then a zone layer of its own). `fields=country` walks the
+country layer alone. Ratios are against country only in the same run (machine load is noted
+below: other sessions share the 2 cores).
 
 MD
+echo "Load before the run: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)."
+echo
 "${CARGO_TARGET_DIR:-target}"/release/examples/tz_report "$BENCH_OUT"
 echo
 target/tz-anchor/release/tz-anchor "$BENCH_OUT"
@@ -28,12 +34,27 @@ echo "In workerd (the release wasm in Miniflare, \`bench/probes/tz_wasm.mjs\`: \
 echo
 node bench/probes/tz_wasm.mjs "$BENCH_OUT" | { grep -v '^{"rid"' || true; }
 echo
+# Cold start: a fresh workerd per sample (bench/probes/cold_start.mjs on the bench build), with
+# the zone (the default) and with fields=country.
+zone_cold="$(node bench/probes/cold_start.mjs 5 | { grep '^{"first' || true; })"
+country_cold="$(node bench/probes/cold_start.mjs 5 "" "" "&fields=country" | { grep '^{"first' || true; })"
+python3 - "$zone_cold" "$country_cold" build-bench/index_bg.wasm assets/tz/index.bin <<'PY'
+import json, os, sys
+z, c = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+print("| fresh isolate (workerd), median of 5 | country + zone | `fields=country` |")
+print("|---|---|---|")
+print(f"| first answer, open Pacific (embedded indexes, no asset read) | {z['first_geo_ms']:.1f} ms | {c['first_geo_ms']:.1f} ms |")
+print(f"| next answer, warm | {z['warm_geo_ms']:.1f} ms | {c['warm_geo_ms']:.1f} ms |")
+print(f"| first answer needing a tile (Büsingen: one tile fetched and verified) | {z['first_tile_ms']:.1f} ms | {c['first_tile_ms']:.1f} ms |")
+print(f"\nThe wasm (bench build) is {os.path.getsize(sys.argv[3])} bytes; the combined layer's embedded `index.bin` adds {os.path.getsize(sys.argv[4])} of them.")
+PY
+echo
 python3 - "$BENCH_OUT" <<'PY'
 import json, sys
 d = sys.argv[1]
 ours = json.load(open(f"{d}/tz_native.json"))
 tzf = json.load(open(f"{d}/tz_tzf.json"))
-print("| point set | ours, country + zone | tzf-rs `DefaultFinder` | ratio |")
+print("| point set | ours, country + zone (one walk) | tzf-rs `DefaultFinder` | ratio |")
 print("|---|---|---|---|")
 for s, v in ours.items():
     t = tzf[s]["tzf_default"]

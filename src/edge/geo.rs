@@ -1,6 +1,7 @@
 //! Coordinates → country and time zone in the worker: each layer's index per isolate (both
-//! embedded), tiles fetched on first use. The zone layer opens only when a request asks for a
-//! zone, so `fields=country` costs what it did before zones existed.
+//! embedded), tiles fetched on first use. A request that asks for a zone walks the combined
+//! layer (`assets/tz`: country and zone in one walk); `fields=country` walks the country layer
+//! alone and never opens the other, so it costs what it did before zones existed.
 
 use super::assets::{corrupt, fetch_asset};
 use super::{ok_json, ApiResult};
@@ -20,7 +21,8 @@ const INDEX_PATH: &str = "geo/index.bin";
 static EMBEDDED_INDEX: &[u8] =
     include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/geo/index.bin"));
 const ZONE_INDEX_PATH: &str = "tz/index.bin";
-/// The zone layer's `index.bin`, embedded for the same reason (and stamped the same way).
+/// The combined (country, zone) layer's `index.bin`, embedded for the same reason (and stamped
+/// the same way).
 static EMBEDDED_ZONE_INDEX: &[u8] =
     include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/assets/tz/index.bin"));
 
@@ -38,9 +40,9 @@ pub struct GeoState {
     tile_bytes: Cell<usize>,
 }
 
-/// The zone layer of an isolate: its index and the tiles fetched so far.
+/// The combined layer of an isolate: its index and the tiles fetched so far.
 pub struct ZoneState {
-    /// The zone layer's top-level index.
+    /// The combined layer's top-level index (zone names; country ids as the country layer's).
     pub index: ZoneIndex<&'static [u8]>,
     tiles: RefCell<Vec<TileSlot>>,
 }
@@ -51,13 +53,18 @@ thread_local! {
     static ZONES: RefCell<Option<Rc<ZoneState>>> = const { RefCell::new(None) };
 }
 
-/// The isolate's zone layer, opened on first use from the embedded bytes.
-pub fn zone_state() -> ApiResult<Rc<ZoneState>> {
+/// The isolate's combined layer, opened on first use from the embedded bytes; its pairs name
+/// the countries of `countries` (checked: both are built by one asset build).
+pub fn zone_state(countries: &GeoState) -> ApiResult<Rc<ZoneState>> {
     if let Some(s) = ZONES.with(|z| z.borrow().clone()) {
         return Ok(s);
     }
     let index =
         ZoneIndex::from_bytes(EMBEDDED_ZONE_INDEX).map_err(|e| corrupt(ZONE_INDEX_PATH, e))?;
+    if index.pair_countries() != Some(countries.index.len()) {
+        let e = egn_core::geo::LoadError::Corrupt("not the combined layer of these countries");
+        return Err(corrupt(ZONE_INDEX_PATH, e));
+    }
     let state = Rc::new(ZoneState {
         index,
         tiles: RefCell::new((0..format::N_TILES).map(|_| None).collect()),
@@ -149,28 +156,48 @@ pub async fn lookup(state: &GeoState, env: &Env, points: &[LatLon]) -> ApiResult
     lookup_layer(&state.index, &state.tiles, "geo", env, &grid, &fetched).await
 }
 
-/// Time zones of `points` (every point has one; `None` only from a damaged asset).
-pub async fn zones_of(env: &Env, points: &[LatLon]) -> ApiResult<Vec<Option<String>>> {
-    let z = zone_state()?;
+/// Countries and time zones of `points`, one walk of the combined layer (every point has a
+/// zone; `None` only from a damaged asset), as country codes and zone names.
+pub async fn pairs_of(
+    state: &GeoState,
+    env: &Env,
+    points: &[LatLon],
+) -> ApiResult<Vec<(Option<CountryCodes>, Option<String>)>> {
+    let z = zone_state(state)?;
     let grid: Vec<GridPoint> = points.iter().map(|&p| GridPoint::from(p)).collect();
-    let ids = lookup_layer(&z.index, &z.tiles, "tz", env, &grid, &|_| {}).await?;
-    Ok(ids
-        .into_iter()
-        .map(|id| id.and_then(|i| z.index.zone(i)).map(str::to_owned))
-        .collect())
+    let mut found = vec![Ok((None, None)); grid.len()];
+    {
+        let tiles = z.tiles.borrow();
+        let get = |t: usize| tiles.get(t).and_then(|t| t.as_deref());
+        z.index.lookup_pair_batch(&grid, get, &mut found);
+    }
+    let mut out = Vec::with_capacity(grid.len());
+    for (r, &g) in found.into_iter().zip(&grid) {
+        let (country, zone) = match r {
+            Ok(pair) => pair,
+            Err(t) => {
+                let tile = layer_tile(&z.index, &z.tiles, "tz", env, t, |_| {}).await?;
+                z.index.lookup_pair_in_tile(&tile, g)
+            }
+        };
+        out.push((
+            CountryCodes::of(country.and_then(|i| state.index.country(i))),
+            zone.and_then(|i| z.index.zone(i)).map(str::to_owned),
+        ));
+    }
+    Ok(out)
 }
 
 /// The country and (with `fields.time_zone`) zone JSON of one point (`/v1/geo/me` too).
 pub async fn point_of(env: &Env, p: LatLon, fields: Fields) -> ApiResult<PointResult> {
     let state = geo_state(env).await?;
+    if fields.time_zone {
+        let (country, zone) = pairs_of(&state, env, &[p]).await?.swap_remove(0);
+        return Ok(PointResult::new(p, country).with_time_zone(zone.as_deref()));
+    }
     let id = lookup(&state, env, &[p]).await?[0];
     let country = CountryCodes::of(id.and_then(|i| state.index.country(i)));
-    let zone = if fields.time_zone {
-        zones_of(env, &[p]).await?.pop().flatten()
-    } else {
-        None
-    };
-    Ok(PointResult::new(p, country).with_time_zone(zone.as_deref()))
+    Ok(PointResult::new(p, country))
 }
 
 /// `GET /v1/geo/country`.
@@ -185,20 +212,23 @@ pub async fn post_country(env: &Env, query: &str, body: &[u8]) -> ApiResult<Resp
     let fields = geo_api::parse_fields(query)?;
     let points = geo_api::parse_batch(body)?;
     let state = geo_state(env).await?;
+    if fields.time_zone {
+        let (results, zones): (Vec<_>, Vec<_>) =
+            pairs_of(&state, env, &points).await?.into_iter().unzip();
+        let time_zones = Some(zones.into_iter().map(Option::unwrap_or_default).collect());
+        return ok_json(&CountryResults {
+            results,
+            time_zones,
+        });
+    }
     let ids = lookup(&state, env, &points).await?;
     let results = ids
         .iter()
         .map(|id| CountryCodes::of(id.and_then(|i| state.index.country(i))))
         .collect();
-    let time_zones = if fields.time_zone {
-        let zones = zones_of(env, &points).await?;
-        Some(zones.into_iter().map(Option::unwrap_or_default).collect())
-    } else {
-        None
-    };
     ok_json(&CountryResults {
         results,
-        time_zones,
+        time_zones: None,
     })
 }
 
@@ -228,8 +258,9 @@ pub async fn health(env: &Env) -> GeoHealth {
 
 #[cfg(feature = "bench")]
 /// Bench: body is little-endian f64 (lat, lon) pairs; runs `repeat` passes of lookups (one at a
-/// time, or with `batched` through the interleaved batch; with `zones`, each point's zone too)
-/// so an external timer can subtract the `repeat=0` request (parse + transfer) from the total.
+/// time, or with `batched` through the interleaved batch; with `zones`, the country and zone of
+/// each point from one walk of the combined layer, else the country layer alone) so an external
+/// timer can subtract the `repeat=0` request (parse + transfer) from the total.
 pub async fn bench(
     body: &[u8],
     env: &Env,
@@ -250,47 +281,47 @@ pub async fn bench(
     let state = geo_state(env).await?;
     // Warm every tile the points need, outside the timed passes.
     lookup(&state, env, &latlons).await?;
-    let z = zone_state()?;
+    let z = zone_state(&state)?;
     if zones {
-        zones_of(env, &latlons).await?;
+        pairs_of(&state, env, &latlons).await?;
     }
     let tiles = state.tiles.borrow();
     let ztiles = z.tiles.borrow();
     let mut checksum: u64 = 0;
     let mut found = vec![Ok(None); pts.len()];
-    let mut zfound = vec![Ok(None); pts.len()];
-    let mix = |c: u64, id: Result<Option<u16>, usize>| {
+    let mut pfound = vec![Ok((None, None)); pts.len()];
+    let mix = |c: u64, id: Option<u16>| {
         c.wrapping_mul(31)
-            .wrapping_add(id.ok().flatten().map_or(0xFFFF, u64::from))
+            .wrapping_add(id.map_or(0xFFFF, u64::from))
     };
+    let mix_pair = |c: u64, (country, zone): (Option<u16>, Option<u16>)| mix(mix(c, country), zone);
+    let get = |t: usize| tiles.get(t).and_then(|t| t.as_deref());
+    let zget = |t: usize| ztiles.get(t).and_then(|t| t.as_deref());
     for _ in 0..repeat {
-        if batched {
-            let get = |t: usize| tiles.get(t).and_then(|t| t.as_deref());
-            state.index.lookup_batch(&pts, get, &mut found);
-            if zones {
-                let zget = |t: usize| ztiles.get(t).and_then(|t| t.as_deref());
-                z.index.lookup_batch(&pts, zget, &mut zfound);
-            }
-            for &id in &found {
-                checksum = mix(checksum, id);
-            }
-            if zones {
-                for &zid in &zfound {
-                    checksum = mix(checksum, zid);
+        match (batched, zones) {
+            (true, false) => {
+                state.index.lookup_batch(&pts, get, &mut found);
+                for &id in &found {
+                    checksum = mix(checksum, id.ok().flatten());
                 }
             }
-            continue;
-        }
-        for &g in &pts {
-            let id = state
-                .index
-                .lookup_with(g, |t| tiles.get(t).and_then(|t| t.as_deref()));
-            checksum = mix(checksum, id);
-            if zones {
-                let zid = z
-                    .index
-                    .lookup_with(g, |t| ztiles.get(t).and_then(|t| t.as_deref()));
-                checksum = mix(checksum, zid);
+            (true, true) => {
+                z.index.lookup_pair_batch(&pts, zget, &mut pfound);
+                for &pair in &pfound {
+                    checksum = mix_pair(checksum, pair.unwrap_or((None, None)));
+                }
+            }
+            (false, false) => {
+                for &g in &pts {
+                    let id = state.index.lookup_with(g, get);
+                    checksum = mix(checksum, id.ok().flatten());
+                }
+            }
+            (false, true) => {
+                for &g in &pts {
+                    let pair = z.index.lookup_pair_with(g, zget);
+                    checksum = mix_pair(checksum, pair.unwrap_or((None, None)));
+                }
             }
         }
     }

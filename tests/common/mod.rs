@@ -88,7 +88,8 @@ impl World {
     }
 }
 
-/// The zone layer: geo-tz's full set read back into polygons, built in memory once.
+/// The zone layer as the worker reads it: geo-tz's full set read back into polygons, built
+/// in memory once together with the countries (the combined layer: one walk answers both).
 pub struct Zones {
     pub features: Vec<source::SourceFeature>,
     pub built: build::Built,
@@ -102,7 +103,7 @@ pub fn zones() -> &'static Zones {
         let nm = Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules");
         let (features, _) = egn_tools::geo::zones::load(&nm.join("geo-tz"))
             .expect("zone data: run the README setup (npm ci) first");
-        let built = build::build_layer(&features, build::Layer::Zones);
+        let built = build::build_combined(&world().features, &features);
         let index = CountryIndex::from_bytes(built.index.clone()).expect("zone index opens");
         let tiles = built
             .tiles
@@ -128,10 +129,16 @@ pub fn zone_oracle() -> &'static Oracle {
 }
 
 impl Zones {
+    /// The zone of a point.
     pub fn lookup(&self, lat: f64, lon: f64) -> Option<u16> {
+        self.lookup_pair(lat, lon).1
+    }
+
+    /// The (country, zone) pair of a point.
+    pub fn lookup_pair(&self, lat: f64, lon: f64) -> (Option<u16>, Option<u16>) {
         let p = GridPoint::from(LatLon::new(lat, lon).expect("valid coordinate"));
         self.index
-            .lookup_with(p, |t| self.tiles[t].as_ref())
+            .lookup_pair_with(p, |t| self.tiles[t].as_ref())
             .expect("all tiles loaded")
     }
 

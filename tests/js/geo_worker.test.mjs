@@ -157,33 +157,45 @@ test("healthz and the OpenAPI document report the release of package.json and CH
 test("the index is embedded; missing or corrupt tiles give 503 and the worker stays up", async () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "assets-"));
   fs.cpSync(path.join(ROOT, "assets"), tmp, { recursive: true });
-  const geoDir = path.join(tmp, "geo");
-  // No index.bin in ASSETS at all, and every tile corrupted: open sea and country interiors
-  // (uniform top cells) still answer from the index in the wasm; a border point needs a tile.
-  fs.rmSync(path.join(geoDir, "index.bin"));
-  const tiles = fs.readdirSync(geoDir).filter((f) => /^tile-\d+\.bin$/.test(f));
-  assert.ok(tiles.length > 0);
-  for (const f of tiles) {
-    const b = fs.readFileSync(path.join(geoDir, f));
-    b[b.length - 10] ^= 0xff;
-    fs.writeFileSync(path.join(geoDir, f), b);
+  // Both layers: the countries (fields=country) and the combined country + zone layer (the
+  // default). No index.bin in ASSETS at all, and every tile corrupted: open sea and country
+  // interiors (uniform top cells) still answer from the indexes in the wasm; a border point
+  // needs a tile.
+  const tiles = [];
+  for (const dir of ["geo", "tz"]) {
+    const layer = path.join(tmp, dir);
+    fs.rmSync(path.join(layer, "index.bin"));
+    for (const f of fs.readdirSync(layer).filter((f) => /^tile-\d+\.bin$/.test(f))) {
+      const b = fs.readFileSync(path.join(layer, f));
+      b[b.length - 10] ^= 0xff;
+      fs.writeFileSync(path.join(layer, f), b);
+      tiles.push(path.join(layer, f));
+    }
   }
+  assert.ok(tiles.length > 0);
   const broken = await startWorker({ assetsDir: tmp });
+  const queries = ["", "&fields=country"];
   try {
-    let r = await broken.get("/v1/geo/country?lat=0&lon=-150");
-    assert.equal(r.status, 200);
-    assert.equal(r.body.country, null);
+    for (const q of queries) {
+      const r = await broken.get(`/v1/geo/country?lat=0&lon=-150${q}`);
+      assert.equal(r.status, 200, q);
+      assert.equal(r.body.country, null, q);
+    }
     const h = await broken.get("/healthz");
     assert.equal(h.body.geo.index_source, "embedded");
     assert.equal(h.body.geo.tiles_loaded, 0);
-    r = await broken.get("/v1/geo/country?lat=47.697&lon=8.691");
-    assert.equal(r.status, 503);
-    assert.equal(r.body.error.code, "asset_corrupt");
-    assert.ok(r.headers.get("retry-after"));
-    for (const f of tiles) fs.rmSync(path.join(geoDir, f));
-    r = await broken.get("/v1/geo/country?lat=47.697&lon=8.691");
-    assert.equal(r.status, 503);
-    assert.equal(r.body.error.code, "asset_unavailable");
+    for (const q of queries) {
+      const r = await broken.get(`/v1/geo/country?lat=47.697&lon=8.691${q}`);
+      assert.equal(r.status, 503, q);
+      assert.equal(r.body.error.code, "asset_corrupt", q);
+      assert.ok(r.headers.get("retry-after"), q);
+    }
+    for (const f of tiles) fs.rmSync(f);
+    for (const q of queries) {
+      const r = await broken.get(`/v1/geo/country?lat=47.697&lon=8.691${q}`);
+      assert.equal(r.status, 503, q);
+      assert.equal(r.body.error.code, "asset_unavailable", q);
+    }
     // Non-geo routes still work: the isolate did not die.
     assert.equal((await broken.get("/nope")).status, 404);
   } finally {

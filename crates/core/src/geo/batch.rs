@@ -8,7 +8,7 @@
 
 use super::coord::GridPoint;
 use super::format::{GRID_POINTER, NODE_INTERNAL, NODE_LEAF, TOP_SHIFT};
-use super::index::{country_or_sea, CountryIndex, Tile};
+use super::index::{country_or_sea, unpair, CountryIndex, PairAnswer, Tile};
 
 /// Points walked together: enough reads in flight to cover a miss, few enough that every
 /// lane's state stays in registers and L1.
@@ -29,6 +29,51 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
         T: AsRef<[u8]> + 't,
         F: Fn(usize) -> Option<&'t Tile<T>>,
     {
+        self.walk_batch(
+            pts,
+            tiles,
+            out,
+            |entry, p| self.or_sea(country_or_sea(entry as u16), p),
+            |tile, v, shift, p| self.or_sea(tile.finish(v, shift, p), p),
+            |p| self.or_sea(None, p),
+        );
+    }
+
+    /// Combined layer: [`lookup_pair_with`](Self::lookup_pair_with) for many points, walked
+    /// together like [`lookup_batch`](Self::lookup_batch).
+    ///
+    /// # Panics
+    /// When `out` and `pts` differ in length.
+    pub fn lookup_pair_batch<'t, T, F>(&self, pts: &[GridPoint], tiles: F, out: &mut [PairAnswer])
+    where
+        T: AsRef<[u8]> + 't,
+        F: Fn(usize) -> Option<&'t Tile<T>>,
+    {
+        self.walk_batch(
+            pts,
+            tiles,
+            out,
+            |entry, p| self.zone_or_ocean(unpair(entry), p),
+            |tile, v, shift, p| self.zone_or_ocean(tile.finish_pair(v, shift, p), p),
+            |p| self.zone_or_ocean((None, None), p),
+        );
+    }
+
+    /// The batch walk, generic over what a uniform grid entry, a final node and a corrupt tree
+    /// answer.
+    #[inline]
+    fn walk_batch<'t, T, F, R: Copy>(
+        &self,
+        pts: &[GridPoint],
+        tiles: F,
+        out: &mut [Result<R, usize>],
+        uniform: impl Fn(u32, GridPoint) -> R,
+        finish: impl Fn(&Tile<T>, u32, u32, GridPoint) -> R,
+        corrupt: impl Fn(GridPoint) -> R,
+    ) where
+        T: AsRef<[u8]> + 't,
+        F: Fn(usize) -> Option<&'t Tile<T>>,
+    {
         assert_eq!(pts.len(), out.len(), "one answer slot per point");
         for (pts, out) in pts.chunks(LANES).zip(out.chunks_mut(LANES)) {
             // Per lane: the tile being walked (None once answered), node value and its shift.
@@ -36,7 +81,7 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
             for ((lane, slot), &p) in lanes.iter_mut().zip(out.iter_mut()).zip(pts) {
                 let (entry, id) = self.grid_entry(p);
                 if entry & GRID_POINTER == 0 {
-                    *slot = Ok(country_or_sea(entry as u16));
+                    *slot = Ok(uniform(entry, p));
                 } else if let Some(tile) = tiles(id) {
                     *lane = (Some(tile), tile.root(entry), TOP_SHIFT);
                 } else {
@@ -55,10 +100,10 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
                     moved = true;
                     match tile.step(v, shift, p) {
                         Some((v, shift)) => *lane = (Some(tile), v, shift),
-                        // A corrupt (cyclic) tree: the point-by-point walk answers None too.
+                        // A corrupt (cyclic) tree: the point-by-point walk answers the same.
                         None => {
                             *lane = (None, 0, 0);
-                            *slot = Ok(None);
+                            *slot = Ok(corrupt(p));
                         }
                     }
                 }
@@ -77,7 +122,7 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
             std::hint::black_box(touched);
             for ((lane, slot), &p) in lanes.iter().zip(out.iter_mut()).zip(pts) {
                 if let (Some(tile), v, shift) = *lane {
-                    *slot = Ok(tile.finish(v, shift, p));
+                    *slot = Ok(finish(tile, v, shift, p));
                 }
             }
         }

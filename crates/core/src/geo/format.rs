@@ -24,11 +24,42 @@ pub const INDEX_MAGIC: [u8; 8] = *b"CTRYIDX\0";
 /// Magic bytes of the zone layer's `index.bin` (`assets/tz`): the same layout, except that the
 /// table holds `offset u32, len u32` per zone into the names (IANA, ASCII) that follow the grid,
 /// whose length is the header's `u32` at byte 40. Its tiles are country tiles in every respect.
+/// There [`SEA`] means "no land zone": the reader answers the ocean zone of the point's 15°
+/// band ([`ocean_zone_name`], [`ocean_band_west`]), so the open sea needs no cells of its own.
 pub const ZONE_INDEX_MAGIC: [u8; 8] = *b"TZONIDX\0";
+
+/// Magic bytes of the combined layer's `index.bin` (`assets/tz`): a zone layer whose values
+/// are (country, zone) pairs, answering both in one walk. The header's `u32` at byte 44 is the
+/// number of countries (ids as in `assets/geo`). A uniform grid entry or node holds
+/// `country | zone << 16` (zone [`PAIR_ZONE_SEA`] for none); a mixed leaf is
+/// `country bytes u16`, then a country leaf and a zone leaf of the one-layer form (a layer
+/// uniform in the cell has no candidates).
+pub const COMBINED_INDEX_MAGIC: [u8; 8] = *b"CTZNIDX\0";
+/// The zone half of a pair meaning "no land zone" (14 bits).
+pub const PAIR_ZONE_SEA: u16 = 0x3FFF;
+
+/// Ocean bands of the zone layer (timezone-boundary-builder's open-sea rule): band `k` in
+/// `-12..=12` spans 15° of longitude centred on `15k`, clipped to ±180°.
+pub const OCEAN_BANDS: i32 = 25;
+
+/// The IANA name of ocean band `k` (`-12..=12`): `Etc/GMT+12` west … `Etc/GMT-12` east
+/// (POSIX-inverted signs: west of Greenwich is GMT+N).
+pub fn ocean_zone_name(k: i32) -> String {
+    match k {
+        0 => "Etc/GMT".to_owned(),
+        k if k < 0 => format!("Etc/GMT+{}", -k),
+        k => format!("Etc/GMT-{k}"),
+    }
+}
+
+/// West edge of ocean band `k` in degrees (−180 for the first).
+pub fn ocean_band_west(k: i32) -> f64 {
+    (f64::from(k) * 15.0 - 7.5).max(-180.0)
+}
 /// Magic bytes of a tile file.
 pub const TILE_MAGIC: [u8; 8] = *b"CTRYTIL\0";
 /// Bumped on any layout change; readers refuse other versions.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 /// Size of `index.bin`'s header.
 pub const INDEX_HEADER: usize = 48;
 /// Size of a tile header.

@@ -81,6 +81,79 @@ pub struct CountryIndex<S: AsRef<[u8]>> {
     grid_off: usize,
     /// Offset of the zone names (zone layer only).
     names_off: Option<usize>,
+    /// The open sea's zones (zone layer only): what [`SEA`] answers there.
+    ocean: Option<Ocean>,
+    /// Combined layer only: the number of countries in its (country, zone) pairs.
+    pair_countries: Option<usize>,
+}
+
+/// What a tile's nodes and leaves hold: one layer's ids (fewer than the count), or pairs.
+#[derive(Clone, Copy, Debug)]
+enum Values {
+    Single(usize),
+    Pairs { countries: usize, zones: usize },
+}
+
+/// A (country, zone) pair from a uniform payload: `None` for sea / no land zone.
+#[inline]
+pub(crate) fn unpair(payload: u32) -> (Option<u16>, Option<u16>) {
+    let zone = (payload >> 16) as u16 & PAIR_ZONE_SEA;
+    (
+        country_or_sea(payload as u16),
+        (zone != PAIR_ZONE_SEA).then_some(zone),
+    )
+}
+
+/// The zone layer's open sea: the ocean zone of a point follows from its longitude alone, so
+/// the index stores no sea cells (a band edge every 7.5° + 15k of longitude, never on a cell
+/// boundary, made every top cell it crosses mixed; with geo-tz's cut lines, which the builder
+/// dissolves, that was 3 720 of the layer's 10 216 mixed top cells). Band edges are quantised like any
+/// vertex, and a point on one belongs to the band to its east, as the rectangles' crossing rule
+/// had it. Per top-grid column (1.4°, so at most one band edge): the west band's zone, the east
+/// band's zone and the edge's x (`i64::MAX` for none): one load and one compare per point.
+#[derive(Clone, Debug)]
+struct Ocean {
+    columns: Box<[(i64, u16, u16); GRID_COLS]>,
+}
+
+impl Ocean {
+    /// Finds the 25 ocean zones by name in a zone table of `n` names.
+    fn find(n: usize, name: impl Fn(u16) -> Option<String>) -> Result<Self, LoadError> {
+        let mut ids = [u16::MAX; OCEAN_BANDS as usize];
+        let wanted: Vec<String> = (-12..=12).map(ocean_zone_name).collect();
+        for id in 0..n.min(usize::from(SEA)) as u16 {
+            let Some(name) = name(id) else { continue };
+            if let Some(k) = wanted.iter().position(|w| *w == name) {
+                ids[k] = id;
+            }
+        }
+        if ids.contains(&u16::MAX) {
+            return Err(LoadError::Corrupt("zone table lacks an ocean zone"));
+        }
+        // Grid x of the west edge of bands -11..=12.
+        let west: Vec<i64> = (-11..=12)
+            .map(|k| super::coord::grid_x(ocean_band_west(k)))
+            .collect();
+        let band = |x: i64| ids[west.partition_point(|&w| w <= x)];
+        let mut columns = Box::new([(i64::MAX, 0, 0); GRID_COLS]);
+        for (col, c) in columns.iter_mut().enumerate() {
+            let (x0, x1) = ((col as i64) << TOP_SHIFT, (col as i64 + 1) << TOP_SHIFT);
+            let edge = west.iter().copied().find(|&w| x0 < w && w < x1);
+            *c = (edge.unwrap_or(i64::MAX), band(x0), band(x1 - 1));
+        }
+        Ok(Ocean { columns })
+    }
+
+    /// The ocean zone at grid x.
+    #[inline]
+    fn at(&self, x: i64) -> u16 {
+        let (edge, west, east) = self.columns[(x >> TOP_SHIFT) as usize & (GRID_COLS - 1)];
+        if x < edge {
+            west
+        } else {
+            east
+        }
+    }
 }
 
 /// The zone layer's index: a [`CountryIndex`] whose ids are IANA time zones.
@@ -93,11 +166,13 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
     /// [`LoadError`] describing the first problem found.
     pub fn from_bytes(buf: S) -> Result<Self, LoadError> {
         let b = buf.as_ref();
-        let zones = b.get(..8) == Some(&ZONE_INDEX_MAGIC[..]);
-        let magic = if zones {
-            &ZONE_INDEX_MAGIC
-        } else {
-            &INDEX_MAGIC
+        let head = b.get(..8);
+        let combined = head == Some(&COMBINED_INDEX_MAGIC[..]);
+        let zones = combined || head == Some(&ZONE_INDEX_MAGIC[..]);
+        let magic = match (combined, zones) {
+            (true, _) => &COMBINED_INDEX_MAGIC,
+            (false, true) => &ZONE_INDEX_MAGIC,
+            (false, false) => &INDEX_MAGIC,
         };
         check_header(b, magic, INDEX_HEADER)?;
         let field = |i: usize| {
@@ -117,6 +192,7 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
             return Err(LoadError::Truncated);
         }
         let names_len = if zones { field(7)? } else { 0 };
+        let pair_countries = if combined { Some(field(8)?) } else { None };
         let tiles_off = INDEX_HEADER + n_countries * 8;
         let grid_off = tiles_off + n_tiles * 8;
         let names_off = grid_off + GRID_COLS * GRID_ROWS * 4;
@@ -126,14 +202,20 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
         if crc32fast::hash(&b[INDEX_HEADER..]) != crc {
             return Err(LoadError::ChecksumMismatch);
         }
-        let index = CountryIndex {
+        let mut index = CountryIndex {
             buf,
             n_countries,
             tiles_off,
             grid_off,
             names_off: zones.then_some(names_off),
+            ocean: None,
+            pair_countries,
         };
         index.validate()?;
+        if zones {
+            let ocean = Ocean::find(n_countries, |id| index.zone(id).map(str::to_owned))?;
+            index.ocean = Some(ocean);
+        }
         Ok(index)
     }
 
@@ -158,15 +240,27 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
                 if self.tile_len(tile) == 0 {
                     return Err(LoadError::Corrupt("grid points into an empty tile"));
                 }
-            } else if !self.valid_value(v) {
+            } else if !self.values().valid(v) {
                 return Err(LoadError::Corrupt("grid entry names an unknown country"));
             }
         }
         Ok(())
     }
 
-    fn valid_value(&self, v: u32) -> bool {
-        v <= 0xFFFF && (v as u16 == SEA || (v as usize) < self.n_countries)
+    fn values(&self) -> Values {
+        match self.pair_countries {
+            Some(countries) => Values::Pairs {
+                countries,
+                zones: self.n_countries,
+            },
+            None => Values::Single(self.n_countries),
+        }
+    }
+
+    /// Combined layer: the number of countries its pairs name (their ids are the country
+    /// layer's, so a caller checks the two were built together); `None` for other layers.
+    pub fn pair_countries(&self) -> Option<usize> {
+        self.pair_countries
     }
 
     /// Number of countries in the table.
@@ -219,6 +313,16 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
         u32_at(self.buf.as_ref(), self.tiles_off + tile * 8 + 4).unwrap_or(0)
     }
 
+    /// The answer for `p` where the layer has none: `None` (sea) for countries, the point's
+    /// ocean zone for zones.
+    #[inline]
+    pub(crate) fn or_sea(&self, found: Option<u16>, p: GridPoint) -> Option<u16> {
+        match (found, &self.ocean) {
+            (None, Some(ocean)) => Some(ocean.at(p.x)),
+            _ => found,
+        }
+    }
+
     /// Answers from the top grid alone, or names the tile that holds the detail.
     #[inline]
     pub fn probe(&self, p: GridPoint) -> Probe {
@@ -229,7 +333,7 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
         )
         .unwrap_or(0);
         if v & GRID_POINTER == 0 {
-            Probe::Done(country_or_sea(v as u16))
+            Probe::Done(self.or_sea(country_or_sea(v as u16), p))
         } else {
             Probe::NeedTile(tile_of(col, row))
         }
@@ -274,9 +378,9 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
             self.grid_off + (row * GRID_COLS + col) * 4,
         )?;
         if v & GRID_POINTER == 0 {
-            return country_or_sea(v as u16);
+            return self.or_sea(country_or_sea(v as u16), p);
         }
-        tile.descend((v & !GRID_POINTER) as usize, p)
+        self.or_sea(tile.descend((v & !GRID_POINTER) as usize, p), p)
     }
 
     /// Opens a tile fetched for `tile`, checking it against the length and checksum pinned here.
@@ -291,9 +395,57 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
         {
             return Err(LoadError::TileMismatch { tile });
         }
-        Tile::from_bytes(tile, buf, self.n_countries)
+        Tile::open(tile, buf, self.values())
+    }
+
+    /// Combined layer: the (country, zone) pair of `p`, given access to loaded tiles (`None`
+    /// from `tiles` means "not loaded"); a point with no land zone answers its ocean zone.
+    ///
+    /// Returns `Err(tile)` when the needed tile is not loaded.
+    #[inline]
+    pub fn lookup_pair_with<'t, T, F>(&self, p: GridPoint, tiles: F) -> PairAnswer
+    where
+        T: AsRef<[u8]> + 't,
+        F: FnOnce(usize) -> Option<&'t Tile<T>>,
+    {
+        let (v, t) = self.grid_entry(p);
+        if v & GRID_POINTER == 0 {
+            return Ok(self.zone_or_ocean(unpair(v), p));
+        }
+        match tiles(t) {
+            Some(tile) => Ok(self.lookup_pair_in_tile(tile, p)),
+            None => Err(t),
+        }
+    }
+
+    /// [`lookup_pair_with`](Self::lookup_pair_with) in `tile`, which must be the point's.
+    #[inline]
+    pub fn lookup_pair_in_tile<T: AsRef<[u8]>>(
+        &self,
+        tile: &Tile<T>,
+        p: GridPoint,
+    ) -> (Option<u16>, Option<u16>) {
+        let (v, _) = self.grid_entry(p);
+        let found = if v & GRID_POINTER == 0 {
+            unpair(v)
+        } else {
+            tile.descend_pair((v & !GRID_POINTER) as usize, p)
+        };
+        self.zone_or_ocean(found, p)
+    }
+
+    #[inline]
+    pub(crate) fn zone_or_ocean(
+        &self,
+        (country, zone): (Option<u16>, Option<u16>),
+        p: GridPoint,
+    ) -> (Option<u16>, Option<u16>) {
+        (country, self.or_sea(zone, p))
     }
 }
+
+/// A combined lookup's answer: `Ok((country, zone))`, or `Err(tile)` when that tile is needed.
+pub type PairAnswer = Result<(Option<u16>, Option<u16>), usize>;
 
 #[inline]
 pub(crate) fn country_or_sea(v: u16) -> Option<u16> {
@@ -306,12 +458,31 @@ pub struct Tile<S: AsRef<[u8]>> {
     n_nodes: usize,
 }
 
+impl Values {
+    /// Whether a uniform payload names known ids.
+    fn valid(self, v: u32) -> bool {
+        match self {
+            Values::Single(n) => v <= 0xFFFF && (v as u16 == SEA || (v as usize) < n),
+            Values::Pairs { countries, zones } => {
+                let (c, z) = (v as u16, (v >> 16) as u16);
+                v < 1 << 30
+                    && (c == SEA || usize::from(c) < countries)
+                    && (z == PAIR_ZONE_SEA || usize::from(z) < zones)
+            }
+        }
+    }
+}
+
 impl<S: AsRef<[u8]>> Tile<S> {
     /// Opens and fully validates a tile so later lookups cannot go out of bounds.
     ///
     /// # Errors
     /// [`LoadError`] describing the first problem found.
     pub fn from_bytes(id: usize, buf: S, n_countries: usize) -> Result<Self, LoadError> {
+        Self::open(id, buf, Values::Single(n_countries))
+    }
+
+    fn open(id: usize, buf: S, values: Values) -> Result<Self, LoadError> {
         let b = buf.as_ref();
         check_header(b, &TILE_MAGIC, TILE_HEADER)?;
         let field = |i: usize| {
@@ -334,7 +505,7 @@ impl<S: AsRef<[u8]>> Tile<S> {
             return Err(LoadError::ChecksumMismatch);
         }
         let tile = Tile { buf, n_nodes };
-        tile.validate(n_countries)?;
+        tile.validate(values)?;
         Ok(tile)
     }
 
@@ -351,18 +522,30 @@ impl<S: AsRef<[u8]>> Tile<S> {
         u32_at(self.buf.as_ref(), TILE_HEADER + i * 4).unwrap_or(SEA as u32)
     }
 
-    fn validate(&self, n_countries: usize) -> Result<(), LoadError> {
-        let ok_country = |v: u16| v == SEA || (v as usize) < n_countries;
+    fn validate(&self, values: Values) -> Result<(), LoadError> {
         let leaves = self.leaves();
         for i in 0..self.n_nodes {
-            let _ = i;
             let v = self.node(i);
             let payload = (v & NODE_PAYLOAD) as usize;
             match v >> 30 {
-                NODE_UNIFORM if payload <= 0xFFFF && ok_country(payload as u16) => {}
+                NODE_UNIFORM if values.valid(payload as u32) => {}
                 NODE_INTERNAL
                     if internal_children(v) + (v & NODE_CHILD) as usize <= self.n_nodes => {}
-                NODE_LEAF => validate_leaf(leaves, payload, &ok_country)?,
+                NODE_LEAF => match values {
+                    Values::Single(n) => {
+                        validate_leaf(leaves, payload, &|v| v == SEA || (v as usize) < n)?;
+                    }
+                    Values::Pairs { countries, zones } => {
+                        let bad = LoadError::Corrupt("leaf out of bounds");
+                        let len = u16_at(leaves, payload).ok_or(bad.clone())?;
+                        let zone_at = payload + 2 + usize::from(len);
+                        let ok_c = |v: u16| v == SEA || (v as usize) < countries;
+                        if validate_leaf(leaves, payload + 2, &ok_c)? != zone_at {
+                            return Err(LoadError::Corrupt("leaf's country part length"));
+                        }
+                        validate_leaf(leaves, zone_at, &|v| v == SEA || (v as usize) < zones)?;
+                    }
+                },
                 _ => return Err(LoadError::Corrupt("bad node")),
             }
         }
@@ -409,6 +592,43 @@ impl<S: AsRef<[u8]>> Tile<S> {
         leaf_lookup(self.leaves(), payload as usize, p.x & mask, p.y & mask)
     }
 
+    /// Combined layer: the pair at node `v` (a leaf or uniform node) reached at `shift`.
+    #[inline]
+    pub(crate) fn finish_pair(
+        &self,
+        v: u32,
+        shift: u32,
+        p: GridPoint,
+    ) -> (Option<u16>, Option<u16>) {
+        let payload = v & NODE_PAYLOAD;
+        if v >> 30 == NODE_UNIFORM {
+            return unpair(payload);
+        }
+        let (leaves, off) = (self.leaves(), payload as usize);
+        let mask = (1i64 << shift) - 1;
+        let (x, y) = (p.x & mask, p.y & mask);
+        let Some(len) = u16_at(leaves, off) else {
+            return (None, None);
+        };
+        (
+            leaf_lookup(leaves, off + 2, x, y),
+            leaf_lookup(leaves, off + 2 + usize::from(len), x, y),
+        )
+    }
+
+    /// Combined layer: walks from `root` to the node holding `p` and answers its pair.
+    #[inline]
+    fn descend_pair(&self, root: usize, p: GridPoint) -> (Option<u16>, Option<u16>) {
+        let (mut v, mut shift) = (self.node(root), TOP_SHIFT);
+        while v >> 30 == NODE_INTERNAL {
+            match self.step(v, shift, p) {
+                Some(next) => (v, shift) = next,
+                None => return (None, None),
+            }
+        }
+        self.finish_pair(v, shift, p)
+    }
+
     /// Walks the quadtree from `root` to the leaf holding `p`.
     #[inline]
     fn descend(&self, root: usize, p: GridPoint) -> Option<u16> {
@@ -438,7 +658,7 @@ fn validate_leaf(
     leaves: &[u8],
     mut off: usize,
     ok_country: &dyn Fn(u16) -> bool,
-) -> Result<(), LoadError> {
+) -> Result<usize, LoadError> {
     let bad = LoadError::Corrupt("leaf out of bounds");
     let default = u16_at(leaves, off).ok_or(bad.clone())?;
     let n = u16_at(leaves, off + 2).ok_or(bad.clone())?;
@@ -472,7 +692,7 @@ fn validate_leaf(
             off += 2 + len * width;
         }
     }
-    Ok(())
+    Ok(off)
 }
 
 /// Point-in-leaf: candidates are in ascending area order, so the first one containing the point

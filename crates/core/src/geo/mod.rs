@@ -14,4 +14,4 @@ mod index;
 
 pub use batch::LANES;
 pub use coord::{grid_x, grid_y, lat_of, lon_of, CoordError, GridPoint, LatLon, WORLD_H, WORLD_W};
-pub use index::{Country, CountryIndex, LoadError, Probe, Tile, ZoneIndex};
+pub use index::{Country, CountryIndex, LoadError, PairAnswer, Probe, Tile, ZoneIndex};

@@ -1,5 +1,6 @@
 //! Builds everything the worker loads at run time from pinned npm packages:
-//! `assets/geo/{index,tile-NNN}.bin`, the time-zone layer `assets/tz/{index,tile-NNN}.bin`,
+//! `assets/geo/{index,tile-NNN}.bin`, the combined country + time-zone layer
+//! `assets/tz/{index,tile-NNN}.bin`,
 //! `assets/ip/default.mmdb`, the console's world map
 //! `assets/www/outline.bin`, and `assets/manifest.json`.
 //!
@@ -118,9 +119,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         zone_features.len(),
         started.elapsed()
     );
-    let zone_built = build::build_layer(&zone_features, build::Layer::Zones);
+    // One walk answers both: the zone layer is built together with the countries (pairs).
+    let zone_built = build::build_combined(&features, &zone_features);
     eprintln!(
-        "built the zone layer in {:.2?}: {:?}",
+        "built the combined country + zone layer in {:.2?}: {:?}",
         started.elapsed(),
         zone_built.stats
     );
@@ -179,7 +181,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "source_files": source_files(&zone_pkg, &zones::source_files())?,
             "data_license": "ODbL-1.0",
             "attribution": "Time zone polygons © OpenStreetMap contributors (ODbL), via timezone-boundary-builder by Evan Siroky, as packaged by geo-tz",
-            "ocean_rule": "no land zone: Etc/GMT±N by 15° longitude bands (timezone-boundary-builder's oceans)",
+            "ocean_rule": "no land zone: Etc/GMT±N by 15° longitude bands (timezone-boundary-builder's oceans), answered from the longitude",
+            "layout": "combined with the countries: (country, zone) pairs, one walk answers both",
             "read": zone_report,
             "stats": zone_built.stats,
             "total_bytes": zone_total,

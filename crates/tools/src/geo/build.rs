@@ -74,8 +74,80 @@ struct TileBuilder {
     leaves: Vec<u8>,
 }
 
-struct Builder {
+/// One layer as the builder sees it: features by rank, and what a rank or "nothing" stores.
+struct Ranked {
+    /// Features in rank order, rings quantised.
+    world: Vec<FeatState>,
     order_to_feature: Vec<u16>,
+    /// Zone layer: the ocean bands, `[x0, x1)` in grid units and their zone id.
+    ocean: Vec<(i64, i64, u16)>,
+}
+
+impl Ranked {
+    fn new(features: &[SourceFeature], layer: Layer) -> Self {
+        let order = area_order(features);
+        let mut rank_of = vec![0u16; features.len()];
+        for (rank, &f) in order.iter().enumerate() {
+            rank_of[f] = rank as u16;
+        }
+        let mut world: Vec<FeatState> = features
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let rings = f.parts.iter().flatten().filter_map(|r| quantise(r));
+                FeatState {
+                    rank: rank_of[i],
+                    base: false,
+                    rings: match layer {
+                        Layer::Countries => rings.collect(),
+                        // The open sea is no polygon: the reader answers a point no land zone
+                        // holds from its longitude (`format::ZONE_INDEX_MAGIC`).
+                        Layer::Zones if f.area.is_infinite() => Vec::new(),
+                        Layer::Zones => dissolve(rings.collect()),
+                    },
+                }
+            })
+            .collect();
+        world.sort_by_key(|f| f.rank);
+        let ocean = match layer {
+            Layer::Countries => Vec::new(),
+            Layer::Zones => (-12..=12)
+                .filter_map(|k| {
+                    let name = ocean_zone_name(k);
+                    let id = features.iter().position(|f| f.alpha3 == name)?;
+                    let x1 = if k == 12 {
+                        WORLD_W
+                    } else {
+                        grid_x(ocean_band_west(k + 1))
+                    };
+                    Some((grid_x(ocean_band_west(k)), x1, id as u16))
+                })
+                .collect(),
+        };
+        Ranked {
+            world,
+            order_to_feature: order.iter().map(|&i| i as u16).collect(),
+            ocean,
+        }
+    }
+
+    /// The stored value of feature `rank`, or of no feature over cell `r`: sea, or in the zone
+    /// layer the ocean zone when `r` lies in one band (the reader's own answer for sea there,
+    /// stored so that most open-sea points need no band lookup).
+    fn value(&self, rank: Option<u16>, r: Rect) -> u16 {
+        match rank {
+            Some(rank) => self.order_to_feature[rank as usize],
+            None => self
+                .ocean
+                .iter()
+                .find(|&&(x0, x1, _)| x0 <= r.x0 && r.x1 <= x1)
+                .map_or(SEA, |b| b.2),
+        }
+    }
+}
+
+struct Builder {
+    layers: Vec<Ranked>,
     grid: Vec<u32>,
     tiles: Vec<TileBuilder>,
     stats: BuildStats,
@@ -86,7 +158,7 @@ struct Builder {
 pub enum Layer {
     /// `index.bin` of `assets/geo`.
     Countries,
-    /// `index.bin` of `assets/tz`: same quadtree and tiles, a table of zone names.
+    /// A zone layer of its own: the same quadtree and tiles, a table of zone names.
     Zones,
 }
 
@@ -98,44 +170,61 @@ pub fn build(features: &[SourceFeature]) -> Built {
 
 /// Builds `layer`'s asset from features sorted by key (a feature's index is its id).
 pub fn build_layer(features: &[SourceFeature], layer: Layer) -> Built {
-    let order = area_order(features);
-    let mut rank_of = vec![0u16; features.len()];
-    for (rank, &f) in order.iter().enumerate() {
-        rank_of[f] = rank as u16;
-    }
-    let mut world: Vec<FeatState> = features
-        .iter()
-        .enumerate()
-        .map(|(i, f)| FeatState {
-            rank: rank_of[i],
-            base: false,
-            rings: f
-                .parts
-                .iter()
-                .flatten()
-                .filter_map(|r| quantise(r))
-                .collect(),
-        })
-        .collect();
-    world.sort_by_key(|f| f.rank);
-    let mut b = Builder {
-        order_to_feature: order.iter().map(|&i| i as u16).collect(),
-        grid: vec![0; GRID_COLS * GRID_ROWS],
-        tiles: (0..N_TILES).map(|_| TileBuilder::default()).collect(),
-        stats: BuildStats::default(),
+    let b = Builder::new(vec![Ranked::new(features, layer)]);
+    b.run().finish(features, layer, None)
+}
+
+/// Builds the combined layer (`assets/tz`): one quadtree over countries and zones together, a
+/// cell splitting until each layer's part would fit a leaf on its own; nodes carry (country,
+/// zone) pairs and a mixed leaf both layers' candidates ([`ZONE_INDEX_MAGIC`]). Country ids
+/// are those of [`build`] on the same `countries`.
+pub fn build_combined(countries: &[SourceFeature], zones: &[SourceFeature]) -> Built {
+    let b = Builder::new(vec![
+        Ranked::new(countries, Layer::Countries),
+        Ranked::new(zones, Layer::Zones),
+    ]);
+    b.run().finish(zones, Layer::Zones, Some(countries.len()))
+}
+
+/// A (country, zone) pair in a uniform node's or grid entry's 30 payload bits.
+fn pair(country: u16, zone: u16) -> u32 {
+    let zone = if zone == SEA {
+        PAIR_ZONE_SEA
+    } else {
+        assert!(zone < PAIR_ZONE_SEA, "zone id {zone} does not fit a pair");
+        zone
     };
-    let half = WORLD_W / 2;
-    for x0 in [0, half] {
-        let r = Rect {
-            x0,
-            y0: 0,
-            x1: x0 + half,
-            y1: WORLD_H,
-        };
-        let feats = clip_feats(&world, r);
-        b.above_top(r, feats);
+    u32::from(country) | u32::from(zone) << 16
+}
+
+impl Builder {
+    fn new(layers: Vec<Ranked>) -> Self {
+        Builder {
+            layers,
+            grid: vec![0; GRID_COLS * GRID_ROWS],
+            tiles: (0..N_TILES).map(|_| TileBuilder::default()).collect(),
+            stats: BuildStats::default(),
+        }
     }
-    b.finish(features, layer)
+
+    fn run(mut self) -> Self {
+        let half = WORLD_W / 2;
+        for x0 in [0, half] {
+            let r = Rect {
+                x0,
+                y0: 0,
+                x1: x0 + half,
+                y1: WORLD_H,
+            };
+            let feats = self
+                .layers
+                .iter()
+                .map(|l| clip_feats(&l.world, r))
+                .collect();
+            self.above_top(r, feats);
+        }
+        self
+    }
 }
 
 fn quantise(ring: &[[f64; 2]]) -> Option<Vec<P>> {
@@ -153,9 +242,99 @@ fn quantise(ring: &[[f64; 2]]) -> Option<Vec<P>> {
     (out.len() >= 4).then_some(out)
 }
 
+/// The rings of one feature with every edge that cancels under even-odd parity removed: equal
+/// segments in pairs, and overlapping stretches of axis-parallel edges on the same line. geo-tz
+/// ships each zone cut along its own quadtree, so the joined zone still carries every cut line
+/// twice (once per side) and every whole-quad rectangle's sides; a cell such a line crosses was
+/// mixed although one zone covers it. Parity at every point is unchanged (a crossing test is
+/// additive over edges, and splitting a vertical edge at a point on it changes no crossing),
+/// so this is exact; the rest is re-linked into closed rings, which exist because every vertex
+/// keeps an even degree.
+fn dissolve(rings: Vec<Vec<P>>) -> Vec<Vec<P>> {
+    use std::collections::HashMap;
+    let mut odd: HashMap<(P, P), bool> = HashMap::new();
+    // Axis-parallel stretches per line: (vertical, line coordinate) → toggles along it.
+    let mut lines: HashMap<(bool, i64), Vec<i64>> = HashMap::new();
+    for ring in &rings {
+        for w in ring.windows(2) {
+            let (a, b) = if w[0] <= w[1] {
+                (w[0], w[1])
+            } else {
+                (w[1], w[0])
+            };
+            if a == b {
+                continue;
+            }
+            if a.0 == b.0 {
+                lines.entry((true, a.0)).or_default().extend([a.1, b.1]);
+            } else if a.1 == b.1 {
+                lines.entry((false, a.1)).or_default().extend([a.0, b.0]);
+            } else {
+                *odd.entry((a, b)).or_default() ^= true;
+            }
+        }
+    }
+    let mut segs: Vec<(P, P)> = odd.into_iter().filter(|e| e.1).map(|e| e.0).collect();
+    for ((vertical, c), mut t) in lines {
+        t.sort_unstable();
+        // A stretch is covered an odd number of times between toggle points of odd count.
+        let mut inside = false;
+        let mut from = 0;
+        let mut i = 0;
+        while i < t.len() {
+            let v = t[i];
+            let mut n = 0;
+            while i < t.len() && t[i] == v {
+                n += 1;
+                i += 1;
+            }
+            if n % 2 == 1 {
+                if inside {
+                    let p = |u: i64| if vertical { (c, u) } else { (u, c) };
+                    segs.push((p(from), p(v)));
+                } else {
+                    from = v;
+                }
+                inside = !inside;
+            }
+        }
+    }
+    segs.sort_unstable();
+    // Re-link: walk unused segments from a vertex until the walk closes (even degrees).
+    let mut at: HashMap<P, Vec<usize>> = HashMap::new();
+    for (i, &(a, b)) in segs.iter().enumerate() {
+        at.entry(a).or_default().push(i);
+        at.entry(b).or_default().push(i);
+    }
+    let mut used = vec![false; segs.len()];
+    let mut out = Vec::new();
+    for start in 0..segs.len() {
+        if used[start] {
+            continue;
+        }
+        used[start] = true;
+        let (first, mut cur) = segs[start];
+        let mut ring = vec![first, cur];
+        while cur != first {
+            // Entered through one segment, `cur` has an odd number used: one is left.
+            let j = at[&cur]
+                .iter()
+                .copied()
+                .find(|&j| !used[j])
+                .expect("closed rings leave every vertex an even degree");
+            used[j] = true;
+            let (a, b) = segs[j];
+            cur = if a == cur { b } else { a };
+            ring.push(cur);
+        }
+        out.push(ring);
+    }
+    out
+}
+
 impl Builder {
     /// Recurses from the two world halves down to top-grid cells.
-    fn above_top(&mut self, r: Rect, feats: Vec<FeatState>) {
+    fn above_top(&mut self, r: Rect, feats: Vec<Vec<FeatState>>) {
         let size = r.x1 - r.x0;
         if size == 1 << TOP_SHIFT {
             let (col, row) = ((r.x0 >> TOP_SHIFT) as usize, (r.y0 >> TOP_SHIFT) as usize);
@@ -163,7 +342,7 @@ impl Builder {
             let value = self.cell(tile, r, feats, 0);
             self.grid[row * GRID_COLS + col] = if value >> 30 == NODE_UNIFORM {
                 self.stats.uniform_top_cells += 1;
-                GRID_UNIFORM | (value & 0xFFFF)
+                GRID_UNIFORM | (value & NODE_PAYLOAD)
             } else {
                 let t = &mut self.tiles[tile];
                 t.nodes.push(value);
@@ -172,47 +351,60 @@ impl Builder {
             return;
         }
         for child in quadrants(r) {
-            let f = clip_feats(&feats, child);
+            let f = feats.iter().map(|f| clip_feats(f, child)).collect();
             self.above_top(child, f);
         }
     }
 
-    /// Builds the subtree of cell `r` and returns its node value.
-    fn cell(&mut self, tile: usize, r: Rect, feats: Vec<FeatState>, depth: u32) -> u32 {
+    /// Builds the subtree of cell `r` (one feature list per layer) and returns its node value.
+    fn cell(&mut self, tile: usize, r: Rect, feats: Vec<Vec<FeatState>>, depth: u32) -> u32 {
         self.stats.max_depth = self.stats.max_depth.max(depth);
-        let (default, cands) = resolve(feats);
-        let default_value = default.map_or(SEA, |rank| self.order_to_feature[rank as usize]);
-        if cands.is_empty() {
-            return (NODE_UNIFORM << 30) | default_value as u32;
-        }
-        let edges: usize = cands
+        let resolved: Vec<(Option<u16>, Vec<FeatState>)> = feats.into_iter().map(resolve).collect();
+        let values: Vec<u16> = resolved
             .iter()
-            .flat_map(|f| &f.rings)
-            .map(|r| r.len() - 1)
-            .sum();
+            .zip(&self.layers)
+            .map(|((default, _), l)| l.value(*default, r))
+            .collect();
+        if resolved.iter().all(|(_, c)| c.is_empty()) {
+            return (NODE_UNIFORM << 30) | self.uniform(&values);
+        }
         let shift = (r.x1 - r.x0).trailing_zeros();
-        if edges <= LEAF_EDGES || shift <= MIN_SHIFT || one_sided_fits(&cands, r, edges) {
-            return self.leaf(tile, r, default_value, &cands);
+        let fits = |cands: &[FeatState]| {
+            let edges: usize = cands
+                .iter()
+                .flat_map(|f| &f.rings)
+                .map(|r| r.len() - 1)
+                .sum();
+            edges <= LEAF_EDGES || one_sided_fits(cands, r, edges)
+        };
+        if shift <= MIN_SHIFT || resolved.iter().all(|(_, c)| fits(c)) {
+            return self.leaf(tile, r, &values, &resolved);
         }
-        let mut cov = cands;
-        if let Some(rank) = default {
-            cov.push(FeatState {
-                rank,
-                base: true,
-                rings: vec![],
-            });
-        }
-        let quads: Vec<Vec<FeatState>> = quadrants(r)
+        let cov: Vec<Vec<FeatState>> = resolved
             .into_iter()
-            .map(|q| clip_feats(&cov, q))
+            .map(|(default, mut cov)| {
+                if let Some(rank) = default {
+                    cov.push(FeatState {
+                        rank,
+                        base: true,
+                        rings: vec![],
+                    });
+                }
+                cov
+            })
+            .collect();
+        let quads: Vec<Vec<Vec<FeatState>>> = quadrants(r)
+            .into_iter()
+            .map(|q| cov.iter().map(|f| clip_feats(f, q)).collect())
             .collect();
         // Two levels at once when a quadrant will split again: a descent then reads half as
         // many nodes, and a node's 16 children share one or two cache lines.
         let wide = shift > MIN_SHIFT + 1
-            && quadrants(r)
-                .into_iter()
-                .zip(&quads)
-                .any(|(qr, f)| candidate_edges(f) > LEAF_EDGES && !fits_after_resolve(f, qr));
+            && quadrants(r).into_iter().zip(&quads).any(|(qr, layers)| {
+                layers
+                    .iter()
+                    .any(|f| candidate_edges(f) > LEAF_EDGES && !fits_after_resolve(f, qr))
+            });
         let k = if wide { 2 } else { 1 };
         let first = self.tiles[tile].nodes.len();
         self.tiles[tile]
@@ -228,7 +420,7 @@ impl Builder {
             }
             for (s, sr) in quadrants(qr).into_iter().enumerate() {
                 let (sy, sx) = (s >> 1, s & 1);
-                let g = clip_feats(&f, sr);
+                let g = f.iter().map(|f| clip_feats(f, sr)).collect();
                 let v = self.cell(tile, sr, g, depth + 2);
                 self.tiles[tile].nodes[first + ((qy * 2 + sy) << 2 | (qx * 2 + sx))] = v;
             }
@@ -237,68 +429,63 @@ impl Builder {
         (NODE_INTERNAL << 30) | wide_flag | first as u32
     }
 
-    fn leaf(&mut self, tile: usize, r: Rect, mut default: u16, cands: &[FeatState]) -> u32 {
-        let mut all: Vec<Vec<Vec<P>>> = cands
-            .iter()
-            .map(|f| f.rings.iter().flat_map(|ring| chains(ring, r)).collect())
-            .collect();
-        // Where the candidates tile the cell between them (a land border: A on one side, B on
-        // the other), a point in none of the others is in the last one, which becomes the
-        // default: half the edges stored and scanned.
-        let mut cands = cands;
-        if let Some(c) = constant_parity(&all, cands, r) {
-            let last = cands[cands.len() - 1].rank as usize;
-            if c {
-                default = self.order_to_feature[last];
-            }
-            cands = &cands[..cands.len() - 1];
-            all.pop();
-            self.stats.dropped_candidates += 1;
-            if cands.is_empty() {
-                return (NODE_UNIFORM << 30) | default as u32;
-            }
+    /// A uniform node's payload: the value, or with two layers the pair.
+    fn uniform(&self, values: &[u16]) -> u32 {
+        match values {
+            [v] => u32::from(*v),
+            [c, z] => pair(*c, *z),
+            _ => unreachable!("one or two layers"),
         }
-        // Local coordinates take as few whole bytes as the cell needs (most leaves: 3).
-        let max = all
+    }
+
+    /// A mixed leaf: with one layer its leaf; with two, `country bytes u16`, the country part
+    /// and the zone part, each a one-layer leaf (a layer uniform in the cell: no candidates).
+    fn leaf(
+        &mut self,
+        tile: usize,
+        r: Rect,
+        values: &[u16],
+        resolved: &[(Option<u16>, Vec<FeatState>)],
+    ) -> u32 {
+        let parts: Vec<Result<Vec<u8>, u16>> = resolved
             .iter()
-            .flatten()
-            .flatten()
-            .map(|&(x, y)| (x - r.x0).max(y - r.y0))
-            .max()
-            .unwrap_or(0);
-        let bytes = coord_bytes(max);
+            .zip(values)
+            .zip(&self.layers)
+            .map(|(((_, cands), &default), l)| leaf_bytes(&mut self.stats, l, r, default, cands))
+            .collect();
+        if parts.iter().all(Result::is_err) {
+            let values: Vec<u16> = parts.iter().map(|p| *p.as_ref().unwrap_err()).collect();
+            return (NODE_UNIFORM << 30) | self.uniform(&values);
+        }
         let t = &mut self.tiles[tile];
         let off = t.leaves.len();
-        t.leaves.extend(default.to_le_bytes());
-        t.leaves
-            .extend((cands.len() as u16 | ((4 - bytes as u16) << LEAF_WIDTH_SHIFT)).to_le_bytes());
-        let mut edges = 0;
-        for (f, chains) in cands.iter().zip(&all) {
-            t.leaves
-                .extend(self.order_to_feature[f.rank as usize].to_le_bytes());
-            t.leaves.extend([f.base as u8, 0]);
-            t.leaves.extend((chains.len() as u16).to_le_bytes());
-            for c in chains {
-                t.leaves.extend((c.len() as u16).to_le_bytes());
-                // All y first, then all x: the ray test reads every y but an x only for the
-                // few edges that straddle the query's latitude.
-                for &(_, y) in c {
-                    t.leaves.extend(&((y - r.y0) as u32).to_le_bytes()[..bytes]);
-                }
-                for &(x, _) in c {
-                    t.leaves.extend(&((x - r.x0) as u32).to_le_bytes()[..bytes]);
-                }
-                edges += c.len() - 1;
-                self.stats.vertices += c.len();
+        let bytes = |p: &Result<Vec<u8>, u16>| match p {
+            Ok(b) => b.clone(),
+            Err(v) => {
+                let mut b = v.to_le_bytes().to_vec();
+                b.extend((2u16 << LEAF_WIDTH_SHIFT).to_le_bytes());
+                b
             }
+        };
+        if let [c, z] = &parts[..] {
+            let c = bytes(c);
+            let len = u16::try_from(c.len()).expect("a leaf's country part fits u16 bytes");
+            t.leaves.extend(len.to_le_bytes());
+            t.leaves.extend(c);
+            t.leaves.extend(bytes(z));
+        } else {
+            t.leaves.extend(bytes(&parts[0]));
         }
-        self.stats.leaves += 1;
-        self.stats.coord_bytes_histogram[bytes - 2] += 1;
-        self.stats.max_leaf_edges = self.stats.max_leaf_edges.max(edges);
         (NODE_LEAF << 30) | off as u32
     }
 
-    fn finish(mut self, features: &[SourceFeature], layer: Layer) -> Built {
+    /// Serialises; `pair_countries` is the country count of a combined layer.
+    fn finish(
+        mut self,
+        features: &[SourceFeature],
+        layer: Layer,
+        pair_countries: Option<usize>,
+    ) -> Built {
         self.breadth_first();
         let mut tiles = Vec::with_capacity(N_TILES);
         let mut table = Vec::with_capacity(N_TILES * 8);
@@ -345,9 +532,10 @@ impl Builder {
         self.grid.iter().for_each(|g| body.extend(g.to_le_bytes()));
         body.extend(&names);
         let mut index = Vec::with_capacity(INDEX_HEADER + body.len());
-        index.extend(match layer {
-            Layer::Countries => INDEX_MAGIC,
-            Layer::Zones => ZONE_INDEX_MAGIC,
+        index.extend(match (layer, pair_countries) {
+            (Layer::Countries, _) => INDEX_MAGIC,
+            (Layer::Zones, None) => ZONE_INDEX_MAGIC,
+            (Layer::Zones, Some(_)) => COMBINED_INDEX_MAGIC,
         });
         let fields = [
             FORMAT_VERSION,
@@ -361,7 +549,7 @@ impl Builder {
         ];
         fields.iter().for_each(|v| index.extend(v.to_le_bytes()));
         index.extend((names.len() as u32).to_le_bytes());
-        index.extend([0u8; 4]);
+        index.extend((pair_countries.unwrap_or(0) as u32).to_le_bytes());
         index.extend(body);
         Built {
             index,
@@ -403,6 +591,75 @@ impl Builder {
             t.nodes = new;
         }
     }
+}
+
+/// One layer's leaf bytes over cell `r`, or `Err(value)` when the cell turns out uniform (the
+/// candidates tile it and the last one became the default, see [`constant_parity`]).
+fn leaf_bytes(
+    stats: &mut BuildStats,
+    layer: &Ranked,
+    r: Rect,
+    mut default: u16,
+    cands: &[FeatState],
+) -> Result<Vec<u8>, u16> {
+    if cands.is_empty() {
+        return Err(default);
+    }
+    let mut all: Vec<Vec<Vec<P>>> = cands
+        .iter()
+        .map(|f| f.rings.iter().flat_map(|ring| chains(ring, r)).collect())
+        .collect();
+    // Where the candidates tile the cell between them (a land border: A on one side, B on
+    // the other), a point in none of the others is in the last one, which becomes the
+    // default: half the edges stored and scanned.
+    let mut cands = cands;
+    if let Some(c) = constant_parity(&all, cands, r) {
+        let last = cands[cands.len() - 1].rank as usize;
+        if c {
+            default = layer.order_to_feature[last];
+        }
+        cands = &cands[..cands.len() - 1];
+        all.pop();
+        stats.dropped_candidates += 1;
+        if cands.is_empty() {
+            return Err(default);
+        }
+    }
+    // Local coordinates take as few whole bytes as the cell needs (most leaves: 3).
+    let max = all
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|&(x, y)| (x - r.x0).max(y - r.y0))
+        .max()
+        .unwrap_or(0);
+    let bytes = coord_bytes(max);
+    let mut out = Vec::new();
+    out.extend(default.to_le_bytes());
+    out.extend((cands.len() as u16 | ((4 - bytes as u16) << LEAF_WIDTH_SHIFT)).to_le_bytes());
+    let mut edges = 0;
+    for (f, chains) in cands.iter().zip(&all) {
+        out.extend(layer.order_to_feature[f.rank as usize].to_le_bytes());
+        out.extend([f.base as u8, 0]);
+        out.extend((chains.len() as u16).to_le_bytes());
+        for c in chains {
+            out.extend((c.len() as u16).to_le_bytes());
+            // All y first, then all x: the ray test reads every y but an x only for the
+            // few edges that straddle the query's latitude.
+            for &(_, y) in c {
+                out.extend(&((y - r.y0) as u32).to_le_bytes()[..bytes]);
+            }
+            for &(x, _) in c {
+                out.extend(&((x - r.x0) as u32).to_le_bytes()[..bytes]);
+            }
+            edges += c.len() - 1;
+            stats.vertices += c.len();
+        }
+    }
+    stats.leaves += 1;
+    stats.coord_bytes_histogram[bytes - 2] += 1;
+    stats.max_leaf_edges = stats.max_leaf_edges.max(edges);
+    Ok(out)
 }
 
 fn coord_bytes(max: i64) -> usize {
@@ -713,6 +970,21 @@ mod tests {
         }
     }
 
+    type Tiles<'a> = Vec<Option<crate::geo::Tile<&'a [u8]>>>;
+
+    /// The built index and its tiles, read in place.
+    fn open(built: &Built) -> (CountryIndex<&[u8]>, Tiles<'_>) {
+        let index = CountryIndex::from_bytes(built.index.as_slice()).unwrap();
+        let tiles = (0..N_TILES)
+            .map(|t| {
+                built.tiles[t]
+                    .as_deref()
+                    .map(|b| index.open_tile(t, b).unwrap())
+            })
+            .collect();
+        (index, tiles)
+    }
+
     fn inside(pts: &[(f64, f64)], lon: f64, lat: f64) -> bool {
         let mut c = false;
         for i in 0..pts.len() {
@@ -735,14 +1007,7 @@ mod tests {
         let features = [feature("AAA", &a, 0.45), feature("BBB", &b, 0.55)];
         let built = build(&features);
         assert!(built.stats.dropped_candidates > 0, "{:?}", built.stats);
-        let index = CountryIndex::from_bytes(built.index.as_slice()).unwrap();
-        let tiles: Vec<_> = (0..N_TILES)
-            .map(|t| {
-                built.tiles[t]
-                    .as_deref()
-                    .map(|b| index.open_tile(t, b).unwrap())
-            })
-            .collect();
+        let (index, tiles) = open(&built);
         let (mut seen_a, mut seen_b, mut seen_sea) = (0, 0, 0);
         for i in 0..330 {
             for j in 0..330 {
@@ -763,5 +1028,83 @@ mod tests {
             }
         }
         assert!(seen_a > 1000 && seen_b > 1000 && seen_sea > 1000);
+    }
+
+    /// A zone cut in two along a line (as geo-tz ships it) dissolves back into one ring: the
+    /// cut's two copies cancel and the sides on either half merge.
+    #[test]
+    fn dissolve_removes_a_cut_and_keeps_the_outline() {
+        let rect = |x0, y0, x1, y1| vec![(x0, y0), (x1, y0), (x1, y1), (x0, y1), (x0, y0)];
+        let rings = dissolve(vec![rect(0, 0, 10, 4), rect(0, 4, 10, 9)]);
+        assert_eq!(rings.len(), 1, "{rings:?}");
+        let ring = &rings[0];
+        assert_eq!((ring.len(), ring.first()), (5, ring.last()), "{ring:?}");
+        let mut corners: Vec<P> = ring[..4].to_vec();
+        corners.sort_unstable();
+        assert_eq!(corners, vec![(0, 0), (0, 9), (10, 0), (10, 9)]);
+        // A doubled diagonal cancels too; a ring touching nothing stays.
+        let tri = vec![(20, 0), (30, 5), (20, 5), (20, 0)];
+        let both = dissolve(vec![tri.clone(), tri.clone(), rect(40, 0, 41, 1)]);
+        assert_eq!(both.len(), 1);
+        assert_eq!(both[0].len(), 5);
+    }
+
+    /// The combined layer on a tiny world: two countries with a zigzag border, two zones whose
+    /// border crosses it (the west one cut in two along a parallel, as geo-tz ships it), and the
+    /// open sea's bands (lon 7.5° is a band edge). Every (country, zone) pair matches plain
+    /// point-in-polygon on the source, and the band of the longitude where no zone is.
+    #[test]
+    fn combined_layer_answers_both_layers() {
+        let border = [(11.9, 10.0), (12.1, 11.9), (11.8, 13.0)];
+        let a = [(10.0, 10.0), border[0], border[1], border[2], (10.0, 13.0)];
+        let b = [border[0], (13.0, 10.0), (13.0, 13.0), border[2], border[1]];
+        let countries = [feature("AAA", &a, 0.45), feature("BBB", &b, 0.55)];
+        let west_lo = [(9.5, 9.5), (11.5, 9.5), (11.5, 11.7), (9.5, 11.7)];
+        let west_hi = [(9.5, 11.7), (11.5, 11.7), (11.5, 13.5), (9.5, 13.5)];
+        let east = [(11.5, 9.5), (13.5, 9.5), (13.6, 13.5), (11.5, 13.5)];
+        let mut west = feature("Zone/West", &west_lo, 8.0);
+        west.parts.extend(feature("ZZZ", &west_hi, 0.0).parts);
+        let mut zones = vec![west, feature("Zone/East", &east, 8.1)];
+        for (name, w, e) in super::super::zones::ocean_bands() {
+            let mut f = feature("XXX", &[(w, -90.0), (e, -90.0), (e, 90.0), (w, 90.0)], 0.0);
+            (f.alpha3, f.area) = (name, f64::INFINITY);
+            zones.push(f);
+        }
+        zones.sort_by(|x, y| x.alpha3.cmp(&y.alpha3));
+        let id = |name: &str| zones.iter().position(|f| f.alpha3 == name).unwrap() as u16;
+        let built = build_combined(&countries, &zones);
+        let (index, tiles) = open(&built);
+        assert_eq!(index.pair_countries(), Some(2));
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..330 {
+            for j in 0..330 {
+                let (lon, lat) = (6.9 + i as f64 * 0.02 + 1e-4, 9.3 + j as f64 * 0.015 + 1e-4);
+                let country = if inside(&a, lon, lat) {
+                    Some(0)
+                } else if inside(&b, lon, lat) {
+                    Some(1)
+                } else {
+                    None
+                };
+                let zone = if inside(&west_lo, lon, lat) || inside(&west_hi, lon, lat) {
+                    id("Zone/West")
+                } else if inside(&east, lon, lat) {
+                    id("Zone/East")
+                } else if lon < 7.5 {
+                    id("Etc/GMT")
+                } else {
+                    id("Etc/GMT-1")
+                };
+                let p = GridPoint::from(LatLon::new(lat, lon).unwrap());
+                let got = index.lookup_pair_with(p, |t| tiles[t].as_ref()).unwrap();
+                assert_eq!(got, (country, Some(zone)), "({lat}, {lon})");
+                let batch = &mut [Ok((None, None))];
+                index.lookup_pair_batch(&[p], |t| tiles[t].as_ref(), batch);
+                assert_eq!(batch[0], Ok(got));
+                seen.insert(got);
+            }
+        }
+        // AA and BB each in both zones, sea in both zones and both bands.
+        assert!(seen.len() >= 7, "{seen:?}");
     }
 }

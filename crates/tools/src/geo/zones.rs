@@ -46,17 +46,15 @@ pub struct ZoneReport {
 
 /// The 25 ocean zones, west to east, with their longitude bands.
 pub fn ocean_bands() -> Vec<(String, f64, f64)> {
+    use super::format::{ocean_band_west, ocean_zone_name};
     (-12i32..=12)
         .map(|k| {
-            // Etc/GMT signs are POSIX-inverted: west of Greenwich is GMT+N.
-            let name = match k {
-                0 => "Etc/GMT".to_owned(),
-                k if k < 0 => format!("Etc/GMT+{}", -k),
-                k => format!("Etc/GMT-{k}"),
+            let east = if k == 12 {
+                180.0
+            } else {
+                ocean_band_west(k + 1)
             };
-            let west = (f64::from(k) * 15.0 - 7.5).max(-180.0);
-            let east = (f64::from(k) * 15.0 + 7.5).min(180.0);
-            (name, west, east)
+            (ocean_zone_name(k), ocean_band_west(k), east)
         })
         .collect()
 }
