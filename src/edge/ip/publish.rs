@@ -8,6 +8,7 @@ use super::{ipdb, probe_serving, IPDB_BUCKET, IPDB_CONFIG};
 use egn_core::config::Config;
 use egn_core::ip::publish::{self, Against, Job, Listing, Mode, Ports, Response, Run};
 use egn_core::ip::update::UpdateError;
+use futures_util::StreamExt;
 use std::cell::RefCell;
 use std::time::Duration;
 use wasm_bindgen::JsCast;
@@ -165,6 +166,10 @@ impl publish::Bucket for R2 {
     }
 }
 
+/// A response's body, if it has one.
+type SourceBody =
+    futures_util::stream::Flatten<futures_util::stream::Iter<std::option::IntoIter<ByteStream>>>;
+
 /// `fetch` with one abort signal for the whole run (the core aborts it at the deadline).
 struct SourceFetch {
     controller: RefCell<Option<AbortController>>,
@@ -183,13 +188,13 @@ impl Default for SourceFetch {
 
 impl publish::Fetch for SourceFetch {
     type Error = worker::Error;
-    type Body = ByteStream;
+    type Body = SourceBody;
 
     async fn get(
         &self,
         url: &str,
         headers: &[(&'static str, String)],
-    ) -> worker::Result<Response<ByteStream>> {
+    ) -> worker::Result<Response<SourceBody>> {
         let h = Headers::new();
         for (name, value) in headers {
             h.set(name, value)?;
@@ -200,10 +205,12 @@ impl publish::Fetch for SourceFetch {
         let mut resp = Fetch::Request(request)
             .send_with_signal(&self.signal)
             .await?;
+        // A 304 (or a 404) has no body: an empty stream, read only after a 200.
+        let body = resp.stream().ok();
         Ok(Response {
             status: resp.status_code(),
             headers: resp.headers().entries().collect(),
-            body: resp.stream()?,
+            body: futures_util::stream::iter(body).flatten(),
         })
     }
 

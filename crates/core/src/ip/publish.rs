@@ -95,7 +95,8 @@ pub trait Fetch {
     type Error: Error + 'static;
     /// The body stream.
     type Body: Stream<Item = Result<Vec<u8>, Self::Error>>;
-    /// GET `url` with `headers` (lower-case names).
+    /// GET `url` with `headers` (lower-case names). A response without a body (a `304`)
+    /// answers an empty body stream, not an error: only a `200`'s body is read.
     async fn get(
         &self,
         url: &str,
