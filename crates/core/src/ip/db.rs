@@ -128,7 +128,7 @@ impl<S: AsRef<[u8]>> fmt::Debug for IpDb<S> {
 /// The wrapper on tiny databases written here, byte by byte, in the MaxMind DB format (IPv4
 /// tree, 24-bit records): each layout detected, boundaries, reserved ranges, junk refused.
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// MaxMind DB data-section encodings of the few types a tiny database needs.
@@ -159,7 +159,7 @@ mod tests {
     }
 
     /// An IPv4 database mapping each `/prefix` to its record, nothing elsewhere.
-    fn mmdb(db_type: &str, nets: &[(&str, u8, Vec<u8>)]) -> Vec<u8> {
+    pub(crate) fn mmdb(db_type: &str, nets: &[(&str, u8, Vec<u8>)]) -> Vec<u8> {
         #[derive(Clone, Copy)]
         enum Rec {
             Empty,
@@ -215,7 +215,7 @@ mod tests {
         out
     }
 
-    fn flat(code: &str) -> Vec<u8> {
+    pub(crate) fn flat(code: &str) -> Vec<u8> {
         map(&[("country_code", string(code))])
     }
 

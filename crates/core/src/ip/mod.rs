@@ -13,6 +13,7 @@ mod db;
 pub mod freshness;
 mod parse;
 pub mod promote;
+pub mod publish;
 pub mod refresh;
 pub mod serving;
 pub mod source;
