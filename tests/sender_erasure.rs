@@ -478,3 +478,43 @@ fn redis_total(stack: &Stack) -> u64 {
         .filter_map(Value::as_u64)
         .sum()
 }
+
+#[test]
+fn a_failed_insert_many_falls_back_to_one_upsert_per_entry_so_the_batch_is_written() {
+    let stack = Stack::start();
+    let svc = service(&stack, true);
+    let t = now_ms();
+    let evs: Vec<NotificationEvent> = (0..3)
+        .map(|i| {
+            NotificationEvent::new(
+                ev("bat", &format!("k{i}"), &format!("s{i}"), t - 10 + i),
+                svc.store().config(),
+                t,
+            )
+            .unwrap()
+        })
+        .collect();
+    stack.data_api_faults(
+        r#"{"rules":[{"match":"insertMany","mode":"fail_before","count":1,"status":503}]}"#,
+    );
+    stack.reset_stats();
+    let report = block_on(svc.apply_batch(&evs, t));
+    assert!(
+        report
+            .outcomes
+            .iter()
+            .all(|o| matches!(o, EventOutcome::Applied(_))),
+        "{:?}",
+        report.outcomes
+    );
+    assert_eq!(
+        stack.data_api_calls(),
+        json!({"insertMany": 1, "updateOne": 6}),
+        "the failed insertMany, an upsert per entry, an upsert per item"
+    );
+    let colls = svc.store().config().collections();
+    for i in 0..3 {
+        let id = senders::entry_id(&format!("s{i}"), "bat", &format!("k{i}"));
+        assert!(all(&stack, &colls.senders).iter().any(|d| d["_id"] == id));
+    }
+}

@@ -691,8 +691,9 @@ pub async fn apply<H: HttpClient>(
             event_time_ms: events[i].created_time_msec(),
         })
         .collect();
-    if let Err(e) = super::senders::index(store, &entries).await {
-        for &i in &indexed {
+    let written = super::senders::index_each(store, &entries).await;
+    for (&i, r) in indexed.iter().zip(written) {
+        if let Err(e) = r {
             outcomes[i] = Some(EventOutcome::Failed(format!("senders' index: {e}")));
         }
     }

@@ -132,8 +132,9 @@ impl Entry<'_> {
     }
 }
 
-/// Writes index entries: one upsert for one entry, else one `insertMany`, and when one of them
-/// already exists (a sender back on an item whose roster had expired) one upsert each.
+/// Writes index entries: one upsert for one entry, else one `insertMany`; when that fails (one
+/// of them already exists, a sender back on an item whose roster had expired; or the call
+/// failed) one upsert each, so a failure fails only its own entries' events, not the batch's.
 ///
 /// # Errors
 /// Backend failures (the caller fails the events: nothing naming them is written yet).
@@ -141,42 +142,73 @@ pub async fn index<H: HttpClient>(
     store: &NotificationStore<H>,
     entries: &[Entry<'_>],
 ) -> Result<(), NotifyError> {
+    match index_each(store, entries)
+        .await
+        .into_iter()
+        .find_map(Result::err)
+    {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// [`index`], with a result per entry of `entries`, in order (two events of one sender on one
+/// item share their entry, written once: the newest).
+pub async fn index_each<H: HttpClient>(
+    store: &NotificationStore<H>,
+    entries: &[Entry<'_>],
+) -> Vec<Result<(), NotifyError>> {
     let cfg = store.config();
     let coll = cfg.collections().senders;
-    // One entry per pair (a batch can hold two events of a sender on one item): the newest.
-    let mut by_id: std::collections::BTreeMap<String, &Entry<'_>> =
+    let ids: Vec<String> = entries
+        .iter()
+        .map(|e| entry_id(e.sender_id, e.owner, e.item_key))
+        .collect();
+    let mut newest: std::collections::BTreeMap<&str, &Entry<'_>> =
         std::collections::BTreeMap::new();
-    for e in entries {
-        let id = entry_id(e.sender_id, e.owner, e.item_key);
-        match by_id.get(&id) {
+    for (id, e) in ids.iter().zip(entries) {
+        match newest.get(id.as_str()) {
             Some(had) if had.event_time_ms >= e.event_time_ms => {}
             _ => {
-                by_id.insert(id, e);
+                newest.insert(id, e);
             }
         }
     }
-    let entries: Vec<&Entry<'_>> = by_id.into_values().collect();
-    let (entries, coll) = (&entries, &coll);
-    let upsert_each = || async move {
-        for e in entries {
-            let (f, u) = e.upsert(cfg);
-            store.api().update_one(coll, &f, &u, true).await?;
-        }
-        Ok::<(), NotifyError>(())
+    let mut written: std::collections::BTreeMap<&str, Result<(), NotifyError>> =
+        std::collections::BTreeMap::new();
+    let many = newest.len() >= 2 && {
+        let mut fields = Map::new();
+        fields.insert(
+            "documents".into(),
+            Value::Array(newest.values().map(|e| e.document(cfg)).collect()),
+        );
+        store
+            .api()
+            .action("insertMany", &coll, fields)
+            .await
+            .is_ok()
     };
-    if entries.len() < 2 {
-        return upsert_each().await;
+    for (id, e) in &newest {
+        let r = if many {
+            Ok(())
+        } else {
+            let (f, u) = e.upsert(cfg);
+            store
+                .api()
+                .update_one(&coll, &f, &u, true)
+                .await
+                .map(|_| ())
+                .map_err(NotifyError::from)
+        };
+        written.insert(id, r);
     }
-    let mut fields = Map::new();
-    fields.insert(
-        "documents".into(),
-        Value::Array(entries.iter().map(|e| e.document(cfg)).collect()),
-    );
-    match store.api().action("insertMany", coll, fields).await {
-        Ok(_) => Ok(()),
-        Err(BackendError::DuplicateKey { .. }) => upsert_each().await,
-        Err(e) => Err(e.into()),
-    }
+    ids.iter()
+        .map(|id| match written.get(id.as_str()) {
+            Some(Ok(())) => Ok(()),
+            Some(Err(e)) => Err(e.clone()),
+            None => Ok(()),
+        })
+        .collect()
 }
 
 /// What a sender's erasure changed so far.
