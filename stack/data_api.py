@@ -201,6 +201,7 @@ class DataApi:
                     result = op(coll, body)
                 return self._reply(201 if action.startswith("insert") else 200, result, out_type)
 
+            run.collection = body.get("collection")  # for a fault rule that names it
             return action, (around(action, run) if around else run()), key_name
         except ApiError as e:
             return action, error_response(e.status, str(e), e.code), key_name
@@ -406,7 +407,12 @@ class DataApiApp(App):
         return run_ttl_once(self.client, self.lock)
 
     def _with_faults(self, action, run):
-        plan = self.faults.plan({action.lower()})
+        # A rule matches the action ("updateOne") or the action on one collection
+        # ("updateOne:notifications").
+        names = {action.lower()}
+        if getattr(run, "collection", None):
+            names.add(f"{action.lower()}:{str(run.collection).lower()}")
+        plan = self.faults.plan(names)
         self.apply_delay(plan)
         if plan.fail == "fail_before":
             return self.fault_response(plan)

@@ -1,6 +1,7 @@
 """Fault injection rules shared by both servers.
 
 A rule: {"match": name|"*", "mode": "fail_before"|"fail_after"|"delay",
+(on the Data API a name is the action, or the action on one collection: "updateOne:notifications")
          "probability": 1.0, "count": N|null, "delay_ms": 0, "status": 503}
 """
 import random

@@ -30,7 +30,7 @@ Configuration (environment; the flags override):
                                 are always refused
     GATEWAY_COLLECTIONS         allowlist, required in production: every collection the worker
                                 uses, as `check-config --collections` prints them, e.g.
-                                notifications,notifications_dead,notifications_preferences,notifications_erasures
+                                notifications,notifications_dead,notifications_preferences,notifications_erasures,notifications_senders
     GATEWAY_AUTH_FAILURES       10 failed authentications per client address per minute, then 429
                                 with Retry-After until the budget refills (0 = off: development
                                 mode only)
@@ -205,7 +205,7 @@ class Config:
             if missing:
                 raise ConfigError(f"production mode needs {' and '.join(missing)} (the worker's database; its "
                                   "collections as `check-config --collections` prints them, e.g. "
-                                  "notifications,notifications_dead,notifications_preferences,notifications_erasures)")
+                                  "notifications,notifications_dead,notifications_preferences,notifications_erasures,notifications_senders)")
         # 0 turns the limiter off: development mode only (benchmarks compare with and without it).
         self.auth_failures = num("GATEWAY_AUTH_FAILURES", 10, minimum=0 if self.mode == "development" else 1)
         self.auth_tracked_max = num("GATEWAY_AUTH_TRACKED_MAX", 100_000)

@@ -442,7 +442,9 @@ fn create_flow_dedups_defers_the_commit_and_releases_on_write_failure() {
         (r.status, r.body["status"].as_str()),
         (201, Some("created"))
     );
-    assert_eq!(stack.data_api_total(), 1);
+    // The senders' index entry, then the item: the first attempt failed at the entry, after its
+    // reservation had put ana on the roster, and the retry (same event time) writes it again.
+    assert_eq!(stack.data_api_calls(), json!({"updateOne": 2}));
     assert_eq!(
         stack.redis_calls(),
         json!({"evalsha": 1}),
@@ -468,10 +470,11 @@ fn create_flow_dedups_defers_the_commit_and_releases_on_write_failure() {
     );
 
     // fail_after (applied, then 503): the retry reaches the write again and is absorbed by the
-    // origin filter: the item is not double counted.
+    // origin filter: the item is not double counted. (The item's write, not the senders' index
+    // entry before it.)
     let ev2 = body("u1", "p", "ben", "e-2");
     stack.data_api_faults(
-        r#"{"rules":[{"match":"updateOne","mode":"fail_after","count":1,"status":503}]}"#,
+        r#"{"rules":[{"match":"updateOne:notifications","mode":"fail_after","count":1,"status":503}]}"#,
     );
     assert!(
         block_on(notify_routes::post_event(&svc, &ev2, None, now_ms()))

@@ -298,6 +298,7 @@ fn a_document_another_writer_inserted_under_the_new_roster_is_not_counted_twice(
         key: "np:u1",
         members: &[],
         fence: None,
+        sender_fence: None,
     };
     let check = roster::check(&a);
     let admission = block_on(dedup::reserve_unless_muted(

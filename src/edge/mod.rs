@@ -231,6 +231,9 @@ async fn handle(
         Op::DeadLetters => notify::dead_letters(cfg, &query).await,
         Op::ReplayDeadLetters => notify::replay_dead_letters(cfg, env, &body).await,
         Op::EraseOwner => privacy::erase_owner(cfg, env, &matched.param.unwrap_or_default()).await,
+        Op::EraseSender => {
+            privacy::erase_sender(cfg, env, &matched.param.unwrap_or_default()).await
+        }
         Op::Erasure => privacy::erasure(cfg, &matched.param.unwrap_or_default()).await,
         Op::ExportOwner => privacy::export(cfg, &matched.param.unwrap_or_default(), &query).await,
         Op::ExportMine => privacy::export(cfg, owner()?, &query).await,

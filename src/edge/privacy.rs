@@ -23,6 +23,16 @@ pub async fn erase_owner(cfg: &Config, env: &Env, owner: &str) -> ApiResult<Resp
         .with_status(status))
 }
 
+/// `POST /v1/admin/senders/{senderId}/erasure`.
+pub async fn erase_sender(cfg: &Config, env: &Env, sender_id: &str) -> ApiResult<Response> {
+    let svc = service(cfg)?;
+    let q = queue::binding(env);
+    let (status, body) = privacy::erase_sender(&svc, sender_id, q.as_ref(), now_ms()).await?;
+    Ok(Response::from_json(&body)
+        .map_err(internal)?
+        .with_status(status))
+}
+
 /// `GET /v1/admin/erasures/{id}`.
 pub async fn erasure(cfg: &Config, id: &str) -> ApiResult<Response> {
     ok_json(&privacy::get_erasure(&service(cfg)?, id).await?)

@@ -135,6 +135,16 @@ test("export and erasure through the documented production gateway: every collec
   assert.equal(late.body.status, "erased");
   const progress = await fetch(`${w.base}/v1/admin/erasures/${job.id}`, { headers: SERVICE });
   assert.equal((await progress.json()).lateEventsDropped, 1);
+
+  // A sender's erasure reaches the senders' index (written by the create) through it too.
+  const own = { owner: "stays", itemKey: "s:1", sender: { id: "leaver", name: "Leaver" }, createdTimeMsec: t - 10 };
+  assert.equal((await create(event(own))).status, 201);
+  const s = await fetch(`${w.base}/v1/admin/senders/leaver/erasure`, { method: "POST", headers: SERVICE });
+  const sj = await s.json();
+  assert.equal(s.status, 202, JSON.stringify(sj));
+  assert.equal(sj.scrubbed.itemsRemoved, 1, "its only sender: the item is removed");
+  const { body } = await gw.dataApi("find", { collection: "notifications", filter: { owner: "stays" } });
+  assert.ok(!JSON.stringify(body.documents).includes("Leaver"), JSON.stringify(body.documents));
 });
 
 test("cursor paging: every item once, new arrivals do not shift later pages", async () => {

@@ -67,7 +67,8 @@ test("create, merge, duplicate, already-applied — with round trips counted", a
   let d = await delta(() => create(first), 2);
   assert.equal(d.result.status, 201);
   assert.equal(d.result.body.status, "created");
-  assert.deepEqual(d.data, { updateOne: 1 }, "one atomic upsert");
+  // Bo is new to the item: his entry in the senders' index (docs/privacy.md), then the item.
+  assert.deepEqual(d.data, { updateOne: 2 }, "the index entry and one atomic upsert");
   assert.deepEqual(d.redis, { evalsha: 2 }, "reserve on the request path + commit after it");
 
   d = await delta(() => create(first), 1);
@@ -77,7 +78,7 @@ test("create, merge, duplicate, already-applied — with round trips counted", a
 
   d = await delta(() => create(event({ sender: { id: "cy", name: "Cy" } })), 2);
   assert.equal(d.result.body.status, "merged");
-  assert.deepEqual(d.data, { updateOne: 1 });
+  assert.deepEqual(d.data, { updateOne: 2 }, "cy's index entry and the upsert");
   assert.deepEqual(d.redis, { evalsha: 2 });
 
   // The same sender under a new event id (producer retry with a fresh id): nothing changes.
@@ -141,7 +142,7 @@ test("an idle item's roster expires, and its next event rebuilds it from the doc
   assert.equal(await stack.redis(["DEL", key("ivy")]), 1, "what the idle expiry does");
   const d = await delta(() => create(event({ ...item("ivy"), sender: { id: "i4", name: "I4" } })), 3);
   assert.equal(d.result.body.status, "merged");
-  assert.deepEqual(d.data, { updateOne: 2, findOne: 1 }, "the upsert, the document read, the rebuilt tally");
+  assert.deepEqual(d.data, { updateOne: 3, findOne: 1 }, "i4's index entry, the upsert, the document read, the rebuilt tally");
   assert.deepEqual(d.redis, { evalsha: 3 }, "reserve, rebuild, commit");
   const [it] = (await list("ivy")).body.items;
   assert.deepEqual([it.originsCount, it.originsCountExact], [4, true], "the three senders before the expiry and the new one");
@@ -290,7 +291,7 @@ test("Idempotency-Key: replay flagged, other body 422, bad key 400, one Redis ca
   assert.equal(first.headers.get("idempotent-replayed"), null);
   // evalsha ×3 = claim + dedup reserve + dedup commit; set = the stored result (after the response).
   assert.deepEqual(d.redis, { evalsha: 3, set: 1 }, "claim before, record after");
-  assert.deepEqual(d.data, { updateOne: 1 });
+  assert.deepEqual(d.data, { updateOne: 2 }, "the sender's index entry and the upsert");
   const again = await w.post("/v1/notifications/events", ev, withKey("req-123"));
   assert.equal(again.status, 201);
   assert.equal(again.headers.get("idempotent-replayed"), "true");

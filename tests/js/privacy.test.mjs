@@ -23,7 +23,7 @@ const as = (key) => ({ authorization: `Bearer ${key}`, "content-type": "applicat
 const INGEST = as(KEYS.SERVICE_KEY_INGEST);
 const FORGET = as(KEYS.SERVICE_KEY_FORGET);
 const OPS = as(KEYS.SERVICE_KEY_OPS);
-const COLLECTIONS = ["notifications", "notifications_dead", "notifications_preferences", "notifications_erasures"];
+const COLLECTIONS = ["notifications", "notifications_dead", "notifications_preferences", "notifications_erasures", "notifications_senders"];
 
 let stack, w;
 before(async () => {
@@ -151,4 +151,52 @@ test("exports: the user's own and the privacy key's, paged, in the contract", as
   assert.deepEqual(keys.sort(), ["archived", "gone", "live", "merged", "read"]);
   assert.equal((await call("GET", "/v1/admin/owners/eve/export", INGEST)).status, 403);
   assert.equal((await call("GET", "/v1/notifications/export?limit=0", asUser("eve"))).status, 400);
+});
+
+test("a privacy key erases a sender from everyone's items; its late event is dropped and counted", async () => {
+  const t = Date.now() - 1000;
+  const sent = [["ria", "post", "max"], ["ria", "post", "bo"], ["ria", "solo", "max"], ["ned", "post", "max"], ["ned", "post", "cy"], ["ned", "post", "di"]];
+  for (const [o, k, s] of sent) {
+    assert.ok([200, 201, 202].includes((await call("POST", "/v1/notifications/events", INGEST, event(o, k, s, { createdTimeMsec: t }))).status));
+  }
+  const deadline = Date.now() + 20_000;
+  while ((await items("ria")).length < 2 || (await items("ned")).length < 1) {
+    if (Date.now() > deadline) throw new Error("the items were not written");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const denied = await call("POST", "/v1/admin/senders/max/erasure", INGEST);
+  assert.equal(denied.status, 403);
+
+  const r = await call("POST", "/v1/admin/senders/max/erasure", FORGET);
+  assert.equal(r.status, 202, JSON.stringify(r.body));
+  assert.ok(r.body.id.startsWith("sender:") && !r.body.id.includes("max"));
+  assert.equal(r.body.step, "sweep", "everything but the delayed sweep ran in one request");
+  assert.deepEqual(
+    { items: r.body.scrubbed.items, itemsRemoved: r.body.scrubbed.itemsRemoved, countsDropped: r.body.scrubbed.countsDropped },
+    { items: 2, itemsRemoved: 1, countsDropped: 3 },
+  );
+  for (const d of [...(await items("ria")), ...(await items("ned"))]) {
+    assert.ok(!JSON.stringify(d).includes("Name-max"), JSON.stringify(d));
+  }
+  // Bo alone on ria's post; max's solo item is gone from the list; ned's post counts cy and di.
+  const list = await call("GET", "/v1/notifications", asUser("ria"));
+  assert.deepEqual(list.body.items.map((i) => [i.itemKey, i.originsCount, i.summary]), [["post", 1, "Name-bo liked your post"]]);
+  const ned = await call("GET", "/v1/notifications", asUser("ned"));
+  assert.equal(ned.body.items[0].originsCount, 2);
+  assert.ok(!ned.body.items[0].summary.includes("max"), ned.body.items[0].summary);
+
+  // Same sender, same job; a late event of max (created before the erasure) is dropped.
+  const again = await call("POST", "/v1/admin/senders/max/erasure", OPS);
+  assert.equal(again.body.id, r.body.id);
+  await call("POST", "/v1/notifications/events", INGEST, event("ria", "post", "max", { createdTimeMsec: t + 1 }));
+  let progress;
+  while (!progress || progress.body.lateEventsDropped < 1) {
+    if (Date.now() > deadline) throw new Error("the late event was not counted");
+    await new Promise((res) => setTimeout(res, 20));
+    progress = await call("GET", `/v1/admin/erasures/${encodeURIComponent(r.body.id)}`, FORGET);
+  }
+  assert.equal(progress.status, 200);
+  assert.equal(progress.body.state, "running");
+  assert.ok(!JSON.stringify(await items("ria")).includes("Name-max"));
+  assert.equal((await call("POST", "/v1/admin/senders/%FF/erasure", FORGET)).status, 400);
 });

@@ -203,6 +203,17 @@ impl Stack {
         self.dev("redis_rest_url", "POST", "/__faults", rules);
     }
 
+    /// How many faults the Redis bridge's rules have injected since they were installed.
+    pub fn redis_faults_fired(&self) -> u64 {
+        let snap = self.dev("redis_rest_url", "GET", "/__faults", "");
+        snap["rules"]
+            .as_array()
+            .expect("redis /__faults lists its rules")
+            .iter()
+            .filter_map(|r| r["fired"].as_u64())
+            .sum()
+    }
+
     /// Installs fault rules on the Data API (`{"rules":[…]}`).
     pub fn data_api_faults(&self, rules: &str) {
         self.dev("data_api_url", "POST", "/__faults", rules);

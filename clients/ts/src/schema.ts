@@ -468,6 +468,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/senders/{senderId}/erasure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase a sender's name, avatar and count from every item of every owner (resumable)
+         * @description Takes the sender's origins (id, name, avatar, landing) out of every item of every owner, found through the senders' index (items past the origins cap, where the sender is only in the Redis roster, included): the summary re-renders, an item whose only sender it was is removed as a retraction of its last sender removes it, each item's exact sender count drops by one; dead letters carrying the sender are deleted. A fence drops the sender's events created before the erasure that arrive later (events created after it are written). In steps within one request's subrequest budget: 200 when done, 202 while steps remain (the queue continues it when bound, otherwise call again; idempotent: the same sender is the same job). See docs/privacy.md.
+         */
+        post: operations["eraseSender"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/erasures/{id}": {
         parameters: {
             query?: never;
@@ -477,7 +497,7 @@ export interface paths {
         };
         /**
          * An erasure's progress: what each store lost, late events dropped
-         * @description The job's id is the one `DELETE /v1/admin/owners/{owner}` answered; it stays readable as long as the erasure's fence holds.
+         * @description The job's id is the one `DELETE /v1/admin/owners/{owner}` or `POST /v1/admin/senders/{senderId}/erasure` answered (`owner:…` or `sender:…`, and the answer has that erasure's shape); it stays readable as long as the erasure's fence holds.
          */
         get: operations["getErasure"];
         put?: never;
@@ -886,7 +906,66 @@ export interface components {
             deadLetters: number;
             /** @description Badge sockets closed (the hub's storage is cleared too). */
             badgeSockets: number;
+            /**
+             * @description Entries of the senders' index that pointed at the owner's items (Data API).
+             * @default 0
+             */
+            senderIndex: number;
         };
+        /**
+         * @description `POST /v1/admin/senders/{senderId}/erasure` and `GET /v1/admin/erasures/{id}` of a sender's
+         *     erasure: its progress.
+         */
+        SenderErasureView: {
+            /** @description The job's id (`sender:` + a digest; what `GET /v1/admin/erasures/{id}` takes). */
+            id: string;
+            /** @description `running` until every step is done. */
+            state: components["schemas"]["JobState"];
+            /** @description The step to run next: `fence`, `items`, `dead_letters`, `sweep`, then `done`. */
+            step: components["schemas"]["Step"];
+            /**
+             * Format: int64
+             * @description The fence, ms since the epoch: the sender's events created at or before it are dropped.
+             */
+            erasedAtMsec: number;
+            /** @description What was changed, per store. */
+            scrubbed: components["schemas"]["Scrubbed"];
+            /**
+             * @description The sender's late events dropped behind the fence so far (shown by `GET`; 0 in a `POST`
+             *     answer).
+             */
+            lateEventsDropped: number;
+            /**
+             * Format: int64
+             * @description When a running job can go on (the sweep waits a minute after the fence).
+             */
+            continueAfterMsec?: number | null;
+        };
+        /** @description What a sender's erasure changed so far. */
+        Scrubbed: {
+            /** @description Items that kept other senders and lost this one's origin or retraction (Data API). */
+            items: number;
+            /**
+             * @description Items removed (tombstoned, as a retraction of the last sender does): it was their only
+             *     stored sender.
+             */
+            itemsRemoved: number;
+            /**
+             * @description Items whose exact sender count dropped by one (the sender left their Redis roster). A
+             *     figure of progress: a page repeated after a failed Redis call finds its rosters already
+             *     without the sender and does not count them again, so it can be low; the counts are exact.
+             */
+            countsDropped: number;
+            /** @description Dead letters carrying the sender, deleted. */
+            deadLetters: number;
+            /** @description The sender's index entries, deleted at the end. */
+            indexEntries: number;
+        };
+        /**
+         * @description Any erasure's progress: an owner's or a sender's (`GET /v1/admin/erasures/{id}` answers
+         *     either, told apart by the id's prefix, `owner:` or `sender:`).
+         */
+        AnyErasureView: components["schemas"]["ErasureView"] | components["schemas"]["SenderErasureView"];
         /** @description One page of an owner's export: everything stored about them as a recipient. */
         ExportPage: {
             /** @description The owner. */
@@ -4030,6 +4109,128 @@ export interface operations {
             };
         };
     };
+    eraseSender: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The sender's id (the events' `sender.id`), percent-encoded. */
+                senderId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Erased */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SenderErasureView"];
+                };
+            };
+            /** @description Steps remain (continued by the queue, or the next call) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SenderErasureView"];
+                };
+            };
+            /** @description Bad request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "invalid_path";
+                        };
+                    };
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The service key lacks the operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Well-formed but invalid */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "field_too_long" | "invalid_characters" | "missing_field";
+                        };
+                    };
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The backend refused a request */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "backend_rejected" | "backend_decode";
+                        };
+                    };
+                };
+            };
+            /** @description Unavailable; retry after `Retry-After` seconds */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error?: {
+                            /** @enum {unknown} */
+                            code?: "not_configured" | "auth_unavailable" | "config_invalid" | "backend_unavailable" | "duplicate_key";
+                        };
+                    };
+                };
+            };
+        };
+    };
     getErasure: {
         parameters: {
             query?: never;
@@ -4048,7 +4249,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ErasureView"];
+                    "application/json": components["schemas"]["AnyErasureView"];
                 };
             };
             /** @description Bad request */

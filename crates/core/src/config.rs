@@ -137,7 +137,7 @@ pub const VARIABLES: &[Setting] = &[
     var("DATA_API_USER", "text", Some("api"), "Basic-auth user name when `DATA_API_AUTH=basic`"),
     var("DATA_SOURCE", "text", Some("local"), "Data API `dataSource` (the Atlas cluster name)"),
     var("DATABASE", "text", Some("app"), "Data API `database`"),
-    var("NOTIFY_COLLECTION", "text", Some("notifications"), "collection of the inbox items; dead letters go to `{NOTIFY_COLLECTION}_dead`, preferences to `{NOTIFY_COLLECTION}_preferences`, erasure jobs and fences to `{NOTIFY_COLLECTION}_erasures` (the gateway must serve all: `check-config --collections`)"),
+    var("NOTIFY_COLLECTION", "text", Some("notifications"), "collection of the inbox items; dead letters go to `{NOTIFY_COLLECTION}_dead`, preferences to `{NOTIFY_COLLECTION}_preferences`, erasure jobs and fences to `{NOTIFY_COLLECTION}_erasures`, the senders' reverse index to `{NOTIFY_COLLECTION}_senders` (the gateway must serve all: `check-config --collections`)"),
     var("BACKEND_TIMEOUT_MS", "integer, ms, > 0", Some("5000"), "deadline of one Data API, Redis or JWKS call"),
     // Notifications.
     var("NOTIFY_ORIGINS_CAP", "integer, ≥ 1", Some("100"), "origins kept per merged item (`originsCount` counts every sender: exactly with Redis, see `originsCountExact`)"),

@@ -207,6 +207,7 @@ fn detail(op: Op) -> Detail {
         Op::DeadLetters => operations::dead_letters(),
         Op::ReplayDeadLetters => operations::replay_dead_letters(),
         Op::EraseOwner => operations::erase_owner(),
+        Op::EraseSender => operations::erase_sender(),
         Op::Erasure => operations::erasure(),
         Op::ExportOwner => operations::export(true),
         Op::ExportMine => operations::export(false),

@@ -60,6 +60,30 @@ pub async fn delete_owner<H: HttpClient, B: BadgeHubs, Q: EventQueue>(
     Ok((status, json!(view)))
 }
 
+/// `POST /v1/admin/senders/{senderId}/erasure`: runs the sender's erasure as far as one
+/// request's budget goes; `200` when done, `202` while it runs (continued by the queue when one
+/// is bound, else by the next `POST`).
+///
+/// # Errors
+/// Validation (422), backend failures (502/503): progress so far is kept.
+pub async fn erase_sender<H: HttpClient, Q: EventQueue>(
+    svc: &NotifyService<H>,
+    sender_id: &str,
+    queue: Option<&Q>,
+    now_ms: i64,
+) -> Result<(u16, Value), ApiError> {
+    let view = svc
+        .erase_sender(sender_id, DEFAULT_BUDGET - 1, now_ms)
+        .await?;
+    let _ = svc.schedule_continuation(&view, queue, now_ms).await;
+    let status = if view.state == JobState::Done {
+        200
+    } else {
+        202
+    };
+    Ok((status, json!(view)))
+}
+
 /// `GET /v1/admin/erasures/{id}`.
 ///
 /// # Errors

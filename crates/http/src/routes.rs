@@ -117,6 +117,8 @@ pub enum Op {
     ReplayDeadLetters,
     /// Erase everything stored about an owner (start or continue the job).
     EraseOwner,
+    /// Erase a sender from every item of every owner (start or continue the job).
+    EraseSender,
     /// An erasure job's progress.
     Erasure,
     /// Everything stored about an owner (service).
@@ -474,6 +476,15 @@ pub const ROUTES: &[Route] = &[
         "privacy",
     ),
     route(
+        Post,
+        "/v1/admin/senders/{senderId}/erasure",
+        Op::EraseSender,
+        Service(Scope::Privacy),
+        "eraseSender",
+        "Erase a sender's name, avatar and count from every item of every owner (resumable)",
+        "privacy",
+    ),
+    route(
         Get,
         "/v1/admin/erasures/{id}",
         Op::Erasure,
@@ -639,7 +650,7 @@ mod tests {
     #[test]
     fn every_route_is_reachable_and_unique() {
         for r in ROUTES {
-            let path = ["{itemKey}", "{owner}", "{id}", "{file}"]
+            let path = ["{itemKey}", "{owner}", "{id}", "{file}", "{senderId}"]
                 .iter()
                 .fold(r.path.to_owned(), |p, name| p.replace(name, "k"));
             let m = resolve(r.method.as_str(), &path, true).expect(r.path);
@@ -744,7 +755,8 @@ mod tests {
         for r in ROUTES {
             assert_eq!(
                 r.body_limit > 0,
-                matches!(r.method, Method::Post | Method::Put) && r.op != Op::AdminIndexes
+                matches!(r.method, Method::Post | Method::Put)
+                    && !matches!(r.op, Op::AdminIndexes | Op::EraseSender)
             );
             if r.access == Access::User {
                 assert_eq!(r.rate_limit, RateLimit::PerUser);

@@ -52,6 +52,8 @@ pub fn components() -> Map<String, Value> {
     out.subschema_for::<ReplayResult>();
     out.subschema_for::<PreferencesBody>();
     out.subschema_for::<egn_core::notify::erasure::ErasureView>();
+    out.subschema_for::<egn_core::notify::senders::SenderErasureView>();
+    out.subschema_for::<egn_core::notify::privacy::AnyErasureView>();
     out.subschema_for::<egn_core::notify::privacy::ExportPage>();
     out.subschema_for::<crate::ErrorBody<'static>>();
     out.subschema_for::<crate::health::Health>();

@@ -26,7 +26,7 @@ fn the_collections_follow_notify_collection() {
     assert!(only.status.success());
     assert_eq!(
         String::from_utf8(only.stdout).unwrap(),
-        "inbox,inbox_dead,inbox_preferences,inbox_erasures\n"
+        "inbox,inbox_dead,inbox_preferences,inbox_erasures,inbox_senders\n"
     );
     let full = check_config("{}", &[]);
     assert!(full.status.success());

@@ -28,9 +28,9 @@ mod store;
 
 pub use store::{
     commit, parse_admission, parse_reserve_reply, release, reserve, reserve_many,
-    reserve_unless_muted, roster_leave, roster_leave_unless_fenced, scripts, seed_roster,
-    settle_many, Admission, Departure, MuteCheck, Reservation, RosterCheck, RosterLife, RosterSeed,
-    Settle, Tally,
+    reserve_unless_muted, roster_erase, roster_leave, roster_leave_unless_fenced, scripts,
+    seed_roster, settle_many, Admission, Departure, Leave, MuteCheck, Reservation, RosterCheck,
+    RosterErased, RosterLife, RosterSeed, Settle, Tally,
 };
 
 use sha2::{Digest, Sha256};

@@ -18,14 +18,27 @@
 -- Optional erasure fence, first of all: the last two ARGV are 'fence' and the event's time (ms),
 -- and the last key is the owner's fence (ef:{digest}, value = erased-at ms); an event at or
 -- before it answers 'erased' and nothing is reserved, joined or counted (notify/fence.rs).
+-- With 'fences' instead of 'fence' the last two keys are the owner's fence and the sender's
+-- (sf:{digest}, notify/senders.rs): an event at or before the sender's erasure answers
+-- 'sender_erased', with nothing reserved, joined or counted either.
 -- No other argument in those places can read 'fence' (members are prefixed, the rest numbers).
 -- HSETNX first: the common case (a new id) costs one listpack scan, not two (HGET + HSET).
 local nk = #KEYS
-if ARGV[#ARGV - 1] == 'fence' then
+local fenced = ARGV[#ARGV - 1]
+if fenced == 'fence' or fenced == 'fences' then
+  local te = tonumber(ARGV[#ARGV])
+  local sat = nil
+  if fenced == 'fences' then
+    sat = redis.call('GET', KEYS[nk])
+    nk = nk - 1
+  end
   local at = redis.call('GET', KEYS[nk])
   nk = nk - 1
-  if at and tonumber(ARGV[#ARGV]) <= tonumber(at) then
+  if at and te <= tonumber(at) then
     return {'erased', ''}
+  end
+  if sat and te <= tonumber(sat) then
+    return {'sender_erased', ''}
   end
 end
 local m = tonumber(ARGV[4]) or 0

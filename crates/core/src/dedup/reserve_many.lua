@@ -6,7 +6,8 @@
 --   field, key expire-at (unix ms), index into KEYS of its muted set (0 = none), member count m,
 --   m members that would mute it, index into KEYS of its roster (0 = none), the sender's
 --   fingerprint, event time (ms), index into KEYS of its owner's erasure fence (0 = none; an
---   event at or before the fence's erased-at answers 'erased', see reserve.lua).
+--   event at or before the fence's erased-at answers 'erased', see reserve.lua), index into
+--   KEYS of its sender's erasure fence (0 = none; 'sender_erased').
 -- Returns a flat list status, token, tally, added, fresh, generation per event, with
 -- reserve.lua's statuses (tally '', added 0, fresh 0 and generation '' without a roster).
 local lease_ms = tonumber(ARGV[1])
@@ -27,6 +28,13 @@ for i = 1, n do
       status = 'erased'
     end
   end
+  local sfence = tonumber(ARGV[a + 8 + m])
+  if status == nil and sfence > 0 then
+    local at = redis.call('GET', KEYS[sfence])
+    if at and tonumber(ARGV[a + 6 + m]) <= tonumber(at) then
+      status = 'sender_erased'
+    end
+  end
   if mute > 0 then
     for j = 1, m do
       if status == nil and redis.call('SISMEMBER', KEYS[mute], ARGV[a + 3 + j]) == 1 then
@@ -35,7 +43,7 @@ for i = 1, n do
     end
   end
   local roster, fp, te = tonumber(ARGV[a + 4 + m]), ARGV[a + 5 + m], tonumber(ARGV[a + 6 + m])
-  a = a + 8 + m
+  a = a + 9 + m
   if status == nil then
     if redis.call('HSETNX', key, field, lease) == 0 then
       local v = redis.call('HGET', key, field)

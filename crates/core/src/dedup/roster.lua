@@ -68,7 +68,10 @@ local function roster_expire(key, life)
   redis.call('PEXPIRE', key, string.format('%d', ttl))
 end
 -- Puts a sender on the item unless it was retracted at or after this event (then nil).
--- Returns the tally, 1 when this call added the sender (else 0), and roster_fresh's two values.
+-- Returns the tally, 1 when this call added the sender (2 when it was already on the item with
+-- this very event time: most likely this event's earlier attempt, whose write failed, so the
+-- caller writes what an added sender writes, the senders' index entry; else 0), and
+-- roster_fresh's two values.
 local function roster_join(key, fp, te, life)
   local cur = tonumber(redis.call('HGET', key, fp) or '')
   if cur ~= nil and cur > 0 then
@@ -77,7 +80,11 @@ local function roster_join(key, fp, te, life)
       redis.call('HSET', key, fp, string.format('%d', te + 1))
       roster_expire(key, life)
     end
-    return roster_tally(key), 0, roster_fresh(key, fp)
+    local again = 0
+    if te + 1 == cur then
+      again = 2
+    end
+    return roster_tally(key), again, roster_fresh(key, fp)
   end
   if cur ~= nil and te < -cur then
     return nil, 0, 0, ''

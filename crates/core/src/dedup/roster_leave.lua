@@ -6,9 +6,18 @@
 -- Optional KEYS[2] = the owner's erasure fence (ef:{digest}): while it stands and the roster does
 -- not exist, answers {'fenced'} and changes nothing (the caller asks the document whether the
 -- item exists: an erased owner's retraction of an item it no longer has must leave nothing).
+-- Optional KEYS[3] = the sender's erasure fence (sf:{digest}): while it stands and the sender is
+-- not on the roster (it has not sent anything since its erasure), answers {'sender_fenced'} and
+-- changes nothing: recording the retraction would write the erased sender's id into `x`.
 local key = KEYS[1]
 if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 1 and redis.call('EXISTS', key) == 0 then
   return {'fenced'}
+end
+if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then
+  local cur = tonumber(redis.call('HGET', key, ARGV[1]) or '')
+  if cur == nil or cur < 0 then
+    return {'sender_fenced'}
+  end
 end
 if redis.call('EXISTS', key) == 0 then
   roster_mark(key, ARGV[1], ARGV[3])

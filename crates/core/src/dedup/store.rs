@@ -29,6 +29,12 @@ static ROSTER_LEAVE: LazyLock<Script> = LazyLock::new(|| {
 });
 static SETTLE_MANY: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("settle_many.lua")));
+static ROSTER_ERASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(concat!(
+        include_str!("roster.lua"),
+        include_str!("roster_erase.lua")
+    ))
+});
 static SEED: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(
         include_str!("roster.lua"),
@@ -59,6 +65,9 @@ pub enum Reservation {
     /// The owner was erased after this event was created (only with a fence in the
     /// [`MuteCheck`]): nothing was reserved or joined; drop the event.
     Erased,
+    /// The sender was erased after this event was created (only with a sender fence in the
+    /// [`MuteCheck`]): nothing was reserved or joined; drop the event.
+    SenderErased,
 }
 
 /// The item's sender roster and the sender to put on it, checked in the reservation's round
@@ -121,6 +130,19 @@ pub struct Tally {
     /// While the roster is new, its generation: a write that inserts the item stores it, so
     /// whoever completes the roster can tell a document born of it (see `roster.lua`).
     pub generation: Option<i64>,
+    /// The sender was already on the item with this very event time: most likely this event's
+    /// earlier attempt joined it and its write failed, so the caller writes again what an added
+    /// sender writes (the senders' index entry, `notify::senders`).
+    pub rejoined: bool,
+}
+
+impl Tally {
+    /// Whether the create writes the sender's index entry: the sender joined the item now, or
+    /// again with the same event (see [`Tally::rejoined`]).
+    #[must_use]
+    pub fn indexes(&self) -> bool {
+        self.added || self.rejoined
+    }
 }
 
 /// What [`seed_roster`] merges into a new roster: the item's document, in the roster's terms.
@@ -169,6 +191,9 @@ pub struct MuteCheck<'a> {
     /// The owner's erasure fence key and the event's time: an event at or before the fence
     /// answers [`Reservation::Erased`] (see `notify::fence`).
     pub fence: Option<(&'a str, i64)>,
+    /// The sender's erasure fence key (with `fence`, whose event time it is compared with): an
+    /// event at or before it answers [`Reservation::SenderErased`] (see `notify::senders`).
+    pub sender_fence: Option<&'a str>,
 }
 
 /// Reserves `slot` for `lease_ms` in one EVALSHA round trip.
@@ -227,7 +252,13 @@ pub async fn reserve_unless_muted<H: HttpClient>(
     let fence_time = mute.fence.map(|(_, t)| t.to_string());
     if let (Some((key, _)), Some(t)) = (mute.fence, &fence_time) {
         keys.push(key);
-        args.extend(["fence", t.as_str()]);
+        match mute.sender_fence {
+            Some(s) => {
+                keys.push(s);
+                args.extend(["fences", t.as_str()]);
+            }
+            None => args.extend(["fence", t.as_str()]),
+        }
     }
     let reply = redis.evalsha_or_eval(&RESERVE, &keys, &args).await?;
     parse_admission(&reply)
@@ -244,13 +275,28 @@ pub async fn roster_leave<H: HttpClient>(
     now_ms: i64,
     life: &RosterLife,
 ) -> Result<Departure, BackendError> {
-    roster_leave_unless_fenced(redis, key, field, now_ms, life, None)
-        .await?
-        .ok_or_else(|| BackendError::Decode("roster leave: fenced without a fence".into()))
+    match roster_leave_unless_fenced(redis, key, field, now_ms, life, None, None).await? {
+        Leave::Left(d) => Ok(d),
+        _ => Err(BackendError::Decode(
+            "roster leave: fenced without a fence".into(),
+        )),
+    }
+}
+
+/// What [`roster_leave_unless_fenced`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leave {
+    /// The sender left the roster.
+    Left(Departure),
+    /// The owner's fence stands and the roster does not exist: nothing changed.
+    OwnerFenced,
+    /// The sender's fence stands and the sender is not on the roster: nothing changed.
+    SenderFenced,
 }
 
 /// [`roster_leave`], unless the owner's erasure `fence` (its Redis key) stands and the roster
-/// does not exist: then `None`, and nothing changed (see `roster_leave.lua`).
+/// does not exist, or the sender's `sender_fence` stands and the sender is not on the roster:
+/// then nothing changed (see `roster_leave.lua`).
 ///
 /// # Errors
 /// Backend failures; a malformed script reply is [`BackendError::Decode`].
@@ -261,19 +307,28 @@ pub async fn roster_leave_unless_fenced<H: HttpClient>(
     now_ms: i64,
     life: &RosterLife,
     fence: Option<&str>,
-) -> Result<Option<Departure>, BackendError> {
+    sender_fence: Option<&str>,
+) -> Result<Leave, BackendError> {
     let (now, life) = (now_ms.to_string(), life.arg());
     let mut keys = vec![key];
-    keys.extend(fence);
+    // KEYS[3] is the sender's fence: an absent owner fence takes a key no one writes.
+    match (fence, sender_fence) {
+        (Some(f), Some(s)) => keys.extend([f, s]),
+        (None, Some(s)) => keys.extend(["ef:-", s]),
+        (Some(f), None) => keys.push(f),
+        (None, None) => {}
+    }
     let reply = redis
         .evalsha_or_eval(&ROSTER_LEAVE, &keys, &[field, &now, &life])
         .await?;
-    if reply.get(0).and_then(Value::as_str) == Some("fenced") {
-        return Ok(None);
+    match reply.get(0).and_then(Value::as_str) {
+        Some("fenced") => return Ok(Leave::OwnerFenced),
+        Some("sender_fenced") => return Ok(Leave::SenderFenced),
+        _ => {}
     }
     let num = |i: usize| reply.get(i).and_then(reply_int);
     match (num(0), num(1)) {
-        (Some(tally), Some(at_ms)) => Ok(Some(Departure {
+        (Some(tally), Some(at_ms)) => Ok(Leave::Left(Departure {
             tally,
             at_ms,
             fresh: num(2) == Some(1),
@@ -384,6 +439,14 @@ pub async fn reserve_many<H: HttpClient>(
             Some((key, _)) => args.push(key_index(&mut keys, n, key)),
             None => args.push("0".into()),
         }
+        match mutes
+            .get(i)
+            .and_then(Option::as_ref)
+            .and_then(|m| m.sender_fence.filter(|_| m.fence.is_some()))
+        {
+            Some(key) => args.push(key_index(&mut keys, n, key)),
+            None => args.push("0".into()),
+        }
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let reply = redis.evalsha_or_eval(&RESERVE_MANY, &keys, &args).await?;
@@ -454,6 +517,7 @@ pub fn parse_admission(reply: &Value) -> Result<Admission, BackendError> {
                 added: flag(3),
                 fresh: flag(4),
                 generation: reply.get(5).and_then(reply_int),
+                rejoined: reply.get(3).and_then(reply_int) == Some(2),
             })
         }
     };
@@ -513,10 +577,60 @@ pub fn parse_reserve_reply(reply: &Value) -> Result<Reservation, BackendError> {
         Some("retracted") => Ok(Reservation::Retracted),
         Some("hot") => Ok(Reservation::Hot),
         Some("erased") => Ok(Reservation::Erased),
+        Some("sender_erased") => Ok(Reservation::SenderErased),
         _ => Err(BackendError::Decode(format!(
             "dedup reserve: unexpected reply {reply}"
         ))),
     }
+}
+
+/// A sender's erasure over one page of items' rosters in one `EVALSHA` (see `roster_erase.lua`):
+/// the sender's field leaves each roster where its time is at or before `erased_at_ms`; per key,
+/// the roster's tally to store (`None`: no roster) and whether this call dropped its count.
+///
+/// # Errors
+/// Backend failures; a malformed reply is [`BackendError::Decode`].
+pub async fn roster_erase<H: HttpClient>(
+    redis: &RedisRestClient<H>,
+    keys: &[String],
+    field: &str,
+    erased_at_ms: i64,
+    life: &RosterLife,
+) -> Result<Vec<Option<RosterErased>>, BackendError> {
+    if keys.is_empty() {
+        return Ok(vec![]);
+    }
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let (at, life) = (erased_at_ms.to_string(), life.arg());
+    let reply = redis
+        .evalsha_or_eval(&ROSTER_ERASE, &keys, &[field, &at, &life])
+        .await?;
+    let out = reply
+        .as_array()
+        .filter(|a| a.len() == 2 * keys.len())
+        .ok_or_else(|| BackendError::Decode(format!("roster erase: reply {reply}")))?;
+    out.chunks(2)
+        .map(|p| match &p[0] {
+            Value::String(s) if s.is_empty() => Ok(None),
+            v => reply_int(v)
+                .map(|packed| {
+                    Some(RosterErased {
+                        packed,
+                        removed: reply_int(&p[1]) == Some(1),
+                    })
+                })
+                .ok_or_else(|| BackendError::Decode(format!("roster erase: reply {reply}"))),
+        })
+        .collect()
+}
+
+/// One roster after [`roster_erase`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RosterErased {
+    /// Its tally (see [`Tally::packed`]).
+    pub packed: i64,
+    /// This call took the sender off its count.
+    pub removed: bool,
 }
 
 /// Lua sources, for tools that load them over RESP (the memory benchmark).

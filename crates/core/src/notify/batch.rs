@@ -476,6 +476,7 @@ fn group_tally(tallies: &[Option<Tally>], idx: &[usize]) -> Option<Tally> {
         added: group.iter().any(|t| t.added),
         fresh: group.iter().any(|t| t.fresh),
         generation: group.iter().find_map(|t| t.generation),
+        rejoined: group.iter().any(|t| t.rejoined),
     })
 }
 
@@ -608,12 +609,17 @@ pub async fn apply<H: HttpClient>(
         .map(|e| preferences::mute_members(e.category_type(), &e.notification_type))
         .collect();
     let fences: Vec<String> = events.iter().map(|e| fence::redis_key(e.owner())).collect();
+    let sender_fences: Vec<String> = events
+        .iter()
+        .map(|e| super::senders::fence_key(&e.sender.id))
+        .collect();
     let mutes: Vec<Option<MuteCheck<'_>>> = (0..n)
         .map(|i| {
             Some(MuteCheck {
                 key: &keys[i],
                 members: &members[i],
                 fence: Some((&fences[i], events[i].created_time_msec())),
+                sender_fence: Some(&sender_fences[i]),
             })
         })
         .collect();
@@ -661,7 +667,7 @@ pub async fn apply<H: HttpClient>(
     for (i, r) in reservations.iter().enumerate() {
         outcomes[i] = match r {
             Some(Reservation::Muted) => Some(EventOutcome::Muted),
-            Some(Reservation::Erased) => Some(EventOutcome::Erased),
+            Some(Reservation::Erased | Reservation::SenderErased) => Some(EventOutcome::Erased),
             Some(Reservation::Duplicate) => Some(EventOutcome::Duplicate),
             Some(Reservation::Retracted) => {
                 Some(EventOutcome::Applied(CreateOutcome::AlreadyApplied))
@@ -669,6 +675,27 @@ pub async fn apply<H: HttpClient>(
             // Reserved, in flight elsewhere, or no Redis: write (the upsert is idempotent).
             _ => None,
         };
+    }
+    // The senders' index entries of the events to write whose sender joined its item (without
+    // Redis: all), in one call before any item names them; if it fails, so do those events.
+    let indexed: Vec<usize> = (0..n)
+        .filter(|&i| outcomes[i].is_none())
+        .filter(|&i| redis.is_none() || tallies[i].is_some_and(|t| t.indexes()))
+        .collect();
+    let entries: Vec<super::senders::Entry<'_>> = indexed
+        .iter()
+        .map(|&i| super::senders::Entry {
+            sender_id: &events[i].sender.id,
+            owner: events[i].owner(),
+            item_key: events[i].item_key(),
+            event_time_ms: events[i].created_time_msec(),
+        })
+        .collect();
+    let written = super::senders::index_each(store, &entries).await;
+    for (&i, r) in indexed.iter().zip(written) {
+        if let Err(e) = r {
+            outcomes[i] = Some(EventOutcome::Failed(format!("senders' index: {e}")));
+        }
     }
     let pending: Vec<usize> = (0..n).filter(|&i| outcomes[i].is_none()).collect();
     let groups = group(events, pending.into_iter(), &mut outcomes);
@@ -721,7 +748,7 @@ pub async fn apply<H: HttpClient>(
         // filter keeps it from double counting.
         let _ = dedup::settle_many(r, &settle).await;
     }
-    count_erased(store, events, &outcomes).await;
+    count_erased(store, events, &outcomes, &reservations).await;
     let changed: BTreeSet<&str> = outcomes
         .iter()
         .zip(events)
@@ -735,26 +762,39 @@ pub async fn apply<H: HttpClient>(
     }
 }
 
-/// Without Redis: each event's admission is `None` (write it), or an `Erased` reservation when
-/// its owner's fence is at or after it.
+/// Without Redis: each event's admission is `None` (write it), or an `Erased` (`SenderErased`)
+/// reservation when its owner's (sender's) fence is at or after it; one `find` for the batch.
 async fn fenced_without_redis<H: HttpClient>(
     store: &NotificationStore<H>,
     events: &[NotificationEvent],
     now_ms: i64,
 ) -> Result<Vec<Option<Admission>>, NotifyError> {
-    let owners: Vec<&str> = events
+    let ids: Vec<String> = events
         .iter()
-        .map(NotificationEvent::owner)
+        .flat_map(|e| {
+            [
+                fence::doc_id(e.owner()),
+                super::senders::fence_doc_id(&e.sender.id),
+            ]
+        })
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let at = fence::lookup(store, None, &owners, now_ms).await?;
+    let at = fence::lookup_docs(store, &ids, now_ms).await?;
+    let fence_of = |id: String| ids.iter().position(|x| *x == id).and_then(|k| at[k]);
     Ok(events
         .iter()
         .map(|e| {
-            let k = owners.iter().position(|o| *o == e.owner())?;
-            fence::behind(at[k], e.created_time_msec()).then_some(Admission {
-                reservation: Reservation::Erased,
+            let t = e.created_time_msec();
+            let reservation = if fence::behind(fence_of(fence::doc_id(e.owner())), t) {
+                Reservation::Erased
+            } else if fence::behind(fence_of(super::senders::fence_doc_id(&e.sender.id)), t) {
+                Reservation::SenderErased
+            } else {
+                return None;
+            };
+            Some(Admission {
+                reservation,
                 tally: None,
             })
         })
@@ -767,15 +807,22 @@ async fn count_erased<H: HttpClient>(
     store: &NotificationStore<H>,
     events: &[NotificationEvent],
     outcomes: &[EventOutcome],
+    reservations: &[Option<Reservation>],
 ) {
-    let mut per_owner: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
-    for (o, e) in outcomes.iter().zip(events) {
+    // By fence document: the owner's, or the sender's for an event its sender's fence dropped.
+    let mut per_fence: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    for ((o, e), r) in outcomes.iter().zip(events).zip(reservations) {
         if *o == EventOutcome::Erased {
-            *per_owner.entry(e.owner()).or_default() += 1;
+            let id = if *r == Some(Reservation::SenderErased) {
+                super::senders::fence_doc_id(&e.sender.id)
+            } else {
+                fence::doc_id(e.owner())
+            };
+            *per_fence.entry(id).or_default() += 1;
         }
     }
-    for (owner, n) in per_owner {
-        let _ = fence::count_dropped(store, owner, n).await;
+    for (id, n) in per_fence {
+        let _ = fence::count_dropped_named(store, &id, n).await;
     }
 }
 

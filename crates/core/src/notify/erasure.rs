@@ -119,6 +119,9 @@ pub struct Removed {
     pub dead_letters: u64,
     /// Badge sockets closed (the hub's storage is cleared too).
     pub badge_sockets: u64,
+    /// Entries of the senders' index that pointed at the owner's items (Data API).
+    #[serde(default)]
+    pub sender_index: u64,
 }
 
 /// An erasure job as stored (and, without the owner, as shown).
@@ -311,10 +314,13 @@ fn cost(step: Step, redis: bool) -> u32 {
     let r = u32::from(redis);
     match step {
         Step::Fence => 1 + r,
-        Step::Items | Step::Sweep => 2 + r,
+        Step::Items => 2 + r,
+        // The sweep's last page also deletes the owner's entries in the senders' index.
+        Step::Sweep => 3 + r,
         Step::Preferences => 1 + r,
         Step::Idempotency => 2 * r,
-        Step::DeadLetters | Step::Badge => 1,
+        Step::DeadLetters => 2,
+        Step::Badge => 1,
         Step::Done => 0,
     }
 }
@@ -377,6 +383,9 @@ async fn steps<H: HttpClient, B: BadgeHubs>(
                     job.step = if job.step == Step::Items {
                         Step::Preferences
                     } else {
+                        // Entries written by a create that passed the fence check before it.
+                        job.removed.sender_index +=
+                            delete_sender_index(s, owner, job.erased_at).await?;
                         Step::Done
                     };
                 }
@@ -419,6 +428,7 @@ async fn steps<H: HttpClient, B: BadgeHubs>(
                     .api()
                     .delete_many(&colls.dead_letters, &dead_letters_of(owner))
                     .await?;
+                job.removed.sender_index += delete_sender_index(s, owner, job.erased_at).await?;
                 job.step = Step::Badge;
             }
             Step::Badge => {
@@ -434,6 +444,22 @@ async fn steps<H: HttpClient, B: BadgeHubs>(
         }
     }
     Ok(())
+}
+
+/// The owner's entries in the senders' index ([`super::senders`]) of events at or before the
+/// fence: they name the owner and an item key. A new inbox's entries stay.
+async fn delete_sender_index<H: HttpClient, B: BadgeHubs>(
+    s: &Stores<'_, H, B>,
+    owner: &str,
+    erased_at: i64,
+) -> Result<u64, NotifyError> {
+    Ok(s.store
+        .api()
+        .delete_many(
+            &s.store.config().collections().senders,
+            &json!({ "o": owner, "t": { "$lte": erased_at } }),
+        )
+        .await?)
 }
 
 fn count(v: &Value) -> u64 {
@@ -504,7 +530,7 @@ pub fn dead_letters_of(owner: &str) -> Value {
     json!({ "$or": [ { "owner": owner }, { "body": { "$regex": pattern } } ] })
 }
 
-fn regex_escape(s: &str) -> String {
+pub(crate) fn regex_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
         if "\\.^$|?*+()[]{}/-".contains(c) {

@@ -56,21 +56,38 @@ pub async fn raise<H: HttpClient>(
     owner: &str,
     erased_at_ms: i64,
 ) -> Result<(), NotifyError> {
+    raise_named(
+        store,
+        redis,
+        &doc_id(owner),
+        &redis_key(owner),
+        erased_at_ms,
+    )
+    .await
+}
+
+/// [`raise`] for any fence, by its document id and Redis key (the sender's: `notify::senders`).
+pub(crate) async fn raise_named<H: HttpClient>(
+    store: &NotificationStore<H>,
+    redis: Option<&RedisRestClient<H>>,
+    doc_id: &str,
+    redis_key: &str,
+    erased_at_ms: i64,
+) -> Result<(), NotifyError> {
     let cfg = store.config();
     let until = erased_at_ms + cfg.erasure_fence_ms;
     store
         .api()
         .update_one(
             &cfg.collections().erasures,
-            &json!({ "_id": doc_id(owner) }),
+            &json!({ "_id": doc_id }),
             &json!({ "$max": { "erasedAt": erased_at_ms, "expireAt": ejson::date(until) } }),
             true,
         )
         .await?;
     if let Some(r) = redis {
         let (at, until) = (erased_at_ms.to_string(), until.to_string());
-        r.command(&["SET", &redis_key(owner), &at, "PXAT", &until])
-            .await?;
+        r.command(&["SET", redis_key, &at, "PXAT", &until]).await?;
     }
     Ok(())
 }
@@ -104,6 +121,18 @@ pub async fn lookup<H: HttpClient>(
             .collect());
     }
     let ids: Vec<String> = owners.iter().map(|o| doc_id(o)).collect();
+    lookup_docs(store, &ids, now_ms).await
+}
+
+/// Without Redis: each fence document's erased-at (by `_id`) or `None`, in order, in one `find`.
+pub(crate) async fn lookup_docs<H: HttpClient>(
+    store: &NotificationStore<H>,
+    ids: &[String],
+    now_ms: i64,
+) -> Result<Vec<Option<i64>>, NotifyError> {
+    if ids.is_empty() {
+        return Ok(vec![]);
+    }
     let docs = store
         .api()
         .find(
@@ -134,11 +163,20 @@ pub async fn count_dropped<H: HttpClient>(
     owner: &str,
     n: u64,
 ) -> Result<(), NotifyError> {
+    count_dropped_named(store, &doc_id(owner), n).await
+}
+
+/// [`count_dropped`] by the fence document's id.
+pub(crate) async fn count_dropped_named<H: HttpClient>(
+    store: &NotificationStore<H>,
+    doc_id: &str,
+    n: u64,
+) -> Result<(), NotifyError> {
     store
         .api()
         .update_one(
             &store.config().collections().erasures,
-            &json!({ "_id": doc_id(owner) }),
+            &json!({ "_id": doc_id }),
             &json!({ "$inc": { "dropped": n } }),
             false,
         )
@@ -154,11 +192,19 @@ pub async fn dropped<H: HttpClient>(
     store: &NotificationStore<H>,
     owner_digest: &str,
 ) -> Result<u64, NotifyError> {
+    dropped_named(store, &format!("fence:{owner_digest}")).await
+}
+
+/// [`dropped`] by the fence document's id.
+pub(crate) async fn dropped_named<H: HttpClient>(
+    store: &NotificationStore<H>,
+    doc_id: &str,
+) -> Result<u64, NotifyError> {
     let doc = store
         .api()
         .find_one(
             &store.config().collections().erasures,
-            &json!({ "_id": format!("fence:{owner_digest}") }),
+            &json!({ "_id": doc_id }),
             None,
             None,
         )

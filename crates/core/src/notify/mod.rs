@@ -35,6 +35,7 @@ pub mod roster;
 mod rules;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod schema;
+pub mod senders;
 pub mod service;
 pub mod store;
 mod template;
@@ -53,7 +54,13 @@ mod collection_tests {
         };
         assert_eq!(
             cfg.collections().all(),
-            ["inbox", "inbox_dead", "inbox_preferences", "inbox_erasures"]
+            [
+                "inbox",
+                "inbox_dead",
+                "inbox_preferences",
+                "inbox_erasures",
+                "inbox_senders"
+            ]
         );
     }
 }
@@ -127,6 +134,9 @@ pub struct Collections {
     pub preferences: String,
     /// Erasure jobs and the fences they leave ([`erasure`], [`fence`]).
     pub erasures: String,
+    /// The reverse index of senders to the items they are on ([`senders`]): how a sender's
+    /// erasure finds them.
+    pub senders: String,
 }
 
 impl Collections {
@@ -138,6 +148,7 @@ impl Collections {
             &self.dead_letters,
             &self.preferences,
             &self.erasures,
+            &self.senders,
         ]
     }
 }
@@ -152,6 +163,7 @@ impl NotifyConfig {
             dead_letters: format!("{c}_dead"),
             preferences: format!("{c}_preferences"),
             erasures: format!("{c}_erasures"),
+            senders: format!("{c}_senders"),
         }
     }
 }

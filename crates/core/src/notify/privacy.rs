@@ -7,7 +7,8 @@ use serde_json::{json, Value};
 
 use super::batch::EventQueue;
 use super::dead_letters::{self, DeadLetterView};
-use super::erasure::{self, BadgeHubs, ErasureView, Job, Step, Stores};
+use super::erasure::{self, BadgeHubs, ErasureView, Job, JobState, Step, Stores};
+use super::senders::{self, SenderErasureView, SenderJob};
 use super::{fence, NotifyError, NotifyService};
 use crate::backend::{FindOptions, HttpClient};
 
@@ -33,6 +34,73 @@ pub struct ExportPage {
     /// Pass as `cursor` for the next page; absent on the last.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
+}
+
+/// Any erasure's progress: an owner's or a sender's (`GET /v1/admin/erasures/{id}` answers
+/// either, told apart by the id's prefix, `owner:` or `sender:`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum AnyErasureView {
+    /// An owner's erasure.
+    Owner(ErasureView),
+    /// A sender's erasure.
+    Sender(SenderErasureView),
+}
+
+/// What the queue needs to know of a job's progress to continue it.
+pub trait Progress {
+    /// The job's id.
+    fn job_id(&self) -> &str;
+    /// Whether steps remain.
+    fn running(&self) -> bool;
+    /// When the next run can go on.
+    fn continue_after(&self) -> Option<i64>;
+}
+
+impl Progress for ErasureView {
+    fn job_id(&self) -> &str {
+        &self.id
+    }
+    fn running(&self) -> bool {
+        self.state == JobState::Running
+    }
+    fn continue_after(&self) -> Option<i64> {
+        self.continue_after_msec
+    }
+}
+
+impl Progress for SenderErasureView {
+    fn job_id(&self) -> &str {
+        &self.id
+    }
+    fn running(&self) -> bool {
+        self.state == JobState::Running
+    }
+    fn continue_after(&self) -> Option<i64> {
+        self.continue_after_msec
+    }
+}
+
+impl Progress for AnyErasureView {
+    fn job_id(&self) -> &str {
+        match self {
+            AnyErasureView::Owner(v) => v.job_id(),
+            AnyErasureView::Sender(v) => v.job_id(),
+        }
+    }
+    fn running(&self) -> bool {
+        match self {
+            AnyErasureView::Owner(v) => v.running(),
+            AnyErasureView::Sender(v) => v.running(),
+        }
+    }
+    fn continue_after(&self) -> Option<i64> {
+        match self {
+            AnyErasureView::Owner(v) => v.continue_after(),
+            AnyErasureView::Sender(v) => v.continue_after(),
+        }
+    }
 }
 
 fn object(v: Value) -> Option<serde_json::Map<String, Value>> {
@@ -65,7 +133,46 @@ impl<H: HttpClient> NotifyService<H> {
         Ok(job.view(0))
     }
 
-    /// Continues a job by id (the queue's continuation); `None` when there is no such job.
+    /// Starts a sender's erasure (see [`senders`]), or continues the one running, within
+    /// `budget` subrequests. A finished erasure is started again (fenced at `now_ms`).
+    ///
+    /// # Errors
+    /// Validation of the sender id, backend failures (progress so far is kept).
+    pub async fn erase_sender(
+        &self,
+        sender_id: &str,
+        budget: u32,
+        now_ms: i64,
+    ) -> Result<SenderErasureView, NotifyError> {
+        super::event::text("senderId", sender_id, super::event::limits::ID)?;
+        let mut job = match senders::load(self.store(), &senders::job_id(sender_id)).await? {
+            Some(j) if j.step != Step::Done && j.sender.as_deref() == Some(sender_id) => j,
+            _ => SenderJob::start(sender_id, now_ms),
+        };
+        self.run_sender_erasure(&mut job, budget.saturating_sub(1), now_ms)
+            .await?;
+        Ok(job.view(0))
+    }
+
+    async fn run_sender_erasure(
+        &self,
+        job: &mut SenderJob,
+        budget: u32,
+        now_ms: i64,
+    ) -> Result<bool, NotifyError> {
+        senders::run(
+            self.store(),
+            self.redis(),
+            self.dedup_lease_ms(),
+            job,
+            budget,
+            now_ms,
+        )
+        .await
+    }
+
+    /// Continues a job by id (the queue's continuation), an owner's or a sender's; `None` when
+    /// there is no such job.
     ///
     /// # Errors
     /// Backend and hub failures.
@@ -75,7 +182,17 @@ impl<H: HttpClient> NotifyService<H> {
         hubs: &B,
         budget: u32,
         now_ms: i64,
-    ) -> Result<Option<ErasureView>, NotifyError> {
+    ) -> Result<Option<AnyErasureView>, NotifyError> {
+        if senders::is_job_id(id) {
+            let Some(mut job) = senders::load(self.store(), id).await? else {
+                return Ok(None);
+            };
+            if job.step != Step::Done {
+                self.run_sender_erasure(&mut job, budget.saturating_sub(1), now_ms)
+                    .await?;
+            }
+            return Ok(Some(AnyErasureView::Sender(job.view(0))));
+        }
         let Some(mut job) = erasure::load(self.store(), id).await? else {
             return Ok(None);
         };
@@ -83,7 +200,7 @@ impl<H: HttpClient> NotifyService<H> {
             self.run_erasure(&mut job, hubs, budget.saturating_sub(1), now_ms)
                 .await?;
         }
-        Ok(Some(job.view(0)))
+        Ok(Some(AnyErasureView::Owner(job.view(0))))
     }
 
     /// After a run: a job still running is handed to the queue (after the sweep's wait when
@@ -92,18 +209,18 @@ impl<H: HttpClient> NotifyService<H> {
     /// # Errors
     /// [`NotifyError::Queue`] when the continuation could not be sent (the next `DELETE`
     /// continues the job as well).
-    pub async fn schedule_continuation<Q: EventQueue>(
+    pub async fn schedule_continuation<Q: EventQueue, P: Progress>(
         &self,
-        view: &ErasureView,
+        view: &P,
         queue: Option<&Q>,
         now_ms: i64,
     ) -> Result<bool, NotifyError> {
-        let Some(q) = queue.filter(|_| view.state == erasure::JobState::Running) else {
+        let Some(q) = queue.filter(|_| view.running()) else {
             return Ok(false);
         };
-        let wait_ms = view.continue_after_msec.map_or(0, |t| (t - now_ms).max(0));
+        let wait_ms = view.continue_after().map_or(0, |t| (t - now_ms).max(0));
         let delay_s = u32::try_from((wait_ms + 999) / 1000).unwrap_or(u32::MAX);
-        q.send_batch(&[erasure::continuation(&view.id)], delay_s)
+        q.send_batch(&[erasure::continuation(view.job_id())], delay_s)
             .await?;
         Ok(true)
     }
@@ -127,12 +244,20 @@ impl<H: HttpClient> NotifyService<H> {
     ///
     /// # Errors
     /// [`NotifyError::ErasureNotFound`], backend failures.
-    pub async fn erasure(&self, id: &str) -> Result<ErasureView, NotifyError> {
+    pub async fn erasure(&self, id: &str) -> Result<AnyErasureView, NotifyError> {
+        if senders::is_job_id(id) {
+            let job = senders::load(self.store(), id)
+                .await?
+                .ok_or(NotifyError::ErasureNotFound)?;
+            let fence_id = format!("sender-fence:{}", job.digest());
+            let dropped = fence::dropped_named(self.store(), &fence_id).await?;
+            return Ok(AnyErasureView::Sender(job.view(dropped)));
+        }
         let job = erasure::load(self.store(), id)
             .await?
             .ok_or(NotifyError::ErasureNotFound)?;
         let dropped = fence::dropped(self.store(), job.digest()).await?;
-        Ok(job.view(dropped))
+        Ok(AnyErasureView::Owner(job.view(dropped)))
     }
 
     /// One page of everything stored about `owner` (items by id after `cursor`; the first page

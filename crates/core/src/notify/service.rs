@@ -215,6 +215,12 @@ impl<H: HttpClient> NotifyService<H> {
         self.redis.is_some() && self.dedup.hot.limit > 0
     }
 
+    /// The reservation lease (how long a new roster's creator has to complete it).
+    #[must_use]
+    pub fn dedup_lease_ms(&self) -> u64 {
+        self.dedup.lease_ms
+    }
+
     /// The Redis client, when configured (the HTTP layer's Idempotency-Key guard uses it).
     #[must_use]
     pub fn redis(&self) -> Option<&RedisRestClient<H>> {
@@ -482,10 +488,12 @@ impl<H: HttpClient> NotifyService<H> {
         let key = preferences::mute_key(ev.owner());
         let members = preferences::mute_members(ev.category_type(), &ev.notification_type);
         let fence_key = super::fence::redis_key(ev.owner());
+        let sender_fence = super::senders::fence_key(&ev.sender.id);
         let mute = dedup::MuteCheck {
             key: &key,
             members: &members,
             fence: Some((&fence_key, ev.created_time_msec())),
+            sender_fence: Some(&sender_fence),
         };
         let roster = super::roster::check(&ev);
         let life = super::roster::life(self.store.config(), self.dedup.lease_ms);
@@ -503,21 +511,40 @@ impl<H: HttpClient> NotifyService<H> {
                 )
                 .await?,
             ),
-            // Without Redis the fence is one Data API read.
+            // Without Redis the fences (the owner's, the sender's) are one Data API read.
             None => {
-                let at = super::fence::lookup(&self.store, None, &[ev.owner()], now_ms).await?;
-                super::fence::behind(at[0], ev.created_time_msec()).then_some(dedup::Admission {
-                    reservation: Reservation::Erased,
+                let ids = [
+                    super::fence::doc_id(ev.owner()),
+                    super::senders::fence_doc_id(&ev.sender.id),
+                ];
+                let at = super::fence::lookup_docs(&self.store, &ids, now_ms).await?;
+                let t = ev.created_time_msec();
+                let reservation = if super::fence::behind(at[0], t) {
+                    Some(Reservation::Erased)
+                } else {
+                    super::fence::behind(at[1], t).then_some(Reservation::SenderErased)
+                };
+                reservation.map(|reservation| dedup::Admission {
+                    reservation,
                     tally: None,
                 })
             }
         };
+        // The senders' index entry goes first (see [`super::senders`]): when the sender joined
+        // the item now, or without Redis (no roster to say) always.
+        let indexes =
+            self.redis.is_none() || tally_of(admission.as_ref()).is_some_and(|t| t.indexes());
         let tally = admission.as_ref().and_then(|a| a.tally);
         let token = match admission.map(|a| a.reservation) {
             Some(Reservation::Muted) => return Ok(Direct::only(Created::Muted)),
             Some(Reservation::Erased) => {
                 // The count is a figure for the erasure's progress: losing it loses nothing.
                 let _ = super::fence::count_dropped(&self.store, ev.owner(), 1).await;
+                return Ok(Direct::only(Created::Erased));
+            }
+            Some(Reservation::SenderErased) => {
+                let id = super::senders::fence_doc_id(&ev.sender.id);
+                let _ = super::fence::count_dropped_named(&self.store, &id, 1).await;
                 return Ok(Direct::only(Created::Erased));
             }
             Some(Reservation::Duplicate) => return Ok(Direct::only(Created::Duplicate)),
@@ -539,7 +566,19 @@ impl<H: HttpClient> NotifyService<H> {
             // In flight elsewhere or no Redis: write anyway (idempotent upsert).
             Some(Reservation::InFlight) | None => None,
         };
-        match self.store.create_counted(&ev, tally, now_ms).await {
+        let write = async {
+            if indexes {
+                let entry = super::senders::Entry {
+                    sender_id: &ev.sender.id,
+                    owner: ev.owner(),
+                    item_key: ev.item_key(),
+                    event_time_ms: ev.created_time_msec(),
+                };
+                super::senders::index(&self.store, &[entry]).await?;
+            }
+            self.store.create_counted(&ev, tally, now_ms).await
+        };
+        match write.await {
             Ok(outcome) => Ok(Direct::Written(Written {
                 value: Created::Applied {
                     outcome,
@@ -590,27 +629,52 @@ impl<H: HttpClient> NotifyService<H> {
                 .await
                 .map(|exists| !exists)
         };
+        // An erased sender that is not on the item (it sent nothing since): nothing to take
+        // off, and recording the retraction would write its id into `x` behind the erasure.
+        let sender_fence = super::senders::fence_key(&r.sender_id);
         let left = match &self.redis {
             Some(redis) => {
                 let fence = super::fence::redis_key(&r.owner);
-                let left = dedup::roster_leave_unless_fenced(
+                let sf = Some(sender_fence.as_str());
+                let mut left = dedup::roster_leave_unless_fenced(
                     redis,
                     &key,
                     &field,
                     now_ms,
                     &life,
                     Some(&fence),
+                    sf,
                 )
                 .await?;
+                if left == dedup::Leave::OwnerFenced {
+                    if gone().await? {
+                        return Ok(Written::only(RetractOutcome::NotFound));
+                    }
+                    left = dedup::roster_leave_unless_fenced(
+                        redis, &key, &field, now_ms, &life, None, sf,
+                    )
+                    .await?;
+                }
                 match left {
-                    Some(l) => Some(l),
-                    None if gone().await? => return Ok(Written::only(RetractOutcome::NotFound)),
-                    None => Some(dedup::roster_leave(redis, &key, &field, now_ms, &life).await?),
+                    dedup::Leave::Left(l) => Some(l),
+                    _ => return Ok(Written::only(RetractOutcome::NotFound)),
                 }
             }
             None => {
-                let at = super::fence::lookup(&self.store, None, &[&r.owner], now_ms).await?;
+                let ids = [
+                    super::fence::doc_id(&r.owner),
+                    super::senders::fence_doc_id(&r.sender_id),
+                ];
+                let at = super::fence::lookup_docs(&self.store, &ids, now_ms).await?;
                 if at[0].is_some() && gone().await? {
+                    return Ok(Written::only(RetractOutcome::NotFound));
+                }
+                if at[1].is_some()
+                    && !self
+                        .store
+                        .holds_origin(&r.owner, &r.item_key, &r.sender_id)
+                        .await?
+                {
                     return Ok(Written::only(RetractOutcome::NotFound));
                 }
                 None
@@ -710,6 +774,10 @@ impl<H: HttpClient> NotifyService<H> {
         }
         failures
     }
+}
+
+fn tally_of(a: Option<&dedup::Admission>) -> Option<dedup::Tally> {
+    a.and_then(|a| a.tally)
 }
 
 /// What a direct create leaves for after its response: the commit of its id, which also drops

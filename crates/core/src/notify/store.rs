@@ -118,7 +118,19 @@ impl<H: HttpClient> NotificationStore<H> {
                 .create_indexes(&colls.dead_letters, &[ttl.clone(), by_owner])
                 .await?,
         );
-        names.extend(self.api.create_indexes(&colls.erasures, &[ttl]).await?);
+        names.extend(
+            self.api
+                .create_indexes(&colls.erasures, std::slice::from_ref(&ttl))
+                .await?,
+        );
+        // The senders' index: found by the `_id` prefix (a sender's erasure) or by owner (an
+        // owner's); it expires with its item.
+        let by_o = json!({ "key": { "o": 1 }, "name": "o" });
+        names.extend(
+            self.api
+                .create_indexes(&colls.senders, &[ttl, by_o])
+                .await?,
+        );
         Ok(names)
     }
 
@@ -383,6 +395,29 @@ impl<H: HttpClient> NotificationStore<H> {
             .find_one(
                 &self.cfg.collection,
                 &json!({ "owner": owner, "itemKey": item_key }),
+                Some(&json!({ "_id": 1 })),
+                None,
+            )
+            .await?
+            .is_some())
+    }
+
+    /// Whether the owner's item holds an origin of the sender (one call).
+    ///
+    /// # Errors
+    /// Backend failures.
+    pub async fn holds_origin(
+        &self,
+        owner: &str,
+        item_key: &str,
+        sender_id: &str,
+    ) -> Result<bool, NotifyError> {
+        check_keys(owner, Some(item_key))?;
+        Ok(self
+            .api
+            .find_one(
+                &self.cfg.collection,
+                &json!({ "owner": owner, "itemKey": item_key, "origins.s": sender_id }),
                 Some(&json!({ "_id": 1 })),
                 None,
             )

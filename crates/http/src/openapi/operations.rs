@@ -524,11 +524,29 @@ pub(super) fn erase_owner() -> Detail {
     }
 }
 
+pub(super) fn erase_sender() -> Detail {
+    Detail {
+        description: "Takes the sender's origins (id, name, avatar, landing) out of every item of every owner, found through the senders' index (items past the origins cap, where the sender is only in the Redis roster, included): the summary re-renders, an item whose only sender it was is removed as a retraction of its last sender removes it, each item's exact sender count drops by one; dead letters carrying the sender are deleted. A fence drops the sender's events created before the erasure that arrive later (events created after it are written). In steps within one request's subrequest budget: 200 when done, 202 while steps remain (the queue continues it when bound, otherwise call again; idempotent: the same sender is the same job). See docs/privacy.md.",
+        params: vec![path_param("senderId", "The sender's id (the events' `sender.id`), percent-encoded.")],
+        responses: vec![
+            (200, json_response("Erased", schema_ref("SenderErasureView"))),
+            (202, json_response("Steps remain (continued by the queue, or the next call)", schema_ref("SenderErasureView"))),
+        ],
+        errors: vec![
+            (400, codes(&["invalid_path"])),
+            (422, codes(&["field_too_long", "invalid_characters", "missing_field"])),
+            (502, codes(BACKEND_502)),
+            (503, codes(BACKEND_503)),
+        ],
+        ..Detail::none()
+    }
+}
+
 pub(super) fn erasure() -> Detail {
     Detail {
-        description: "The job's id is the one `DELETE /v1/admin/owners/{owner}` answered; it stays readable as long as the erasure's fence holds.",
+        description: "The job's id is the one `DELETE /v1/admin/owners/{owner}` or `POST /v1/admin/senders/{senderId}/erasure` answered (`owner:…` or `sender:…`, and the answer has that erasure's shape); it stays readable as long as the erasure's fence holds.",
         params: vec![path_param("id", "The erasure's id.")],
-        responses: vec![(200, json_response("Progress", schema_ref("ErasureView")))],
+        responses: vec![(200, json_response("Progress", schema_ref("AnyErasureView")))],
         errors: vec![
             (400, codes(&["invalid_path"])),
             (404, codes(&["erasure_not_found"])),
