@@ -12,10 +12,11 @@ pub use publish::publish_from_source;
 
 use super::assets::corrupt;
 use super::{ok_json, ApiResult};
-use egn_core::config::{Config, IpdbSettings};
+use egn_core::config::Config;
 use egn_core::ip::serving::{Checked, Clock, PageError, Served, Serving};
 use egn_core::ip::table::page_name;
 use egn_core::ip::update::Probe;
+use egn_core::ip::IpdbSettings;
 use egn_http::geo as geo_api;
 use egn_http::health::IpdbReport;
 use egn_http::ip::{self as ip_api, IpLookup, IpResult, IpResults, Ipdb, Me};

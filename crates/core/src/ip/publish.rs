@@ -17,7 +17,7 @@ use super::serving::Clock;
 use super::source::{self, Candidate, Origin, SourceAuth, SourceSpec};
 use super::update::{self, CappedBuf, Plan, Probe, UpdateError, UpdatePolicy, UpdateStatus};
 use super::{Attribution, CountryLookup, IpdbRecord};
-use crate::config::IpdbSettings;
+use crate::ip::IpdbSettings;
 use futures_util::future::{select, Either};
 use futures_util::{Stream, StreamExt};
 use std::error::Error;

@@ -3,9 +3,9 @@
 //! no test sleeps.
 
 use super::*;
-use crate::config::IpdbSettings;
 use crate::ip::db::tests::{flat, mmdb};
 use crate::ip::promote::RETENTION_GRACE_MS;
+use crate::ip::IpdbSettings;
 use crate::ip::{sha256_hex, IpAnswer};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, VecDeque};
