@@ -15,7 +15,9 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PORT="${PORT:-8797}"
+mode=bare
 if [ "${1:-}" = "--simulate" ]; then
+  mode=simulated
   [ "${2:-}" = "--yes" ] || { echo "--simulate removes packages and caches of this machine: add --yes" >&2; exit 2; }
   echo "[bare] removing what scripts/setup.sh installs" >&2
   # The packages setup's Debian branch installs that a bare image lacks (the reference image
@@ -78,8 +80,8 @@ load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 out="$ROOT/bench/results/bare-setup.tsv"
 mkdir -p "$(dirname "$out")"
 {
-  printf '# commit\t%s\n# date\t%s\n# cores\t%s\n# load before\t%s\n# load after\t%s\n' \
-    "$commit" "$(date -u +%Y-%m-%d)" "$(nproc)" "$load_before" "$load_after"
+  printf '# commit\t%s\n# date\t%s\n# cores\t%s\n# load before\t%s\n# load after\t%s\n# mode\t%s\n' \
+    "$commit" "$(date -u +%Y-%m-%d)" "$(nproc)" "$load_before" "$load_after" "$mode"
   printf 'first dev.sh until it serves\t0\t%s\n' "$first"
   printf 'second dev.sh (nothing changed) until it serves\t0\t%s\n' "$second"
   # setup's own steps (start and end in seconds since setup began)

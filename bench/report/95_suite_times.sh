@@ -40,14 +40,24 @@ echo "| \`scripts/test.sh\` in all | $(fmt "$test_s") |"
 bare="$ROOT/bench/results/bare-setup.tsv"
 if [ -f "$bare" ]; then
   meta() { awk -F'\t' -v k="# $1" '$1==k {print $2}' "$bare"; }
+  # How the machine was made bare: really (nothing of the project installed), or simulated.
+  how() {
+    if [ "$(meta mode)" = simulated ]; then
+      echo "\`bash bench/bare-setup.sh --simulate --yes\` (removes what setup installs: its Debian packages
+but jq, the JDK and python3-venv, which the reference image has; the cargo-installed tools, the
+wasm target, cargo's and npm's caches),"
+    else
+      echo "\`bash bench/bare-setup.sh\` on a machine where nothing of the project was installed (no Debian
+package setup adds, no cargo-installed tool, no wasm target, empty cargo and npm caches),"
+    fi
+  }
   row() { awk -F'\t' -v k="$1" '$1==k {printf "%.0f", $3 - $2}' "$bare"; }
   cat <<MD
 
 ### A bare machine
 
-\`bash bench/bare-setup.sh --simulate --yes\` (removes what setup installs: its Debian packages
-but jq, the JDK and python3-venv, which the reference image has; the cargo-installed tools, the
-wasm target, cargo's and npm's caches), then a clean clone of
+$(how)
+then a clean clone of
 $(meta commit) and \`scripts/dev.sh\` until \`/healthz\` answers; then \`dev.sh\` again. Recorded
 $(meta date) on $(meta cores) cores, load average $(meta "load before") before, $(meta "load after") after.
 
