@@ -249,6 +249,16 @@ pub async fn load<H: HttpClient>(
     store: &NotificationStore<H>,
     id: &str,
 ) -> Result<Option<Job>, NotifyError> {
+    load_as(store, id, "erasure job").await
+}
+
+/// Loads a job document of the erasures' collection (either kind) as `T`, without its TTL
+/// field; `what` names it in a decode failure.
+pub(super) async fn load_as<H: HttpClient, T: serde::de::DeserializeOwned>(
+    store: &NotificationStore<H>,
+    id: &str,
+    what: &str,
+) -> Result<Option<T>, NotifyError> {
     let doc = store
         .api()
         .find_one(
@@ -263,9 +273,7 @@ pub async fn load<H: HttpClient>(
             o.remove("expireAt");
         }
         serde_json::from_value(d).map_err(|e| {
-            NotifyError::Backend(crate::backend::BackendError::Decode(format!(
-                "erasure job: {e}"
-            )))
+            NotifyError::Backend(crate::backend::BackendError::Decode(format!("{what}: {e}")))
         })
     })
     .transpose()

@@ -407,22 +407,7 @@ pub async fn load<H: HttpClient>(
     store: &NotificationStore<H>,
     id: &str,
 ) -> Result<Option<SenderJob>, NotifyError> {
-    let doc = store
-        .api()
-        .find_one(
-            &store.config().collections().erasures,
-            &json!({ "_id": id }),
-            None,
-            None,
-        )
-        .await?;
-    doc.map(|mut d| {
-        if let Some(o) = d.as_object_mut() {
-            o.remove("expireAt");
-        }
-        serde_json::from_value(d).map_err(|e| decode(&e))
-    })
-    .transpose()
+    super::erasure::load_as(store, id, "sender erasure job").await
 }
 
 fn decode(e: &serde_json::Error) -> NotifyError {
