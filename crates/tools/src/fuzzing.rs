@@ -503,7 +503,7 @@ mod native {
                 if index.probe(p) != Probe::NeedTile(id) {
                     continue;
                 }
-                debug_assert_eq!(tile_of(col, row), id);
+                assert_eq!(tile_of(col, row), id);
                 let (dx, dy) = extra.next().unwrap_or((cell / 2, cell / 3));
                 for (ox, oy) in [(0, 0), (cell - 1, cell - 1), (cell / 2, cell / 2), (dx, dy)] {
                     let q = GridPoint {

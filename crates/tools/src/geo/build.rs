@@ -820,7 +820,10 @@ fn clip_ring(ring: &[P], r: Rect) -> Option<Vec<P>> {
         return Some(ring.to_vec());
     }
     let mut pts: Vec<P> = ring[..ring.len() - 1].to_vec();
-    for side in 0..4 {
+    // A side the ring's box lies wholly inside would pass every point through unchanged: only
+    // the sides the box crosses are clipped (the builder's hottest loop).
+    let crossed = [bx0 < r.x0, bx1 > r.x1, by0 < r.y0, by1 > r.y1];
+    for side in (0..4).filter(|&s| crossed[s]) {
         if pts.is_empty() {
             return None;
         }
