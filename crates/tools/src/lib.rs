@@ -4,6 +4,7 @@
 //! targets. Native only: none of it is in the worker's wasm.
 #![cfg(not(target_arch = "wasm32"))]
 
+pub mod build_stamp;
 pub mod fuzzing;
 
 /// The core's geo reader plus the build-time side that writes what it reads.

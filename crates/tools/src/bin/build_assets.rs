@@ -92,6 +92,29 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let ip = ip_bundle(&ipdb)?;
     let started = std::time::Instant::now();
     let geo_pkg = modules.join(GEO_PACKAGE);
+    let zone_pkg = modules.join(ZONE_PACKAGE);
+    let ip_pkg = modules.join(ip.package);
+    // Every wrangler build runs this builder (deploy dry-runs, dev, the workerd tests' builds):
+    // when its inputs are those of the last build and the outputs are intact, it stops here.
+    let mut inputs = vec![
+        geo_pkg.join("map.geo.json"),
+        geo_pkg.join("package.json"),
+        modules.join(CODES_PACKAGE).join("codes.json"),
+        modules.join(CODES_PACKAGE).join("package.json"),
+        zone_pkg.join("package.json"),
+        ip_pkg.join(ip.file),
+        ip_pkg.join("package.json"),
+    ];
+    inputs.extend(zones::source_files().iter().map(|f| zone_pkg.join(f)));
+    let stamp = egn_tools::build_stamp::Stamp::new(
+        &std::env::current_exe()?,
+        &inputs,
+        &[&ipdb, &epsilon.to_string(), &update.to_string()],
+    )?;
+    if stamp.matches(&out)? {
+        eprintln!("assets up to date (same builder and inputs as the last build; outputs checked)");
+        return Ok(());
+    }
     let (features, repairs) = source::load(
         &geo_pkg.join("map.geo.json"),
         &modules.join(CODES_PACKAGE).join("codes.json"),
@@ -112,7 +135,6 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let total: u64 = geo_files.iter().filter_map(|f| f["bytes"].as_u64()).sum();
     eprintln!("wrote {} geo files, {total} bytes", geo_files.len());
 
-    let zone_pkg = modules.join(ZONE_PACKAGE);
     let (zone_features, zone_report) = zones::load(&zone_pkg)?;
     eprintln!(
         "loaded {} zones in {:.2?}: {zone_report:?}",
@@ -136,7 +158,6 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let outline_file = write(&out, "www/outline.bin", &outline_bytes)?;
     eprintln!("wrote the console outline: {outline_stats:?}");
 
-    let ip_pkg = modules.join(ip.package);
     std::fs::create_dir_all(out.join("ip"))?;
     let mmdb = std::fs::read(ip_pkg.join(ip.file))?;
     let ip_file = write(&out, "ip/default.mmdb", &mmdb)?;
@@ -215,6 +236,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
         _ => replace(&path, text.as_bytes())?,
     }
+    stamp.write(&out)?;
     eprintln!("done in {:.2?}", started.elapsed());
     Ok(())
 }
