@@ -9,10 +9,13 @@
 #                    while worker-build itself is still being installed; worker-build then finds
 #                    it built
 #   --no-assets      skip scripts/build-assets.sh (setup has just run it)
+#   --check          build nothing and take no cargo lock: exit 0 if build/ is up to date for
+#                    the sources and the assets as they are, 3 if not (scripts/node-tests.sh
+#                    uses it to start a lane beside a running cargo command)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-out=build features="" wasm_target_dir="" compile_only=0 assets=1
+out=build features="" wasm_target_dir="" compile_only=0 assets=1 check=0
 for arg in "$@"; do
   case "$arg" in
     --bench)
@@ -23,7 +26,8 @@ for arg in "$@"; do
       wasm_target_dir="${CARGO_TARGET_DIR:-$PWD/target}/bench-wasm" ;;
     --compile-only) compile_only=1 ;;
     --no-assets) assets=0 ;;
-    *) echo "usage: bash scripts/build-worker.sh [--bench] [--compile-only] [--no-assets]" >&2; exit 2 ;;
+    --check) check=1 assets=0 ;;
+    *) echo "usage: bash scripts/build-worker.sh [--bench] [--compile-only] [--no-assets] [--check]" >&2; exit 2 ;;
   esac
 done
 export WASM_BINDGEN_BIN="${WASM_BINDGEN_BIN:-$HOME/.cargo/bin/wasm-bindgen}"
@@ -47,6 +51,7 @@ if [ -f "$out/index_bg.wasm" ] && [ "$(cat "$out/.stamp" 2>/dev/null)" = "$stamp
   echo "[build-worker] $out/ up to date"
   exit 0
 fi
+[ "$check" = 0 ] || { echo "[build-worker] $out/ is not up to date"; exit 3; }
 if [ "$compile_only" = 1 ]; then
   # Exactly worker-build's compile (worker-build 0.8: src/build/target.rs cargo_build_wasm), so
   # its own run is then a no-op for cargo.

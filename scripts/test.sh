@@ -18,10 +18,10 @@ stage() {
   [ -n "$1" ] && echo "== $1"
   return 0
 }
-heavy_pid=""
+lane_pids=()
 report_times() {
-  # A stage that failed leaves the heavy node lane running: it goes too (workerd, the stacks).
-  [ -n "$heavy_pid" ] && kill -- "-$heavy_pid" 2>/dev/null
+  # A stage that failed leaves node lanes running: they go too (workerd, the stacks).
+  for pid in "${lane_pids[@]}"; do kill -- "-$pid" 2>/dev/null; done
   stage ""
   echo "== stage times (s)"
   column -t -s $'\t' "$times" 2>/dev/null || cat "$times"
@@ -31,14 +31,18 @@ trap report_times EXIT
 stage "setup"
 bash scripts/setup.sh
 source scripts/env.sh
-stage "cargo fmt --check / clippy (wasm, then native; the heavy node lane starts beside them)"
+stage "cargo fmt --check / clippy (wasm, then native; the heavy and workers' node lanes start beside them)"
 cargo fmt --check
-# The node suite's two 10 000-event fault tests spend their ~5 minutes waiting on the local
-# stack and the queue's retry delays, not computing (alone, ~15 % of one core): they run beside
-# the Rust compiles, in their own process group, and their TAP is joined to the rest's at the
-# end. They read only build/ and assets/, which nothing below rewrites before the node stage.
-setsid bash scripts/node-tests.sh --lane heavy target/node-heavy.tap > /dev/null 2>&1 &
-heavy_pid=$!
+# Two node lanes run beside the Rust compiles, each in its own process group; their TAP is
+# joined to the rest's at the end. The compiles leave about half of the two cores idle (clippy
+# and the tests' build wait on long single-crate steps). The heavy lane: the two 10 000-event
+# fault tests spend their ~5 minutes waiting on the local stack and the queue's retry delays
+# (alone, ~15 % of one core). The workers' lane: the files that only start workers (~95 CPU-s,
+# no cargo). Both read only build/ and assets/, which nothing below rewrites (the scripts'
+# lane's builds find them up to date).
+lane() { setsid bash scripts/node-tests.sh --lane "$1" --built "target/node-$1.tap" > /dev/null 2>&1 & lane_pids+=("$!"); }
+lane heavy
+lane workers
 # The wasm lint in the release profile, in target/: setup's release build of the worker has
 # compiled every proc macro and build script it needs (for the host), so only the check itself
 # runs. Measured on the 2-core machine: 44 CPU-s, against 268 in a dev-profile target dir of its
@@ -52,11 +56,14 @@ cargo clippy --release --lib --target wasm32-unknown-unknown --features bench --
 cargo clippy --workspace --all-targets -- -D warnings
 stage "cargo test --no-run (the native tests' compile)"
 cargo test --no-run
-# cargo runs the test binaries one after another, each with two threads, many of them waiting
-# on a local stack: about a core stays idle. The Python, TypeScript and Kotlin suites use it;
-# each starts its own stacks and workers on free ports. The Rust output follows theirs.
-stage "cargo test (native core, exactness vs oracle) beside pytest, clients/ts and clients/kotlin"
-cargo test > target/cargo-test.log 2>&1 &
+# The test binaries run three at a time (scripts/cargo-tests.sh: `cargo test` runs them one
+# after another, most of them waiting on a local stack, and about a core stayed idle), beside
+# the Python, TypeScript and Kotlin suites and the node scripts' lane (wrangler builds,
+# deploy.sh, smoke.sh: it takes the cargo lock, so it starts once the compiles are done); each
+# starts its own stacks and workers on free ports. The Rust output follows theirs.
+stage "cargo test (native core, exactness vs oracle) beside pytest, clients/ts, clients/kotlin and the node scripts' lane"
+lane scripted
+bash scripts/cargo-tests.sh 3 > target/cargo-test.log 2>&1 &
 cargo_test=$!
 cargo_test_done() {
   local ok=0; wait "$cargo_test" || ok=$?
@@ -77,15 +84,15 @@ else
 fi
 cargo_test_done
 trap report_times EXIT
-stage "node --test (compiled worker in workerd via Miniflare; the heavy lane finishing beside it)"
+stage "node --test (compiled worker in workerd via Miniflare: the lanes started above, finishing)"
 # The TAP log is long and CI keeps only its tail, so a failure is repeated at the end: each
 # failing test's name and its YAML block (error, expected/actual, stack).
-rest_ok=0; bash scripts/node-tests.sh --lane rest target/node-rest.tap || rest_ok=$?
-heavy_ok=0; wait "$heavy_pid" || heavy_ok=$?
-heavy_pid=""
-cat target/node-heavy.tap
-cat target/node-rest.tap target/node-heavy.tap > target/node-tests.tap
-if [ "$rest_ok" != 0 ] || [ "$heavy_ok" != 0 ]; then
+node_ok=0
+for pid in "${lane_pids[@]}"; do wait "$pid" || node_ok=1; done
+lane_pids=()
+cat target/node-workers.tap target/node-scripted.tap target/node-heavy.tap > target/node-tests.tap
+cat target/node-tests.tap
+if [ "$node_ok" != 0 ]; then
   echo "== failed node tests (from target/node-tests.tap)"
   awk '/^not ok /{on=1} on{print} on&&/^  \.\.\.$/{on=0}' target/node-tests.tap
   exit 1
