@@ -26,6 +26,7 @@ mod error;
 mod event;
 pub mod expiry;
 pub mod fence;
+pub mod hub;
 pub(crate) mod limits;
 pub mod preferences;
 pub mod privacy;
