@@ -5,7 +5,7 @@
 use super::assets::fetch_asset;
 use super::{ok_json, ApiResult};
 use egn_core::geo::{Layers, TileSource};
-use egn_http::geo::{self as geo_api, Fields, PointResult};
+use egn_http::geo as geo_api;
 use egn_http::health::GeoHealth;
 use egn_http::ApiError;
 use std::rc::Rc;
@@ -31,27 +31,19 @@ thread_local! {
         Rc::new(Layers::new(EMBEDDED_INDEX, EMBEDDED_ZONE_INDEX, now_ms));
 }
 
-fn layers() -> Rc<Layers<&'static [u8]>> {
+/// The isolate's layers.
+pub fn layers() -> Rc<Layers<&'static [u8]>> {
     GEO.with(Rc::clone)
 }
 
 /// Tiles from the assets binding.
-struct Assets<'a>(&'a Env);
+pub struct Assets<'a>(pub &'a Env);
 
 impl TileSource for Assets<'_> {
     type Error = ApiError;
     async fn fetch(&self, path: &str) -> ApiResult<Vec<u8>> {
         fetch_asset(self.0, path).await
     }
-}
-
-/// The country and (with `fields.time_zone`) zone of one point (`/v1/geo/me`).
-pub async fn point_of(
-    env: &Env,
-    p: egn_core::geo::LatLon,
-    fields: Fields,
-) -> ApiResult<PointResult> {
-    geo_api::point_of(&layers(), &Assets(env), p, fields).await
 }
 
 /// `GET /v1/geo/country`.
