@@ -20,6 +20,7 @@
 pub mod badge;
 pub mod batch;
 pub mod dead_letters;
+pub mod delivery;
 pub mod document;
 pub mod erasure;
 mod error;
