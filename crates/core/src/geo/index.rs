@@ -767,10 +767,14 @@ fn chain_parity<const B: usize>(pts: &[u8], x: i64, y: i64) -> bool {
     cross != 0 && (cross > 0) == (dy > 0)
 }
 
+// The hand-made world below, for the tile cache's tests.
+#[cfg(test)]
+pub(crate) use tests::{mixed_tile_id, world};
+
 /// The reader on hand-made bytes (no builder): a world of four quadrants, one mixed cell
 /// holding a square, and every header field broken once.
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use crate::geo::{GridPoint, LatLon, WORLD_H, WORLD_W};
 

@@ -3,7 +3,7 @@
 //! Overlaps are played out by holding a read pending and polling the futures by hand.
 
 use super::*;
-use crate::geo::index::tests::{mixed_tile_id, world};
+use crate::geo::index::{mixed_tile_id, world};
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::{pin, Pin};
