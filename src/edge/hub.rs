@@ -1,10 +1,8 @@
 //! The live badge: one Durable Object per owner (`INBOX_HUB`) holds that owner's WebSockets
 //! through the Hibernation API, so idle connections cost nothing, and pushes `{unread, unseen,
-//! sync}` after each change. When to push is decided in `egn_core::notify::badge`. Each socket ends
-//! with its token: closed with 4001 `token_expired` once the token's `exp` (+ leeway) passes,
-//! by an alarm at the earliest expiry and before every push (`egn_core::notify::expiry`).
-
-use std::cell::Cell;
+//! sync}` after each change. What the hub does on a poke, a connect, an alarm, a message and an
+//! erasure is `egn_core::notify::hub`'s; this file binds its [`Room`] to the Durable Object's
+//! storage, alarm and sockets, and hands the worker's requests to the hub.
 
 use serde_json::json;
 use worker::{
@@ -13,8 +11,8 @@ use worker::{
 };
 
 use super::state;
-use egn_core::notify::badge::{self, BadgeSequencer, Poke};
-use egn_core::notify::expiry;
+use egn_core::notify::badge;
+use egn_core::notify::hub::{self, Attachment, Hub, Room};
 use egn_core::notify::{encode_cursor, next_sync};
 
 /// The binding's name.
@@ -27,17 +25,6 @@ const LEGACY_OWNER_KEY: &str = "owner";
 const DEADLINE_HEADER: &str = "X-Token-Deadline-Ms";
 /// Storage key of a pending trailing push (ms since the epoch); the alarm is shared with expiry.
 const PUSH_AT_KEY: &str = "push_at";
-
-/// What a socket carries through hibernation. The owner rides here rather than in storage, so a
-/// connect costs no storage write (a write is the largest line of a connect's bill).
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Attachment {
-    /// Close at (ms since the epoch); `None` for a token without `exp`.
-    deadline_ms: Option<f64>,
-    /// Whose hub this is (absent on sockets accepted before it was carried here).
-    #[serde(default)]
-    owner: Option<String>,
-}
 
 fn now() -> f64 {
     Date::now().as_millis() as f64
@@ -148,11 +135,7 @@ pub async fn poke_now(env: &Env, owners: Vec<String>) {
 pub struct InboxHub {
     state: State,
     env: Env,
-    /// When this instance last pushed (forgotten on hibernation: then the next change pushes at
-    /// once, which is what a quiet inbox wants anyway).
-    last_push: Cell<Option<f64>>,
-    /// Drops a badge read that finished after a later one was sent (never a stale count).
-    badges: BadgeSequencer,
+    hub: Hub,
 }
 
 /// Why a badge could not be read (the Durable Object's caller logs it; sockets keep the last
@@ -185,84 +168,69 @@ impl InboxHub {
         let (pos, _) = next_sync(None, None, t, cfg.notify.sync_settle_ms);
         Ok(badge::message(counts, &encode_cursor(&pos)).to_string())
     }
+}
 
-    /// [`Self::badge`], or `None` when a read that started later has been sent already.
-    async fn fresh_badge(&self, owner: &str) -> Result<Option<String>> {
-        let ticket = self.badges.start();
-        let msg = self.badge(owner).await?;
-        Ok(self.badges.admit(ticket).then_some(msg))
+impl Room for InboxHub {
+    type Socket = WebSocket;
+    type Error = worker::Error;
+
+    fn now(&self) -> f64 {
+        now()
     }
 
-    async fn push(&self, owner: &str) -> Result<()> {
-        // Expired sockets first: a badge never reaches a socket whose token has expired.
-        self.close_expired().await?;
-        if self.state.get_websockets().is_empty() {
-            return Ok(());
-        }
-        let Some(msg) = self.fresh_badge(owner).await? else {
-            return Ok(());
-        };
-        // Read after the badge: a socket that connected meanwhile gets it too.
-        let sockets = self.state.get_websockets();
-        self.last_push.set(Some(now()));
-        let t = now();
-        for ws in sockets {
-            // A socket whose token expired while the badge was read is closed at its alarm.
-            if deadline(&ws).is_some_and(|d| d <= t) {
-                continue;
-            }
-            // A socket closing right now is not an error for the others.
-            let _ = ws.send_with_str(&msg);
-        }
-        Ok(())
+    fn sockets(&self) -> Vec<WebSocket> {
+        self.state.get_websockets()
     }
 
-    /// Closes the sockets whose token has expired; returns the plan (with the pending push).
-    async fn close_expired(&self) -> Result<expiry::Plan> {
-        let sockets = self.state.get_websockets();
-        let deadlines: Vec<Option<f64>> = sockets.iter().map(deadline).collect();
-        let push_at: Option<f64> = self.state.storage().get(PUSH_AT_KEY).await?;
-        let plan = expiry::plan(&deadlines, push_at, now());
-        for &i in &plan.close {
-            let _ = sockets[i].close(Some(expiry::CLOSE_CODE), Some(expiry::CLOSE_REASON));
-        }
-        Ok(plan)
+    fn attachment(&self, ws: &WebSocket) -> Option<Attachment> {
+        ws.deserialize_attachment::<Attachment>().ok().flatten()
     }
 
-    /// Moves the alarm earlier when `at` (ms since the epoch) is before it.
-    async fn alarm_at(&self, at: f64) -> Result<()> {
-        let storage = self.state.storage();
-        let current = storage.get_alarm().await?.map(|t| t as f64);
-        if expiry::reschedule(current, at) {
-            storage
-                .set_alarm((at - now()).max(0.0).ceil() as i64)
-                .await?;
-        }
-        Ok(())
+    fn send(&self, ws: &WebSocket, msg: &str) -> Result<()> {
+        ws.send_with_str(msg)
     }
 
-    /// Whose hub this is: from any socket's attachment (alarms carry no request, and a hub
-    /// without sockets has nobody to push to); the stored key only for sockets accepted before
-    /// the attachment carried it.
-    async fn owner(&self) -> Result<Option<String>> {
-        let sockets = self.state.get_websockets();
-        if let Some(owner) = sockets.iter().find_map(|ws| attachment(ws)?.owner) {
-            return Ok(Some(owner));
-        }
-        if sockets.is_empty() {
-            return Ok(None);
-        }
+    fn close(&self, ws: &WebSocket, code: u16, reason: &str) {
+        let _ = ws.close(Some(code), Some(reason));
+    }
+
+    async fn push_at(&self) -> Result<Option<f64>> {
+        self.state.storage().get(PUSH_AT_KEY).await
+    }
+
+    async fn set_push_at(&self, at: f64) -> Result<()> {
+        self.state.storage().put(PUSH_AT_KEY, at).await
+    }
+
+    async fn clear_push_at(&self) -> Result<()> {
+        self.state.storage().delete(PUSH_AT_KEY).await.map(|_| ())
+    }
+
+    async fn legacy_owner(&self) -> Result<Option<String>> {
         self.state.storage().get(LEGACY_OWNER_KEY).await
     }
-}
 
-fn attachment(ws: &WebSocket) -> Option<Attachment> {
-    ws.deserialize_attachment::<Attachment>().ok().flatten()
-}
+    async fn alarm(&self) -> Result<Option<f64>> {
+        Ok(self.state.storage().get_alarm().await?.map(|t| t as f64))
+    }
 
-/// A socket's token deadline (`None` for a socket without one).
-fn deadline(ws: &WebSocket) -> Option<f64> {
-    attachment(ws).and_then(|a| a.deadline_ms)
+    async fn set_alarm(&self, at: f64) -> Result<()> {
+        let offset_ms = (at - now()).max(0.0).ceil() as i64;
+        self.state.storage().set_alarm(offset_ms).await
+    }
+
+    async fn erase_all(&self) -> Result<()> {
+        self.state.storage().delete_alarm().await?;
+        self.state.storage().delete_all().await
+    }
+
+    async fn badge(&self, owner: &str) -> Result<String> {
+        Ok(InboxHub::badge(self, owner).await?)
+    }
+
+    fn warn(&self, what: &str, e: &worker::Error) {
+        worker::console_warn!("{}", json!({ "hub": what, "error": e.to_string() }));
+    }
 }
 
 impl DurableObject for InboxHub {
@@ -270,8 +238,7 @@ impl DurableObject for InboxHub {
         Self {
             state,
             env,
-            last_push: Cell::new(None),
-            badges: BadgeSequencer::default(),
+            hub: Hub::default(),
         }
     }
 
@@ -281,42 +248,14 @@ impl DurableObject for InboxHub {
             return Response::error("owner missing", 400);
         }
         if req.path() == "/erase" {
-            // The owner was erased: every socket closes, and nothing stays in storage.
-            let sockets = self.state.get_websockets();
-            for ws in &sockets {
-                let _ = ws.close(
-                    Some(egn_core::notify::erasure::ERASED_CLOSE_CODE),
-                    Some(egn_core::notify::erasure::ERASED_CLOSE_REASON),
-                );
-            }
-            self.state.storage().delete_alarm().await?;
-            self.state.storage().delete_all().await?;
-            return Response::from_json(&json!({ "closed": sockets.len() }));
+            let closed = self.hub.erase(self).await?;
+            return Response::from_json(&json!({ "closed": closed }));
         }
         if req.path() == "/poke" {
-            let scheduled = self
-                .state
-                .storage()
-                .get::<f64>(PUSH_AT_KEY)
-                .await?
-                .is_some();
-            let sockets = self.state.get_websockets().len();
-            match badge::on_poke(sockets, now(), self.last_push.get(), scheduled) {
-                Poke::Idle | Poke::AlreadyScheduled => {}
-                Poke::PushNow => self.push(&owner).await?,
-                Poke::PushIn(ms) => {
-                    let at = now() + ms;
-                    self.state.storage().put(PUSH_AT_KEY, at).await?;
-                    self.alarm_at(at).await?;
-                }
-            }
+            self.hub.poke(self, &owner).await?;
             return Response::empty();
         }
-        let deadline_ms = req
-            .headers()
-            .get(DEADLINE_HEADER)?
-            .and_then(|d| d.parse::<f64>().ok())
-            .filter(|d| d.is_finite());
+        let deadline_ms = hub::parse_deadline(req.headers().get(DEADLINE_HEADER)?.as_deref());
         let pair = WebSocketPair::new()?;
         self.state.accept_web_socket(&pair.server);
         // Alarms carry no request: the socket remembers whose hub this is (no storage write).
@@ -324,20 +263,9 @@ impl DurableObject for InboxHub {
             deadline_ms,
             owner: Some(owner.clone()),
         })?;
-        if let Some(deadline_ms) = deadline_ms {
-            // Moves the alarm only when this token expires before the pending one.
-            self.alarm_at(deadline_ms).await?;
-        }
-        // Every connect starts with a fresh badge: that is what repairs a missed push.
-        match self.fresh_badge(&owner).await {
-            Ok(Some(msg)) => pair.server.send_with_str(msg)?,
-            // A newer badge went to every socket, this one included.
-            Ok(None) => {}
-            Err(e) => worker::console_warn!(
-                "{}",
-                json!({ "hub": "badge failed", "error": e.to_string() })
-            ),
-        }
+        self.hub
+            .connected(self, &pair.server, &owner, deadline_ms)
+            .await?;
         let offered = req
             .headers()
             .get("Sec-WebSocket-Protocol")?
@@ -352,20 +280,7 @@ impl DurableObject for InboxHub {
     }
 
     async fn alarm(&self) -> Result<Response> {
-        let plan = self.close_expired().await?;
-        if plan.push {
-            self.state.storage().delete(PUSH_AT_KEY).await?;
-            if let Some(owner) = self.owner().await? {
-                self.push(&owner).await?;
-            }
-        }
-        // The alarm that is running is spent: the next one is the earliest event left.
-        if let Some(at) = plan.next_alarm {
-            self.state
-                .storage()
-                .set_alarm((at - now()).max(0.0).ceil() as i64)
-                .await?;
-        }
+        self.hub.alarm(self).await?;
         Response::empty()
     }
 
@@ -374,16 +289,10 @@ impl DurableObject for InboxHub {
         ws: WebSocket,
         message: WebSocketIncomingMessage,
     ) -> Result<()> {
-        // "refresh" asks for the badge now (e.g. after the app returns to the foreground).
-        if matches!(message, WebSocketIncomingMessage::String(ref s) if s == "refresh") {
-            if let Some(owner) = self.owner().await? {
-                // `None`: a newer badge reached every socket while this one was read.
-                if let Some(msg) = self.fresh_badge(&owner).await? {
-                    ws.send_with_str(msg)?;
-                }
-            }
+        match message {
+            WebSocketIncomingMessage::String(text) => self.hub.message(self, &ws, &text).await,
+            WebSocketIncomingMessage::Binary(_) => Ok(()),
         }
-        Ok(())
     }
 
     async fn websocket_close(
@@ -393,11 +302,8 @@ impl DurableObject for InboxHub {
         _reason: String,
         _was_clean: bool,
     ) -> Result<()> {
-        // Complete the closing handshake; 1005/1006 cannot be sent back.
-        let code = u16::try_from(code)
-            .ok()
-            .filter(|c| *c >= 1000 && *c != 1005 && *c != 1006);
-        let _ = ws.close(code.or(Some(1000)), Some("bye"));
+        // Complete the closing handshake.
+        let _ = ws.close(Some(hub::closing_code(code)), Some("bye"));
         Ok(())
     }
 }

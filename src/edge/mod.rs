@@ -337,7 +337,7 @@ async fn healthz(env: &Env, st: &State) -> ApiResult<Response> {
     };
     let parts = health::Parts {
         config: &st.config,
-        geo: geo::health(env).await,
+        geo: geo::health(),
         ipdb: ip::health(health::stale_after_days(&st.config)),
         data_api,
         jwks_fetches: st.verifier.as_ref().map(|v| v.jwks_fetches()),

@@ -8,7 +8,7 @@ use super::http_client::WorkerHttp;
 use super::hub;
 use super::{internal, not_configured, ok_json, ApiResult};
 use egn_core::config::Config;
-use egn_core::notify::{ChangesView, NotifyService, PageView};
+use egn_core::notify::NotifyService;
 use egn_http::notify as api;
 use egn_http::notify_bodies::Indexes;
 use egn_http::notify_routes::Flow;
@@ -119,30 +119,17 @@ pub async fn replay_dead_letters(cfg: &Config, env: &Env, body: &[u8]) -> ApiRes
 
 /// `GET /v1/notifications` (user): one page with the badge counts, one Data API call.
 pub async fn list(cfg: &Config, owner: &str, query: &str) -> ApiResult<Response> {
-    let (params, with_counts) = api::parse_list(query)?;
-    let page = store(cfg)?
-        .list(owner, &params, with_counts, now_ms())
-        .await?;
-    ok_json(&PageView::of(&page))
+    ok_json(&api::get_list(store(cfg), owner, query, now_ms()).await?)
 }
 
 /// `GET /v1/notifications/unread-count` (user): one aggregate call.
 pub async fn unread_count(cfg: &Config, owner: &str, query: &str) -> ApiResult<Response> {
-    let category = api::parse_category(query);
-    let c = store(cfg)?
-        .counts(owner, category.as_deref(), now_ms())
-        .await?;
-    ok_json(&json!(c))
+    ok_json(&api::get_unread_count(store(cfg), owner, query, now_ms()).await?)
 }
 
 /// `GET /v1/notifications/changes?since=` (user): the change feed, one call per page.
 pub async fn changes(cfg: &Config, owner: &str, query: &str) -> ApiResult<Response> {
-    let (since, limit) = api::parse_changes(query)?;
-    let now = now_ms();
-    let page = store(cfg)?
-        .changes(owner, since.as_deref(), limit, now)
-        .await?;
-    ok_json(&ChangesView::of(&page, now))
+    ok_json(&api::get_changes(store(cfg), owner, query, now_ms()).await?)
 }
 
 /// `POST /v1/notifications/mark` (user): read/seen/archived for one item or all.

@@ -7,7 +7,8 @@
 //! `queue` function the same way.
 
 use super::log;
-use egn_core::notify::batch::{self, Disposition, EventQueue, QueueError, QueuedMessage};
+use egn_core::notify::batch::{Backoff, EventQueue, QueueError, QueuedMessage};
+use egn_core::notify::delivery::{self, Delivered};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -15,8 +16,6 @@ use worker::{Context, Date, Env, MessageBuilder, QueueContentType};
 
 /// The producer binding (`[[queues.producers]]` in wrangler.toml). Absent = synchronous path.
 pub const BINDING: &str = "NOTIFY_QUEUE";
-/// A queue whose name ends so is a dead-letter queue: its messages are kept, not written.
-pub const DEAD_LETTER_SUFFIX: &str = "-dlq";
 
 /// The events queue, when bound.
 pub struct WorkerQueue(worker::Queue);
@@ -65,10 +64,18 @@ extern "C" {
     fn retry(this: &JsMessage, options: &JsValue);
 }
 
-fn retry_later(m: &JsMessage, delay_s: u32) {
-    let o = js_sys::Object::new();
-    let _ = js_sys::Reflect::set(&o, &"delaySeconds".into(), &delay_s.into());
-    m.retry(&o);
+impl Delivered for JsMessage {
+    fn attempts(&self) -> u32 {
+        JsMessage::attempts(self)
+    }
+    fn ack(&self) {
+        JsMessage::ack(self);
+    }
+    fn retry(&self, delay_seconds: u32) {
+        let o = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&o, &"delaySeconds".into(), &delay_seconds.into());
+        JsMessage::retry(self, &o);
+    }
 }
 
 /// The consumer of the events queue and of its dead-letter queue.
@@ -112,23 +119,15 @@ pub async fn queue(
         Err(e) => {
             // Nothing can be written: let the queue redeliver (and dead-letter) them.
             log(&json!({ "queue": name, "skipped": e }));
-            for m in &msgs {
-                retry_later(m, batch::retry_delay_seconds(m.attempts(), 2, 60));
-            }
+            delivery::retry_all(&msgs);
             return Ok(JsValue::UNDEFINED);
         }
     };
     let now = Date::now().as_millis() as i64;
-    if name.ends_with(DEAD_LETTER_SUFFIX) {
+    let backoff = Backoff { base, cap };
+    if delivery::is_dead_letter_queue(&name) {
         let kept = svc.store_dead_letters(&items, &name, now).await;
-        for (m, ok) in msgs.iter().zip(&kept) {
-            if *ok {
-                m.ack();
-            } else {
-                retry_later(m, batch::retry_delay_seconds(m.attempts(), base, cap));
-            }
-        }
-        let stored = kept.iter().filter(|k| **k).count();
+        let stored = delivery::settle_dead_letters(&msgs, &kept, backoff);
         log(&json!({ "queue": name, "dead_letters": msgs.len(), "stored": stored }));
         return Ok(JsValue::UNDEFINED);
     }
@@ -136,26 +135,11 @@ pub async fn queue(
     let requeue = binding(&env);
     // Continuations of erasures ride the events queue: run them, then the events.
     let (items, msgs) = continue_erasures(&svc, &env, requeue.as_ref(), items, msgs, now).await;
-    let backoff = batch::Backoff { base, cap };
     let report = svc
         .consume(&items, &name, now, backoff, requeue.as_ref())
         .await;
-    let mut retried = 0;
-    for (m, d) in msgs.iter().zip(&report.dispositions) {
-        match d {
-            Disposition::Ack => m.ack(),
-            Disposition::Retry { delay_seconds } => {
-                retried += 1;
-                retry_later(m, *delay_seconds);
-            }
-        }
-    }
-    log(&json!({
-        "queue": name, "messages": msgs.len(), "events": report.events, "retried": retried,
-        "requeued": report.requeued,
-        "invalid": report.invalid, "owners_changed": report.changed_owners.len(),
-        "rosters_unfinished": report.unfinished_rosters,
-    }));
+    let retried = delivery::settle(&msgs, &report.dispositions);
+    log(&delivery::batch_log(&name, msgs.len(), &report, retried));
     after_change(&env, &ctx, &report.changed_owners);
     Ok(JsValue::UNDEFINED)
 }
@@ -182,7 +166,7 @@ async fn continue_erasures(
             Ok(()) => m.ack(),
             Err(e) => {
                 log(&json!({ "erasure": "continuation failed", "error": e.message }));
-                retry_later(&m, batch::retry_delay_seconds(m.attempts(), 2, 60));
+                delivery::retry_later(&m, delivery::UNHANDLED);
             }
         }
     }

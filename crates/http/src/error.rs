@@ -2,6 +2,7 @@
 
 use egn_core::auth::AuthError;
 use egn_core::backend::BackendError;
+use egn_core::geo::{GeoError, Rejected};
 use egn_core::notify::NotifyError;
 use serde::Serialize;
 use serde_json::json;
@@ -225,6 +226,22 @@ impl From<NotifyError> for ApiError {
 impl From<AuthError> for ApiError {
     fn from(e: AuthError) -> Self {
         ApiError::new(ErrorCode::from(&e), e.to_string())
+    }
+}
+
+impl From<Rejected> for ApiError {
+    fn from(r: Rejected) -> Self {
+        ApiError::asset_corrupt(&r.path, r.error)
+    }
+}
+
+/// A geo lookup's error: the tile source's own (already an [`ApiError`]) or a rejected asset.
+impl<E: Into<ApiError>> From<GeoError<E>> for ApiError {
+    fn from(e: GeoError<E>) -> Self {
+        match e {
+            GeoError::Read(e) => e.into(),
+            GeoError::Rejected(r) => r.into(),
+        }
     }
 }
 
@@ -618,5 +635,23 @@ mod tests {
             403
         );
         assert_eq!(ApiError::from(AuthError::Expired).code, "token_expired");
+    }
+
+    #[test]
+    fn geo_errors_keep_the_sources_answer_or_name_the_rejected_asset() {
+        let read: GeoError<ApiError> = GeoError::Read(ApiError::asset_unavailable("tile 404"));
+        let read = ApiError::from(read);
+        assert_eq!(
+            (read.code, read.message.as_str()),
+            (ErrorCode::AssetUnavailable, "tile 404")
+        );
+        let rejected = Rejected {
+            path: "geo/tile-3.bin".into(),
+            error: egn_core::geo::LoadError::ChecksumMismatch,
+        };
+        let api = ApiError::from(GeoError::<ApiError>::Rejected(rejected));
+        assert_eq!(api.code, ErrorCode::AssetCorrupt);
+        assert_eq!(api.status(), 503);
+        assert_eq!(api.message, "geo/tile-3.bin: asset checksum mismatch");
     }
 }

@@ -2,7 +2,7 @@
 
 use super::error::ApiError;
 use crate::ErrorCode;
-use egn_core::geo::{Country, LatLon};
+use egn_core::geo::{Country, LatLon, Layers, TileSource};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -203,6 +203,81 @@ pub struct CountryResults {
     pub time_zones: Option<Vec<String>>,
 }
 
+/// The country and (with `fields.time_zone`) zone of one point (`/v1/geo/me` too).
+///
+/// # Errors
+/// The tile source's error, or `asset_corrupt` (503) for an index or tile that does not verify.
+pub async fn point_of<S, T>(
+    layers: &Layers<S>,
+    src: &T,
+    p: LatLon,
+    fields: Fields,
+) -> Result<PointResult, ApiError>
+where
+    S: AsRef<[u8]> + Clone,
+    T: TileSource<Error: Into<ApiError>>,
+{
+    if fields.time_zone {
+        let (country, zone) = layers.pairs_of(src, &[p]).await?.swap_remove(0);
+        return Ok(PointResult::new(p, CountryCodes::of(country)).with_time_zone(zone));
+    }
+    let country = layers.countries_of(src, &[p]).await?.swap_remove(0);
+    Ok(PointResult::new(p, CountryCodes::of(country)))
+}
+
+/// `GET /v1/geo/country`: the query is checked before any geo data is opened.
+///
+/// # Errors
+/// As [`parse_point_query`], [`parse_fields`] and [`point_of`].
+pub async fn get_country<S, T>(
+    layers: &Layers<S>,
+    src: &T,
+    query: &str,
+) -> Result<PointResult, ApiError>
+where
+    S: AsRef<[u8]> + Clone,
+    T: TileSource<Error: Into<ApiError>>,
+{
+    let p = parse_point_query(query)?;
+    let fields = parse_fields(query)?;
+    point_of(layers, src, p, fields).await
+}
+
+/// `POST /v1/geo/country`: the query and body are checked before any geo data is opened.
+///
+/// # Errors
+/// As [`parse_fields`], [`parse_batch`] and [`point_of`].
+pub async fn post_country<S, T>(
+    layers: &Layers<S>,
+    src: &T,
+    query: &str,
+    body: &[u8],
+) -> Result<CountryResults, ApiError>
+where
+    S: AsRef<[u8]> + Clone,
+    T: TileSource<Error: Into<ApiError>>,
+{
+    let fields = parse_fields(query)?;
+    let points = parse_batch(body)?;
+    if fields.time_zone {
+        let (results, time_zones) = layers
+            .pairs_of(src, &points)
+            .await?
+            .into_iter()
+            .map(|(c, z)| (CountryCodes::of(c), z.unwrap_or_default().to_owned()))
+            .unzip();
+        return Ok(CountryResults {
+            results,
+            time_zones: Some(time_zones),
+        });
+    }
+    let countries = layers.countries_of(src, &points).await?;
+    Ok(CountryResults {
+        results: countries.into_iter().map(CountryCodes::of).collect(),
+        time_zones: None,
+    })
+}
+
 #[cfg(not(target_arch = "wasm32"))]
 /// An IANA zone name as the zone layer stores it.
 fn time_zone_value() -> serde_json::Value {
@@ -238,6 +313,80 @@ pub(crate) fn points(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    /// A source no test may reach: every case here is decided before a tile is needed.
+    struct NoTiles;
+
+    impl TileSource for NoTiles {
+        type Error = ApiError;
+        async fn fetch(&self, path: &str) -> Result<Vec<u8>, ApiError> {
+            panic!("read {path}")
+        }
+    }
+
+    fn run<F: Future>(f: F) -> F::Output {
+        let mut f = pin!(f);
+        match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(v) => v,
+            Poll::Pending => panic!("pending"),
+        }
+    }
+
+    fn zero() -> u64 {
+        0
+    }
+
+    /// Layers whose country index does not verify (the zone index is never reached).
+    fn damaged() -> Layers<&'static [u8]> {
+        Layers::new(b"not an index", b"", zero)
+    }
+
+    #[test]
+    fn a_bad_request_is_answered_before_the_geo_data_is_opened() {
+        fn code<T>(r: Result<T, ApiError>) -> ErrorCode {
+            r.map(|_| ()).unwrap_err().code
+        }
+        let get = |q: &str| code(run(get_country(&damaged(), &NoTiles, q)));
+        assert_eq!(get("lon=1"), ErrorCode::MissingParameter);
+        assert_eq!(get("lat=1&lon=2&fields=x"), ErrorCode::InvalidParameter);
+        let post = |q: &str, b: &[u8]| code(run(post_country(&damaged(), &NoTiles, q, b)));
+        assert_eq!(
+            post("fields=x", br#"{"points":[[1, 2]]}"#),
+            ErrorCode::InvalidParameter
+        );
+        assert_eq!(post("", br#"{"points":[]}"#), ErrorCode::EmptyBatch);
+        // A good request reaches the data: the damaged index answers, naming the asset.
+        let e = run(get_country(&damaged(), &NoTiles, "lat=1&lon=2")).unwrap_err();
+        assert_eq!((e.code, e.status()), (ErrorCode::AssetCorrupt, 503));
+        assert_eq!(
+            e.message,
+            "geo/index.bin: asset length does not match its header"
+        );
+        let e = run(post_country(
+            &damaged(),
+            &NoTiles,
+            "fields=country",
+            br#"{"points":[[1, 2]]}"#,
+        ));
+        assert_eq!(code(e), ErrorCode::AssetCorrupt);
+    }
+
+    #[test]
+    fn health_reports_a_damaged_index_as_unavailable_with_its_error() {
+        use crate::health::{GeoHealth, GeoStatus};
+        let h = GeoHealth::of(&damaged());
+        assert_eq!(h.status, GeoStatus::Unavailable);
+        assert_eq!(h.index, None);
+        let error = h.error.unwrap();
+        assert_eq!(error["code"], "asset_corrupt");
+        assert_eq!(
+            error["message"],
+            "geo/index.bin: asset length does not match its header"
+        );
+    }
 
     #[test]
     fn query_errors_have_stable_codes() {

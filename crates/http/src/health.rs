@@ -2,9 +2,11 @@
 //! the environment by name ([`assemble`]), and the document's `Health` schema is generated from
 //! it. 200 when it is `ok`, 503 with the same body when `degraded`.
 
+use crate::ApiError;
 use egn_core::backend::data_api::{probe_problem, ProbeProblem};
 use egn_core::backend::HttpClient;
 use egn_core::config::{Config, ConfigError};
+use egn_core::geo::Layers;
 use egn_core::ip::freshness::Freshness;
 use egn_core::ip::serving::Health as IpdbHealth;
 use egn_core::notify::NotificationStore;
@@ -112,6 +114,33 @@ pub struct GeoIndexHealth {
     pub tiles_loaded: usize,
     /// Bytes of the tiles loaded so far.
     pub tile_bytes_loaded: usize,
+}
+
+impl GeoHealth {
+    /// The country layer's state (opening its index on first use; the index is embedded in
+    /// the worker, hence `index_source`).
+    pub fn of<S: AsRef<[u8]> + Clone>(layers: &Layers<S>) -> Self {
+        match layers.stats() {
+            Ok(s) => GeoHealth {
+                status: GeoStatus::Ok,
+                error: None,
+                index: Some(GeoIndexHealth {
+                    format_version: egn_core::geo::format::FORMAT_VERSION,
+                    countries: s.countries,
+                    index_bytes: s.index_bytes,
+                    index_source: "embedded",
+                    index_open_ms: s.index_open_ms,
+                    tiles_loaded: s.tiles_loaded,
+                    tile_bytes_loaded: s.tile_bytes_loaded,
+                }),
+            },
+            Err(r) => GeoHealth {
+                status: GeoStatus::Unavailable,
+                error: Some(ApiError::from(r).body()["error"].clone()),
+                index: None,
+            },
+        }
+    }
 }
 
 /// The state of the Data API probe.

@@ -1,9 +1,10 @@
 //! Request parsing and response shapes for `/v1/geo/ip` and `/v1/geo/me`.
 
 use super::error::ApiError;
-use super::geo::PointResult;
+use super::geo::{self as geo_api, PointResult};
 use crate::ErrorCode;
-use egn_core::ip::serving::PageError;
+use egn_core::geo::{Layers, TileSource};
+use egn_core::ip::serving::{PageError, Served};
 use egn_core::ip::table::page_name;
 use egn_core::ip::Attribution;
 use egn_core::ip::{parse_ip, IpAnswer, IpParseError};
@@ -123,6 +124,94 @@ pub struct Ipdb {
     pub source: String,
     /// The credit line, when the data's licence asks for one.
     pub attribution: Option<Attribution>,
+}
+
+impl Ipdb {
+    /// Which database `s` is, and its credit.
+    #[must_use]
+    pub fn of(s: &Served) -> Self {
+        Self {
+            version: s.version().to_owned(),
+            // `Source` serializes as its lower-case name.
+            source: serde_json::to_value(s.source())
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            attribution: s.attribution().cloned(),
+        }
+    }
+}
+
+/// `GET /v1/geo/ip`'s answer from `s`, whose page for `ip` is loaded.
+#[must_use]
+pub fn lookup(s: &Served, ip: IpAddr) -> IpLookup {
+    IpLookup {
+        result: IpResult::new(ip, s.db().lookup(ip)),
+        ipdb: Ipdb::of(s),
+    }
+}
+
+/// `POST /v1/geo/ip`'s answer from `s`, whose pages for `ips` are loaded.
+#[must_use]
+pub fn lookups(s: &Served, ips: &[IpAddr]) -> IpResults {
+    IpResults {
+        results: ips
+            .iter()
+            .map(|&ip| IpResult::new(ip, s.db().lookup(ip)))
+            .collect(),
+        ipdb: Ipdb::of(s),
+    }
+}
+
+/// What the edge says about a caller (`request.cf` and `CF-Connecting-IP`), as `/v1/geo/me`
+/// reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Edge {
+    /// `request.cf.country`; `XX` (Cloudflare's "unknown") is no answer.
+    pub country: Option<String>,
+    /// `CF-Connecting-IP`, when it parses (a value that does not is no answer, not an error).
+    pub ip: Option<IpAddr>,
+    /// `request.cf.timezone`; empty is no answer.
+    pub timezone: Option<String>,
+}
+
+impl Edge {
+    /// The edge's raw values.
+    #[must_use]
+    pub fn new(country: Option<String>, ip: Option<&str>, timezone: Option<String>) -> Self {
+        Self {
+            country: country.filter(|c| c != "XX"),
+            ip: ip.and_then(|v| parse_ip(v).ok()),
+            timezone: timezone.filter(|tz| !tz.is_empty()),
+        }
+    }
+}
+
+/// `GET /v1/geo/me` from the database serving the caller's address (its page loaded): the
+/// coordinates are looked up only when `lat` or `lon` is given.
+///
+/// # Errors
+/// The point query's (400), or the geo lookup's.
+pub async fn me<S, T>(
+    s: &Served,
+    layers: &Layers<S>,
+    tiles: &T,
+    edge: Edge,
+    query: &str,
+) -> Result<Me, ApiError>
+where
+    S: AsRef<[u8]> + Clone,
+    T: TileSource<Error: Into<ApiError>>,
+{
+    let ip = edge.ip.map(|ip| IpResult::new(ip, s.db().lookup(ip)));
+    let has_coords = super::query::pairs(query).any(|(k, _)| k == "lat" || k == "lon");
+    let coords = if has_coords {
+        let p = geo_api::parse_point_query(query)?;
+        Some(geo_api::point_of(layers, tiles, p, geo_api::Fields::default()).await?)
+    } else {
+        None
+    };
+    Ok(Me::new(edge.country, ip, coords, Ipdb::of(s)).with_time_zone(edge.timezone))
 }
 
 /// `GET /v1/geo/ip`: the address's answer and the database that gave it.
@@ -260,6 +349,115 @@ pub(crate) fn ips(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 #[cfg(test)]
 mod tests {
+    use super::{lookups, me, Edge, Ipdb};
+    use crate::{ApiError, ErrorCode};
+    use egn_core::geo::{Layers, TileSource};
+    use egn_core::ip::serving::{Clock, Served};
+    use egn_core::ip::table::{build, Ranges};
+    use egn_core::ip::update::table_meta;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    struct Zero;
+    impl Clock for Zero {
+        fn now_ms(&self) -> u64 {
+            0
+        }
+    }
+
+    /// A bundled table with no country anywhere (every /16 answers from the directory).
+    fn served() -> Served {
+        let ranges = Ranges {
+            v4: vec![(0, None)],
+            v6: vec![(0, None)],
+        };
+        Served::bundled(build(&ranges, &table_meta("test", 7, None)).dir, &Zero).unwrap()
+    }
+
+    /// A source no test may reach.
+    struct NoTiles;
+    impl TileSource for NoTiles {
+        type Error = ApiError;
+        async fn fetch(&self, path: &str) -> Result<Vec<u8>, ApiError> {
+            panic!("read {path}")
+        }
+    }
+
+    fn zero() -> u64 {
+        0
+    }
+
+    /// Geo layers whose index does not verify.
+    fn damaged() -> Layers<&'static [u8]> {
+        Layers::new(b"not an index", b"", zero)
+    }
+
+    fn run<F: Future>(f: F) -> F::Output {
+        match pin!(f)
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+        {
+            Poll::Ready(v) => v,
+            Poll::Pending => panic!("pending"),
+        }
+    }
+
+    #[test]
+    fn the_edge_facts_drop_what_is_no_answer() {
+        let e = Edge::new(Some("XX".into()), Some("not an ip"), Some(String::new()));
+        assert_eq!(e, Edge::default());
+        let e = Edge::new(
+            Some("T1".into()),
+            Some("2001:db8::1"),
+            Some("Europe/Zurich".into()),
+        );
+        assert_eq!(e.country.as_deref(), Some("T1"));
+        assert_eq!(e.ip, Some("2001:db8::1".parse().unwrap()));
+        assert_eq!(e.timezone.as_deref(), Some("Europe/Zurich"));
+    }
+
+    #[test]
+    fn answers_name_the_database_that_gave_them() {
+        let s = served();
+        let ipdb = Ipdb::of(&s);
+        assert_eq!(
+            (ipdb.source.as_str(), &ipdb.attribution),
+            ("bundled", &None)
+        );
+        assert_eq!(ipdb.version, s.version());
+        let ips = ["10.0.0.1".parse().unwrap(), "8.8.8.8".parse().unwrap()];
+        let r = lookups(&s, &ips);
+        let reasons: Vec<_> = r.results.iter().map(|r| r.reason.as_deref()).collect();
+        assert_eq!(reasons, [Some("private"), Some("not_found")]);
+        assert_eq!(r.ipdb, ipdb);
+    }
+
+    #[test]
+    fn me_reads_the_coordinates_only_when_given() {
+        let s = served();
+        let edge = Edge::new(
+            Some("CH".into()),
+            Some("8.8.8.8"),
+            Some("Europe/Zurich".into()),
+        );
+        // No lat/lon: the geo data is not opened (it is damaged here, and answers nothing).
+        let m = run(me(&s, &damaged(), &NoTiles, edge.clone(), "x=1")).unwrap();
+        assert_eq!(m.coordinates, None);
+        assert_eq!(m.ip.as_ref().map(|r| r.ip.as_str()), Some("8.8.8.8"));
+        assert_eq!((m.sources, m.agree), (1, None));
+        assert_eq!(
+            m.time_zone.map(|t| t.name).as_deref(),
+            Some("Europe/Zurich")
+        );
+        // One of them: the query is refused before the geo data is opened.
+        let e = run(me(&s, &damaged(), &NoTiles, edge.clone(), "lat=1")).unwrap_err();
+        assert_eq!(e.code, ErrorCode::MissingParameter);
+        // Both: the geo data answers (here, its damaged index).
+        let e = run(me(&s, &damaged(), &NoTiles, edge, "lat=1&lon=2")).unwrap_err();
+        assert_eq!(e.code, ErrorCode::AssetCorrupt);
+    }
+
     #[test]
     fn page_errors_answer_503_except_a_missing_loaded_page() {
         use super::{page_error, PageError};

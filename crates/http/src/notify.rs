@@ -2,7 +2,11 @@
 
 use super::error::ApiError;
 use crate::ErrorCode;
-use egn_core::notify::{Bulk, EventsInput, Flag, ListParams, NewEvent, Retraction, MAX_PAGE};
+use egn_core::backend::HttpClient;
+use egn_core::notify::{
+    Bulk, ChangesView, Counts, EventsInput, Flag, ListParams, NewEvent, NotificationStore,
+    PageView, Retraction, MAX_PAGE,
+};
 use serde::{Deserialize, Deserializer};
 
 /// [`present`] for an integer (`5` or `5.0`, as the document's `"type": "integer"` allows).
@@ -378,9 +382,124 @@ pub(crate) fn one_target(s: &mut schemars::Schema) {
     );
 }
 
+/// `GET /v1/notifications`. `store` is the configured store or why there is none: the query is
+/// checked first, so a bad one answers 400 whatever the configuration.
+///
+/// # Errors
+/// As [`parse_list`], and the store's.
+pub async fn get_list<H: HttpClient>(
+    store: Result<NotificationStore<H>, ApiError>,
+    owner: &str,
+    query: &str,
+    now_ms: i64,
+) -> Result<PageView, ApiError> {
+    let (params, with_counts) = parse_list(query)?;
+    let page = store?.list(owner, &params, with_counts, now_ms).await?;
+    Ok(PageView::of(&page))
+}
+
+/// `GET /v1/notifications/unread-count` (of one category with `category=`).
+///
+/// # Errors
+/// The store's.
+pub async fn get_unread_count<H: HttpClient>(
+    store: Result<NotificationStore<H>, ApiError>,
+    owner: &str,
+    query: &str,
+    now_ms: i64,
+) -> Result<Counts, ApiError> {
+    let category = parse_category(query);
+    Ok(store?.counts(owner, category.as_deref(), now_ms).await?)
+}
+
+/// `GET /v1/notifications/changes`: the query is checked before the store (as [`get_list`]).
+///
+/// # Errors
+/// As [`parse_changes`], and the store's.
+pub async fn get_changes<H: HttpClient>(
+    store: Result<NotificationStore<H>, ApiError>,
+    owner: &str,
+    query: &str,
+    now_ms: i64,
+) -> Result<ChangesView, ApiError> {
+    let (since, limit) = parse_changes(query)?;
+    let page = store?
+        .changes(owner, since.as_deref(), limit, now_ms)
+        .await?;
+    Ok(ChangesView::of(&page, now_ms))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use egn_core::backend::native::block_on;
+    use egn_core::backend::{DataApiClient, HttpRequest, HttpResponse, TransportError};
+    use egn_core::config::{Config, Vars};
+    use std::cell::Cell;
+
+    /// A Data API that is down; counts the requests it got.
+    struct Down(Cell<usize>);
+
+    impl HttpClient for &Down {
+        async fn send(&self, _: HttpRequest) -> Result<HttpResponse, TransportError> {
+            self.0.set(self.0.get() + 1);
+            Err(TransportError {
+                timed_out: false,
+                message: "connection refused".into(),
+            })
+        }
+    }
+
+    fn store(down: &Down) -> NotificationStore<&Down> {
+        let get = |n: &str| {
+            let v = match n {
+                "ENVIRONMENT" => "development",
+                "DATA_API_URL" => "http://127.0.0.1:1",
+                "DATA_API_KEY" => "k",
+                _ => return None,
+            };
+            Some(v.to_owned())
+        };
+        let cfg = Config::from_vars(&Vars::new(&get)).unwrap();
+        NotificationStore::new(
+            DataApiClient::new(down, cfg.data_api.clone().unwrap()),
+            cfg.notify.clone(),
+        )
+    }
+
+    #[test]
+    fn reads_check_their_query_before_the_store_and_map_its_failure() {
+        let down = Down(Cell::new(0));
+        let st = || Ok(store(&down));
+        let code = |e: ApiError| (e.code, down.0.get());
+        let e = block_on(get_list(st(), "u1", "limit=abc", 0)).unwrap_err();
+        assert_eq!(code(e), (ErrorCode::InvalidParameter, 0));
+        let e = block_on(get_changes(st(), "u1", "limit=0", 0)).unwrap_err();
+        assert_eq!(code(e), (ErrorCode::InvalidParameter, 0));
+        // A good query reaches the store, whose failure answers as the one mapping says.
+        let e = block_on(get_list(st(), "u1", "limit=5", 0)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::BackendUnavailable);
+        assert!(down.0.get() > 0);
+        let before = down.0.get();
+        let e = block_on(get_unread_count(st(), "u1", "category=social", 0)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::BackendUnavailable);
+        let e = block_on(get_changes(st(), "u1", "", 0)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::BackendUnavailable);
+        assert!(down.0.get() >= before + 2);
+    }
+
+    #[test]
+    fn without_a_store_a_bad_query_still_answers_400() {
+        let none = || Err::<NotificationStore<&Down>, _>(ApiError::not_configured("the Data API"));
+        let e = block_on(get_list(none(), "u1", "unread=maybe", 0)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidParameter);
+        let e = block_on(get_list(none(), "u1", "", 0)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::NotConfigured);
+        let e = block_on(get_changes(none(), "u1", "limit=x", 0)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidParameter);
+        let e = block_on(get_unread_count(none(), "u1", "", 0)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::NotConfigured);
+    }
 
     #[test]
     fn list_params() {

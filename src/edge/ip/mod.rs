@@ -17,9 +17,8 @@ use egn_core::ip::serving::{Checked, Clock, PageError, Served, Serving};
 use egn_core::ip::table::page_name;
 use egn_core::ip::update::Probe;
 use egn_core::ip::IpdbSettings;
-use egn_http::geo as geo_api;
 use egn_http::health::IpdbReport;
-use egn_http::ip::{self as ip_api, IpLookup, IpResult, IpResults, Ipdb, Me};
+use egn_http::ip as ip_api;
 use egn_http::ApiError;
 #[cfg(feature = "bench")]
 use serde_json::json;
@@ -133,12 +132,9 @@ async fn probe_serving(
 ) -> (ApiResult<Rc<Served>>, Option<Probe>) {
     let serving = ipdb();
     let st = store(env, cfg);
-    let mut rejected = None;
-    if serving.current().is_some() && serving.claim_check(WorkerClock.now_ms(), 0) {
-        let c = serving.check(&st, &WorkerClock).await;
-        log_checked(&c);
-        rejected = c.rejection();
-    }
+    let checked = serving.check_now(&st, &WorkerClock).await;
+    checked.iter().for_each(log_checked);
+    let rejected = checked.and_then(|c| c.rejection());
     let s = match cold_start(&serving, &st, &[]).await {
         Ok(s) => s,
         Err(e) => return (Err(e), None),
@@ -182,42 +178,18 @@ fn page_error(e: PageError<StoreError>) -> ApiError {
     ip_api::page_error(e, BUNDLED_PAGES)
 }
 
-/// The `ipdb` object of every IP answer: which database answered, and the credit its licence
-/// asks for (the console shows `attribution.text` linked to `attribution.url`).
-fn ipdb_json(s: &Served) -> Ipdb {
-    Ipdb {
-        version: s.version().to_owned(),
-        // `Source` serializes as its lower-case name.
-        source: serde_json::to_value(s.source())
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default(),
-        attribution: s.attribution().cloned(),
-    }
-}
-
 /// `GET /v1/geo/ip`.
 pub async fn get_ip(env: &Env, ctx: &Context, cfg: &Config, query: &str) -> ApiResult<Response> {
     let ip = ip_api::parse_ip_query(query)?;
     let s = ip_state(env, ctx, &cfg.ipdb, &[ip]).await?;
-    ok_json(&IpLookup {
-        result: IpResult::new(ip, s.db().lookup(ip)),
-        ipdb: ipdb_json(&s),
-    })
+    ok_json(&ip_api::lookup(&s, ip))
 }
 
 /// `POST /v1/geo/ip`.
 pub async fn post_ip(env: &Env, ctx: &Context, cfg: &Config, body: &[u8]) -> ApiResult<Response> {
     let ips = ip_api::parse_ip_batch(body)?;
     let s = ip_state(env, ctx, &cfg.ipdb, &ips).await?;
-    let results = ips
-        .iter()
-        .map(|&ip| IpResult::new(ip, s.db().lookup(ip)))
-        .collect();
-    ok_json(&IpResults {
-        results,
-        ipdb: ipdb_json(&s),
-    })
+    ok_json(&ip_api::lookups(&s, &ips))
 }
 
 /// `GET /v1/geo/me`: edge country, IPDB answer for the caller and (optionally) the coordinates'
@@ -229,23 +201,12 @@ pub async fn me(
     cfg: &Config,
     query: &str,
 ) -> ApiResult<Response> {
-    let cf_country = req.cf().and_then(|cf| cf.country()).filter(|c| c != "XX");
-    let caller: Option<IpAddr> = req
-        .headers()
-        .get("CF-Connecting-IP")
-        .ok()
-        .flatten()
-        .and_then(|v| egn_core::ip::parse_ip(&v).ok());
-    let s = ip_state(env, ctx, &cfg.ipdb, caller.as_slice()).await?;
-    let ip = caller.map(|ip| IpResult::new(ip, s.db().lookup(ip)));
-    let has_coords = egn_http::query::pairs(query).any(|(k, _)| k == "lat" || k == "lon");
-    let coords = if has_coords {
-        let p = geo_api::parse_point_query(query)?;
-        Some(super::geo::point_of(env, p, geo_api::Fields::default()).await?)
-    } else {
-        None
-    };
-    ok_json(&Me::new(cf_country, ip, coords, ipdb_json(&s)).with_time_zone(cf_timezone(req)))
+    let ip_header = req.headers().get("CF-Connecting-IP").ok().flatten();
+    let country = req.cf().and_then(|cf| cf.country());
+    let edge = ip_api::Edge::new(country, ip_header.as_deref(), cf_timezone(req));
+    let s = ip_state(env, ctx, &cfg.ipdb, edge.ip.as_slice()).await?;
+    let (layers, tiles) = (super::geo::layers(), super::geo::Assets(env));
+    ok_json(&ip_api::me(&s, &layers, &tiles, edge, query).await?)
 }
 
 /// `request.cf.timezone`, read from the raw `cf` object: worker's `Cf::timezone_name` panics
@@ -255,7 +216,6 @@ fn cf_timezone(req: &Request) -> Option<String> {
     js_sys::Reflect::get(&cf, &"timezone".into())
         .ok()?
         .as_string()
-        .filter(|tz| !tz.is_empty())
 }
 
 /// Health fragment: what serves, where it came from, and how fresh it is (stale past

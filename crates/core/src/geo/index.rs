@@ -767,6 +767,10 @@ fn chain_parity<const B: usize>(pts: &[u8], x: i64, y: i64) -> bool {
     cross != 0 && (cross > 0) == (dy > 0)
 }
 
+// The hand-made world below, for the tile cache's tests.
+#[cfg(test)]
+pub(crate) use tests::{mixed_tile_id, world};
+
 /// The reader on hand-made bytes (no builder): a world of four quadrants, one mixed cell
 /// holding a square, and every header field broken once.
 #[cfg(test)]
@@ -797,7 +801,7 @@ mod tests {
         }
     }
 
-    fn mixed_tile_id() -> usize {
+    pub(crate) fn mixed_tile_id() -> usize {
         tile_of(MIXED.0, MIXED.1)
     }
 
@@ -871,7 +875,8 @@ mod tests {
         b
     }
 
-    fn world() -> (Vec<u8>, Vec<u8>) {
+    /// The world's `index.bin` and the mixed cell's tile.
+    pub(crate) fn world() -> (Vec<u8>, Vec<u8>) {
         let tile = tile_bytes(mixed_tile_id());
         (
             index_bytes(&["AAAAA", "BBBBB", "CCCCC"], quadrant, &tile),

@@ -8,10 +8,12 @@
 //! code in `egn-tools`.
 
 mod batch;
+mod cache;
 mod coord;
 pub mod format;
 mod index;
 
 pub use batch::LANES;
+pub use cache::{GeoError, Layers, Rejected, Stats, TileSource, INDEX_PATH, ZONE_INDEX_PATH};
 pub use coord::{grid_x, grid_y, lat_of, lon_of, CoordError, GridPoint, LatLon, WORLD_H, WORLD_W};
 pub use index::{Country, CountryIndex, LoadError, PairAnswer, Probe, Tile, ZoneIndex};

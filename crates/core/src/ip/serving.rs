@@ -225,6 +225,20 @@ impl Serving {
         checked
     }
 
+    /// The cron's check, before its probe: run now, whatever the watch interval, when a
+    /// version serves and no check is in flight; `None` otherwise (a cold isolate's start
+    /// reads the record anyway, and a check in flight ends on its own).
+    pub async fn check_now<S: IpdbStore>(
+        &self,
+        store: &S,
+        clock: &impl Clock,
+    ) -> Option<Checked<S::Error>> {
+        if self.current().is_none() || !self.claim_check(clock.now_ms(), 0) {
+            return None;
+        }
+        Some(self.check(store, clock).await)
+    }
+
     /// The first request of an isolate: the record is read and, at the same time, the bundled
     /// pages `ips` need (so the common cold start pays one round trip, not two in a row); the
     /// bundled table serves when no newer version is published. `None` when another request

@@ -20,12 +20,14 @@
 pub mod badge;
 pub mod batch;
 pub mod dead_letters;
+pub mod delivery;
 pub mod document;
 pub mod erasure;
 mod error;
 mod event;
 pub mod expiry;
 pub mod fence;
+pub mod hub;
 pub(crate) mod limits;
 pub mod preferences;
 pub mod privacy;

@@ -583,3 +583,23 @@ fn the_cron_probes_the_serving_version_and_fails_a_published_one_that_does_not_s
     assert_eq!((p.version.as_str(), p.ok), ("v3", true));
     assert!(Checked::<Down>::UpToDate("v3".into()).rejection().is_none());
 }
+
+#[test]
+fn the_crons_check_runs_at_once_but_only_when_a_version_serves_and_none_is_in_flight() {
+    let w = world();
+    // Cold: no check (the cold start reads the record), and nothing is read.
+    assert!(run(w.serving.check_now(&w.store, &w.clock)).is_none());
+    assert_eq!(w.store.reads_of("record"), 0);
+    assert_eq!(w.request(), answered("bundled:test:7", "DE"));
+    // Published a moment later, long before the watch interval: the cron's check swaps it in.
+    w.store.publish("v2", &table(b"FR"));
+    let checked = run(w.serving.check_now(&w.store, &w.clock));
+    assert!(matches!(checked, Some(Checked::Swapped { ref version, .. }) if version == "v2"));
+    assert_eq!(w.version(), "v2");
+    // A check in flight (claimed by a request) is not started twice.
+    w.clock.advance(MIN);
+    assert!(w.serving.claim_check(w.clock.now_ms(), MIN));
+    let reads = w.store.reads_of("record");
+    assert!(run(w.serving.check_now(&w.store, &w.clock)).is_none());
+    assert_eq!(w.store.reads_of("record"), reads);
+}
