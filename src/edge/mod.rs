@@ -17,7 +17,7 @@ mod state;
 mod webcrypto;
 
 use egn_http::health;
-use egn_http::pipeline::{self, Caller, Gate, Limiter, Ports, RequestHeaders};
+use egn_http::pipeline::{self, Caller, Front, Limiter, Ports, RequestBody, RequestHeaders};
 use egn_http::routes::Op;
 use egn_http::ApiError;
 use serde_json::{json, Value};
@@ -33,6 +33,16 @@ struct Head<'a>(&'a Request);
 impl RequestHeaders for Head<'_> {
     fn header(&self, name: &str) -> Option<String> {
         self.0.headers().get(name).ok().flatten()
+    }
+}
+
+/// The request's body, for [`pipeline::read_body`].
+struct Body<'a>(&'a mut Request);
+
+impl RequestBody for Body<'_> {
+    type Error = worker::Error;
+    async fn bytes(&mut self) -> Result<Vec<u8>> {
+        self.0.bytes().await
     }
 }
 
@@ -100,18 +110,15 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
         log(&line.json(None));
         return upgrade_with_request_id(resp, &rid);
     }
-    let headers = resp.headers_mut();
-    headers.set("X-Request-Id", &rid)?;
     set_headers(
-        headers,
-        &pipeline::cors_headers(origin.as_deref(), st.config.as_ref().ok()),
+        resp.headers_mut(),
+        &pipeline::answer_headers(&rid, origin.as_deref(), st.config.as_ref().ok()),
     )?;
     line.ms = Some(Date::now().as_millis().saturating_sub(started));
-    let line = line.json(error.as_ref());
-    if resp.status_code() >= 500 {
-        log_error(&line);
+    if line.is_error() {
+        log_error(&line.json(error.as_ref()));
     } else {
-        log(&line);
+        log(&line.json(error.as_ref()));
     }
     Ok(resp)
 }
@@ -163,39 +170,28 @@ async fn handle(
     caller: &mut Caller,
 ) -> ApiResult<Response> {
     let path = req.path();
-    let cfg = match pipeline::gate(&st.config, &path)? {
-        Gate::Open(c) => c,
-        Gate::Health => return healthz(env, st).await,
-        Gate::Document => return openapi(),
-    };
     let method = req.inner().method();
-    let head = Head(&req);
-    if method == "OPTIONS" {
-        let headers = Headers::new();
-        set_headers(
-            &headers,
-            &pipeline::preflight(&path, head.header("Origin").as_deref(), cfg)?,
-        )
-        .map_err(internal)?;
-        return Ok(Response::empty()
-            .map_err(internal)?
-            .with_status(204)
-            .with_headers(headers));
-    }
     let ports = Ports {
         users: st.verifier.as_ref(),
         limiters: &Limits(env),
         now_ms: Date::now().as_millis() as f64,
     };
-    let matched = pipeline::admit(&head, (&method, &path), cfg, &ports, caller)
-        .await?
-        .matched;
+    let (cfg, matched) =
+        match pipeline::front(&Head(&req), (&method, &path), &st.config, &ports, caller).await? {
+            Front::Route(cfg, admitted) => (cfg, admitted.matched),
+            Front::Health => return healthz(env, st).await,
+            Front::Document => return openapi(),
+            Front::Preflight(list) => {
+                let headers = Headers::new();
+                set_headers(&headers, &list).map_err(internal)?;
+                return Ok(Response::empty()
+                    .map_err(internal)?
+                    .with_status(204)
+                    .with_headers(headers));
+            }
+        };
     let route = matched.route;
-    let body = if route.body_limit > 0 {
-        read_body(&mut req, route.body_limit).await?
-    } else {
-        Vec::new()
-    };
+    let body = pipeline::read_body(route, &mut Body(&mut req)).await?;
     let url = req.url().map_err(|_| ApiError::invalid_url())?;
     let query = url.query().unwrap_or("").to_string();
     let who = caller.clone();
@@ -313,14 +309,6 @@ async fn discard_unread_body(raw: &worker::web_sys::Request) {
         // The bytes are not wanted; a failure to read them changes nothing for this answer.
         let _ = wasm_bindgen_futures::JsFuture::from(p).await;
     }
-}
-
-/// The body, within the route's limit (the declared length was checked by
-/// [`pipeline::admit`]).
-async fn read_body(req: &mut Request, limit: usize) -> ApiResult<Vec<u8>> {
-    let body = req.bytes().await.map_err(ApiError::unreadable_body)?;
-    pipeline::check_body_len(body.len(), limit)?;
-    Ok(body)
 }
 
 async fn healthz(env: &Env, st: &State) -> ApiResult<Response> {

@@ -356,6 +356,12 @@ pub struct LogLine<'a> {
 }
 
 impl LogLine<'_> {
+    /// Whether the line is logged at error level: a `5xx`, which Workers Logs files as an error.
+    #[must_use]
+    pub fn is_error(&self) -> bool {
+        self.status >= 500
+    }
+
     /// The line: the error's code when the answer is one, and a 5xx's full cause (backend text
     /// included), which the answer itself never carries.
     #[must_use]
@@ -423,6 +429,80 @@ pub async fn admit<U: UserTokens, L: RateLimiters>(
         matched,
         caller: caller.clone(),
     })
+}
+
+/// Where a request goes after the configuration gate, the preflight and [`admit`].
+#[derive(Debug)]
+pub enum Front<'a> {
+    /// `/healthz` under a configuration that did not parse.
+    Health,
+    /// `/openapi.json` under a configuration that did not parse.
+    Document,
+    /// An `OPTIONS` request: a 204 with these headers.
+    Preflight(Vec<Header>),
+    /// A request let through to its route's handler.
+    Route(&'a Config, Admitted),
+}
+
+/// The pipeline before a handler, in order: the configuration gate, then an `OPTIONS` answered
+/// from the route table (no caller needed), then [`admit`].
+///
+/// # Errors
+/// The first step that refuses the request.
+pub async fn front<'a, U: UserTokens, L: RateLimiters>(
+    req: &impl RequestHeaders,
+    (method, path): (&str, &str),
+    config: &'a Result<Config, ConfigError>,
+    ports: &Ports<'_, U, L>,
+    caller: &mut Caller,
+) -> Result<Front<'a>, ApiError> {
+    let cfg = match gate(config, path)? {
+        Gate::Open(c) => c,
+        Gate::Health => return Ok(Front::Health),
+        Gate::Document => return Ok(Front::Document),
+    };
+    if method == "OPTIONS" {
+        let origin = req.header("Origin");
+        return Ok(Front::Preflight(preflight(path, origin.as_deref(), cfg)?));
+    }
+    let admitted = admit(req, (method, path), cfg, ports, caller).await?;
+    Ok(Front::Route(cfg, admitted))
+}
+
+/// The request's body, read once.
+#[allow(async_fn_in_trait)] // Used with concrete types only; no `Send` bound is wanted on wasm.
+pub trait RequestBody {
+    /// Why it could not be read.
+    type Error: std::fmt::Display;
+    /// All of its bytes.
+    async fn bytes(&mut self) -> Result<Vec<u8>, Self::Error>;
+}
+
+/// The body `route` takes: read only when it takes one (else empty and unread), and within its
+/// limit once read (a declared length was checked by [`admit`]; a chunked body was not).
+///
+/// # Errors
+/// 400 `unreadable_body` when reading fails, 413 `payload_too_large` over the limit.
+pub async fn read_body(route: &Route, body: &mut impl RequestBody) -> Result<Vec<u8>, ApiError> {
+    if route.body_limit == 0 {
+        return Ok(Vec::new());
+    }
+    let bytes = body.bytes().await.map_err(ApiError::unreadable_body)?;
+    check_body_len(bytes.len(), route.body_limit)?;
+    Ok(bytes)
+}
+
+/// The headers every answer but a WebSocket handover gets: `X-Request-Id`, then CORS for a
+/// listed origin.
+#[must_use]
+pub fn answer_headers(rid: &str, origin: Option<&str>, config: Option<&Config>) -> Vec<Header> {
+    let mut headers = vec![Header {
+        name: "X-Request-Id",
+        value: rid.to_owned(),
+        append: false,
+    }];
+    headers.extend(cors_headers(origin, config));
+    headers
 }
 
 #[cfg(test)]

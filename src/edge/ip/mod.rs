@@ -13,7 +13,7 @@ pub use publish::publish_from_source;
 use super::assets::corrupt;
 use super::{ok_json, ApiResult};
 use egn_core::config::Config;
-use egn_core::ip::serving::{Checked, Clock, PageError, Served, Serving};
+use egn_core::ip::serving::{Checked, Clock, PageError, Served, Serving, Start};
 use egn_core::ip::table::page_name;
 use egn_core::ip::update::Probe;
 use egn_core::ip::IpdbSettings;
@@ -61,49 +61,43 @@ fn now_iso() -> String {
     String::from(js_sys::Date::new_0().to_iso_string())
 }
 
-/// The isolate's database, with the pages that `ips` need loaded. A cold isolate asks the
-/// config store first (so it never serves a stale default when a newer one is published) and
-/// falls back to the bundled table; a warm one answers at once and checks after the answer
-/// when the interval has elapsed.
+/// The isolate's database, with the pages that `ips` need loaded ([`Serving::start`] decides
+/// warm or cold, and whether a check runs after the answer).
 pub async fn ip_state(
     env: &Env,
     ctx: &Context,
     cfg: &IpdbSettings,
     ips: &[IpAddr],
 ) -> ApiResult<Rc<Served>> {
-    let serving = ipdb();
-    let st = store(env, cfg);
-    let s = match serving.current() {
-        Some(s) => {
-            let interval_ms = u64::from(cfg.check_interval_s) * 1000;
-            if serving.claim_check(WorkerClock.now_ms(), interval_ms) {
-                // Off the request path: this request is answered with the current database.
-                let serving = serving.clone();
-                ctx.wait_until(async move {
-                    log_checked(&serving.check(&st, &WorkerClock).await);
-                });
-            }
-            s
-        }
-        None => cold_start(&serving, &st, ips).await?,
-    };
-    ready(&serving, &store(env, cfg), s, ips).await
+    let every_ms = u64::from(cfg.check_interval_s) * 1000;
+    let s = start(env, cfg, Some(every_ms), ips).await?;
+    if s.check_after {
+        // Off the request path: this request is answered with the current database.
+        let (serving, st) = (ipdb(), store(env, cfg));
+        ctx.wait_until(async move {
+            log_checked(&serving.check(&st, &WorkerClock).await);
+        });
+    }
+    ready(&ipdb(), &store(env, cfg), s.served, ips).await
 }
 
-/// The database being served; an isolate that has none yet reads the record and opens the
-/// bundled table (the cron vets against it too).
-async fn cold_start(serving: &Serving, st: &EdgeStore, ips: &[IpAddr]) -> ApiResult<Rc<Served>> {
-    if let Some(s) = serving.current() {
-        return Ok(s);
-    }
-    // Copied (~164 KB, microseconds) so bundled and swapped tables are one type, the one the
-    // native bench times.
-    let bundled = Served::bundled(EMBEDDED_DIR.to_vec(), &WorkerClock)
-        .map_err(|e| corrupt("ip/country/dir.bin (embedded)", e))?;
-    let (s, checked) = serving.cold_start(st, &WorkerClock, bundled, ips).await;
-    if let Some(c) = checked {
-        log_checked(&c);
-    }
+/// [`Serving::start`] over the bindings, with the bundled table as the cold start's default.
+async fn start(
+    env: &Env,
+    cfg: &IpdbSettings,
+    check_every_ms: Option<u64>,
+    ips: &[IpAddr],
+) -> ApiResult<Start<StoreError>> {
+    // Copied (~164 KB, microseconds; only on a cold start) so bundled and swapped tables are
+    // one type, the one the native bench times.
+    let bundled = || {
+        Served::bundled(EMBEDDED_DIR.to_vec(), &WorkerClock)
+            .map_err(|e| corrupt("ip/country/dir.bin (embedded)", e))
+    };
+    let s = ipdb()
+        .start(&store(env, cfg), &WorkerClock, check_every_ms, bundled, ips)
+        .await?;
+    s.checked.iter().for_each(log_checked);
     Ok(s)
 }
 
@@ -135,8 +129,8 @@ async fn probe_serving(
     let checked = serving.check_now(&st, &WorkerClock).await;
     checked.iter().for_each(log_checked);
     let rejected = checked.and_then(|c| c.rejection());
-    let s = match cold_start(&serving, &st, &[]).await {
-        Ok(s) => s,
+    let s = match start(env, cfg, None, &[]).await {
+        Ok(s) => s.served,
         Err(e) => return (Err(e), None),
     };
     // Why the record's version does not serve, as of now (requests may check meanwhile).

@@ -169,6 +169,16 @@ pub struct Ready<E: std::error::Error + 'static> {
     pub fell_back: Vec<FellBack<E>>,
 }
 
+/// How a request (or the cron) meets the isolate's database ([`Serving::start`]).
+pub struct Start<E: std::error::Error + 'static> {
+    /// The version to load pages of ([`Serving::ready`]) and answer from.
+    pub served: Rc<Served>,
+    /// A check of the record is due and claimed: run [`Serving::check`] after the answer.
+    pub check_after: bool,
+    /// A cold start's check of the record, for the log.
+    pub checked: Option<Checked<E>>,
+}
+
 /// A version that failed after it was swapped in, and when.
 struct Broken {
     version: String,
@@ -237,6 +247,38 @@ impl Serving {
             return None;
         }
         Some(self.check(store, clock).await)
+    }
+
+    /// Where a request starts: a warm isolate answers from what serves at once and claims a
+    /// due check (`check_every_ms`; `None` claims none) to run after the answer; a cold one
+    /// builds the bundled table (`bundled`, only then) and runs [`Serving::cold_start`], so it
+    /// never serves a stale default when a newer version is published.
+    ///
+    /// # Errors
+    /// The bundled table's, when it does not open.
+    pub async fn start<S: IpdbStore, B>(
+        &self,
+        store: &S,
+        clock: &impl Clock,
+        check_every_ms: Option<u64>,
+        bundled: impl FnOnce() -> Result<Served, B>,
+        ips: &[IpAddr],
+    ) -> Result<Start<S::Error>, B> {
+        if let Some(served) = self.current() {
+            let check_after =
+                check_every_ms.is_some_and(|every| self.claim_check(clock.now_ms(), every));
+            return Ok(Start {
+                served,
+                check_after,
+                checked: None,
+            });
+        }
+        let (served, checked) = self.cold_start(store, clock, bundled()?, ips).await;
+        Ok(Start {
+            served,
+            check_after: false,
+            checked,
+        })
     }
 
     /// The first request of an isolate: the record is read and, at the same time, the bundled

@@ -456,3 +456,138 @@ fn the_stream_takes_only_a_websocket_upgrade() {
     assert_eq!((e.status(), e.code.as_str()), (426, "upgrade_required"));
     assert!(require_websocket(&Req::new(&[("upgrade", "h2c")])).is_err());
 }
+
+/// A body that answers `bytes` (or fails) and counts its reads.
+struct Body {
+    bytes: Result<Vec<u8>, &'static str>,
+    reads: usize,
+}
+
+impl RequestBody for Body {
+    type Error = &'static str;
+    async fn bytes(&mut self) -> Result<Vec<u8>, Self::Error> {
+        self.reads += 1;
+        self.bytes.clone()
+    }
+}
+
+#[test]
+fn the_front_gates_then_answers_a_preflight_without_a_caller_then_admits() {
+    let good = Ok(config(&[]));
+    let bad = Config::from_vars(&Vars::new(&|n: &str| {
+        (n == "BACKEND_TIMEOUT_MS").then(|| "soon".to_owned())
+    }));
+    assert!(bad.is_err());
+    let limiters = Limiters::answering(None);
+    let ports = Ports {
+        users: Some(&Tokens),
+        limiters: &limiters,
+        now_ms: 0.0,
+    };
+    let run = |req: &Req, method, path, config| {
+        let mut caller = Caller::Anonymous;
+        let r = block_on(front(req, (method, path), config, &ports, &mut caller));
+        (r, caller)
+    };
+    let none = Req::new(&[]);
+    // A bad configuration: only the health and the document answer, even to OPTIONS.
+    assert!(matches!(
+        run(&none, "GET", "/healthz", &bad).0,
+        Ok(Front::Health)
+    ));
+    assert!(matches!(
+        run(&none, "GET", "/openapi.json", &bad).0,
+        Ok(Front::Document)
+    ));
+    let e = run(&none, "OPTIONS", "/v1/geo/country", &bad)
+        .0
+        .unwrap_err();
+    assert_eq!((e.status(), e.code.as_str()), (503, "config_invalid"));
+    // A preflight of a user route needs no token and asks no limiter.
+    let cross = Req::new(&[("origin", "https://app.example")]);
+    let Ok(Front::Preflight(h)) = run(&cross, "OPTIONS", "/v1/notifications", &good).0 else {
+        panic!("a preflight");
+    };
+    assert_eq!(h[0].name, "Allow");
+    assert_eq!(h[1].name, "Access-Control-Allow-Methods");
+    assert!(limiters.asked.borrow().is_empty());
+    let evil = Req::new(&[("origin", "https://evil.example")]);
+    let e = run(&evil, "OPTIONS", "/v1/notifications", &good)
+        .0
+        .unwrap_err();
+    assert_eq!(e.status(), 403);
+    // Anything else is admitted, or refused by admit's first refusing step.
+    let e = run(&none, "GET", "/v1/notifications", &good).0.unwrap_err();
+    assert_eq!(e.status(), 401);
+    let ana = Req::new(&[("authorization", "Bearer good-ana")]);
+    let (r, caller) = run(&ana, "GET", "/v1/notifications", &good);
+    let Ok(Front::Route(_, admitted)) = r else {
+        panic!("admitted");
+    };
+    assert_eq!(admitted.matched.route.op, Op::List);
+    assert_eq!(caller, Caller::User("ana".into()));
+}
+
+#[test]
+fn a_body_is_read_only_for_a_route_that_takes_one_and_checked_once_read() {
+    let read = |method, path, bytes: Result<Vec<u8>, &'static str>| {
+        let mut body = Body { bytes, reads: 0 };
+        let r = block_on(read_body(route(method, path), &mut body));
+        (r, body.reads)
+    };
+    let (r, reads) = read("GET", "/v1/notifications", Ok(vec![1; 10]));
+    assert_eq!((r.unwrap(), reads), (Vec::new(), 0));
+    let (r, reads) = read("POST", "/v1/notifications/mark", Ok(b"{}".to_vec()));
+    assert_eq!((r.unwrap(), reads), (b"{}".to_vec(), 1));
+    let limit = route("POST", "/v1/notifications/mark").body_limit;
+    let (r, _) = read("POST", "/v1/notifications/mark", Ok(vec![b' '; limit + 1]));
+    let e = r.unwrap_err();
+    assert_eq!((e.status(), e.code.as_str()), (413, "payload_too_large"));
+    let (r, _) = read("POST", "/v1/notifications/mark", Err("stream reset"));
+    let e = r.unwrap_err();
+    assert_eq!((e.status(), e.code.as_str()), (400, "unreadable_body"));
+}
+
+#[test]
+fn every_answer_carries_its_request_id_then_cors_for_a_listed_origin() {
+    let cfg = config(&[]);
+    let names = |h: Vec<Header>| h.iter().map(|h| h.name).collect::<Vec<_>>();
+    let h = answer_headers("r1", Some("https://app.example"), Some(&cfg));
+    assert_eq!((h[0].name, h[0].value.as_str()), ("X-Request-Id", "r1"));
+    assert_eq!(
+        names(h)[1..],
+        [
+            "Access-Control-Allow-Origin",
+            "Access-Control-Expose-Headers",
+            "Vary"
+        ]
+    );
+    assert_eq!(
+        names(answer_headers(
+            "r1",
+            Some("https://evil.example"),
+            Some(&cfg)
+        )),
+        ["X-Request-Id"]
+    );
+    assert_eq!(
+        names(answer_headers("r1", Some("https://app.example"), None)),
+        ["X-Request-Id"]
+    );
+}
+
+#[test]
+fn only_a_5xx_is_logged_at_error_level() {
+    let line = |status| LogLine {
+        rid: "r1",
+        method: "GET",
+        path: "/",
+        status,
+        ms: None,
+        caller: &Caller::Anonymous,
+    };
+    assert!(!line(499).is_error());
+    assert!(line(500).is_error());
+    assert!(line(503).is_error());
+    assert!(!line(101).is_error());
+}

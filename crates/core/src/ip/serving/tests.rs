@@ -176,20 +176,22 @@ impl World {
         Served::bundled(self.bundled_dir.clone(), &self.clock).unwrap()
     }
 
-    /// What a request does: a cold start, or the version serving and a claim of a due check;
-    /// the pages its address needs; then the claimed check, run to the end as `wait_until`
-    /// runs it after the answer.
+    /// What a request does: [`Serving::start`], the pages its address needs, then the claimed
+    /// check, run to the end as `wait_until` runs it after the answer.
     fn request(&self) -> Result<(String, String), String> {
-        let (s, due) = match self.serving.current() {
-            Some(s) => (s, self.serving.claim_check(self.clock.now_ms(), MIN)),
-            None => {
-                let ips = [ip()];
-                let cold = self
-                    .serving
-                    .cold_start(&self.store, &self.clock, self.bundled(), &ips);
-                (run(cold).0, false)
-            }
-        };
+        let ips = [ip()];
+        let start = self.serving.start(
+            &self.store,
+            &self.clock,
+            Some(MIN),
+            || Ok::<_, std::convert::Infallible>(self.bundled()),
+            &ips,
+        );
+        let Ok(Start {
+            served: s,
+            check_after: due,
+            ..
+        }) = run(start);
         let ready = run(self.serving.ready(&self.store, &self.clock, s, &[ip()]));
         if due {
             run(self.serving.check(&self.store, &self.clock));
@@ -602,4 +604,48 @@ fn the_crons_check_runs_at_once_but_only_when_a_version_serves_and_none_is_in_fl
     let reads = w.store.reads_of("record");
     assert!(run(w.serving.check_now(&w.store, &w.clock)).is_none());
     assert_eq!(w.store.reads_of("record"), reads);
+}
+
+#[test]
+fn a_warm_start_claims_a_due_check_for_after_the_answer_and_the_crons_claims_none() {
+    let w = world();
+    let start = |every| {
+        let no_bundle = || Err::<Served, _>("built only for a cold start");
+        run(w
+            .serving
+            .start(&w.store, &w.clock, every, no_bundle, &[ip()]))
+    };
+    assert_eq!(start(None).err(), Some("built only for a cold start"));
+    assert!(
+        w.serving.current().is_none(),
+        "nothing serves after a failed bundle"
+    );
+    w.request().unwrap();
+    w.clock.advance(MIN);
+    assert!(
+        !start(None).unwrap().check_after,
+        "the cron's start claims no check"
+    );
+    let first = start(Some(MIN)).unwrap();
+    assert!(first.check_after && first.checked.is_none());
+    assert!(!start(Some(MIN)).unwrap().check_after, "claimed once");
+    assert_eq!(
+        w.store.reads_of("record"),
+        1,
+        "the check runs after the answer"
+    );
+}
+
+#[test]
+fn a_cold_start_reports_its_check_and_claims_none() {
+    let w = world();
+    w.store.publish("v2", &table(b"US"));
+    let bundled = || Ok::<_, std::convert::Infallible>(w.bundled());
+    let start = run(w
+        .serving
+        .start(&w.store, &w.clock, Some(0), bundled, &[ip()]))
+    .unwrap();
+    assert_eq!(start.served.version(), "v2");
+    assert!(!start.check_after);
+    assert_eq!(start.checked.unwrap().to_string(), "swapped to v2");
 }
