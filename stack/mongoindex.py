@@ -17,6 +17,8 @@ scan's (`stack/tests/test_mongoindex.py` checks it against the scanning path):
   not a string (an array, a number, a document) is a candidate of every such filter.
 * `$and`: the intersection of its indexable parts.
 
+And a cursor slices its result once, not once per document it yields.
+
 Anything else scans as before.
 """
 import bisect
@@ -277,6 +279,24 @@ def install(mongomock):
         ordered = sorted((i for i in ids if i in docs), key=seq.__getitem__)
         return (docs[i] for i in ordered if filter_applies(filter, docs[i]))
 
+    # A cursor sliced its whole result list again for every document it yielded (quadratic:
+    # 38 s to read 60 000 documents; an `aggregate` reads its collection through one): slice once.
+    Cursor = mongomock.collection.Cursor
+    compute = Cursor._compute_results
+
+    def _compute_results(self, with_limit_and_skip=False):
+        results = compute(self, False)
+        if not with_limit_and_skip:
+            return results
+        cached = self.__dict__.get("_sliced")
+        if cached is None or cached[0] is not results or cached[1:3] != (self._skip, self._limit):
+            part = results[self._skip:]
+            if self._limit:
+                part = part[:abs(self._limit)]
+            cached = self.__dict__["_sliced"] = (results, self._skip, self._limit, part)
+        return cached[3]
+
+    Cursor._compute_results = _compute_results
     Coll._apply_update_document = _apply_update_document
     Coll._apply_update_pipeline = _apply_update_pipeline
     Coll._iter_documents = _iter_documents

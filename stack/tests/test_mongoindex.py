@@ -126,3 +126,15 @@ def test_candidates_are_few_and_a_page_stops_at_its_limit():
         mongomock.filtering.filter_applies = orig
     assert page == [f"s:{i:05d}" for i in range(101, 126)]
     assert len(calls) == 25
+
+
+def test_a_cursor_yields_what_it_did_in_linear_time():
+    coll = mongomock.MongoClient()["db"]["cur"]
+    coll.insert_many([{"_id": i, "n": i % 7} for i in range(3000)])
+    for skip, limit in ((0, 0), (5, 0), (0, 10), (2990, 20), (100, -3)):
+        cur = coll.find({"n": {"$lt": 5}}).sort("n").skip(skip).limit(limit)
+        want = [d["_id"] for d in coll._scan_documents({"n": {"$lt": 5}})]
+        want = sorted(want, key=lambda i: (i % 7, i))[skip:]
+        want = want[:abs(limit)] if limit else want
+        assert [d["_id"] for d in cur] == want
+    assert list(coll.aggregate([{"$count": "n"}])) == [{"n": 3000}]
