@@ -19,6 +19,7 @@ from bson import json_util
 from bson.errors import BSONError
 from pymongo.errors import BulkWriteError, ConnectionFailure, DuplicateKeyError, OperationFailure, PyMongoError
 
+from . import mongoindex
 from .httpbase import App, Response, json_response
 from .ttl import run_ttl_once
 
@@ -260,8 +261,15 @@ class DataApi:
         return {"document": coll.find_one(self._doc(body, "filter", False), **kw)}
 
     def _find(self, coll, body):
-        cur = coll.find(self._doc(body, "filter", False), projection=body.get("projection") or None)
+        flt = self._doc(body, "filter", False)
         sort = self._sort(body)
+        if self.emulated:
+            # A page by a range of `_id` (a sender's index entries): the first `limit` matches in
+            # `_id` order, found without sorting the whole range (stack/mongoindex.py).
+            page = mongoindex.sorted_page(coll, flt, sort, body.get("limit"), body.get("skip"))
+            if page is not None:
+                flt = {"_id": {"$in": page}}
+        cur = coll.find(flt, projection=body.get("projection") or None)
         if sort:
             cur = cur.sort(sort)
         if body.get("skip"):
@@ -389,6 +397,7 @@ class DataApiApp(App):
             import mongomock  # dev/test only: the production gateway does not need it installed
             import mongomock.store
             _background_ttl_only(mongomock)
+            mongoindex.install(mongomock)
             self.client = mongomock.MongoClient()
             self.lock = threading.RLock()  # mongomock is not thread-safe
             self.mode = "mongomock"

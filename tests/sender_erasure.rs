@@ -518,3 +518,50 @@ fn a_failed_insert_many_falls_back_to_one_upsert_per_entry_so_the_batch_is_writt
         assert!(all(&stack, &colls.senders).iter().any(|d| d["_id"] == id));
     }
 }
+
+/// An item's life is extended by every later event of any sender; the index entry of a sender
+/// whose own event is older must live as long as the item, or the erasure misses the item.
+#[test]
+fn an_index_entry_lives_as_long_as_its_item_whoever_extended_it() {
+    let stack = Stack::start();
+    let svc = service(&stack, true);
+    let cfg = svc.store().config().clone();
+    let colls = cfg.collections();
+    let day = 24 * 3_600_000;
+    let now = now_ms();
+    // Ana's event is older than an item's TTL and its tombstone's together; bo's, yesterday's,
+    // keeps "long" alive for another 29 days. "gone" had only ana: its life is over.
+    let old = now - cfg.ttl_ms - cfg.tombstone_ttl_ms - 3 * day;
+    create(&svc, &ev("lu", "long", ANA, old));
+    create(&svc, &ev("lu", "long", "bo", now - day));
+    create(&svc, &ev("lu", "gone", ANA, old));
+    // The TTL monitor purges "gone" (its `purgeAt` has passed), and nothing else.
+    assert!(stack.run_ttl() >= 1);
+    let items = all(&stack, &colls.items);
+    assert!(items.iter().all(|d| d["itemKey"] != "gone"));
+    assert!(items.iter().any(|d| d["itemKey"] == "long"));
+    // The nightly housekeeping drops the entry of the item that is gone and keeps the other,
+    // to be looked at again when "long" can be gone.
+    let r = block_on(svc.store().housekeeping(10_000, 40, 500, now)).unwrap();
+    assert_eq!((r.index_entries_dropped, r.index_entries_kept), (1, 1));
+    assert_eq!(stack.run_ttl(), 0, "no TTL takes an entry");
+    let entries = all(&stack, &colls.senders);
+    let ids: BTreeSet<&str> = entries.iter().filter_map(|d| d["_id"].as_str()).collect();
+    assert!(
+        ids.contains(senders::entry_id(ANA, "lu", "long").as_str()),
+        "the entry of an item still alive stays: {ids:?}"
+    );
+    assert!(!ids.contains(senders::entry_id(ANA, "lu", "gone").as_str()));
+    let long = item(&stack, &svc, "lu", "long");
+    let next = entries
+        .iter()
+        .find(|d| d["_id"] == senders::entry_id(ANA, "lu", "long"))
+        .map(|d| d[senders::CHECK_AT].clone());
+    assert_eq!(next, Some(long["purgeAt"].clone()));
+    // So the erasure finds the item and takes ana out of it.
+    let (done, _) = erase_until(&svc, now, Step::Done);
+    assert_eq!(done.scrubbed.items, 1, "{done:?}");
+    let doc = item(&stack, &svc, "lu", "long");
+    assert!(!doc.to_string().contains("\"ana\""), "{doc}");
+    assert_eq!(view(&doc).origins_count, 1);
+}

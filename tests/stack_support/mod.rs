@@ -214,6 +214,15 @@ impl Stack {
             .sum()
     }
 
+    /// Runs the Data API's TTL monitor once now (what mongod's does every minute): deletes
+    /// every document a TTL index says has expired. Returns how many.
+    #[allow(dead_code)]
+    pub fn run_ttl(&self) -> u64 {
+        self.dev("data_api_url", "POST", "/__ttl/run", "")["deleted"]
+            .as_u64()
+            .expect("/__ttl/run answers its count")
+    }
+
     /// Installs fault rules on the Data API (`{"rules":[…]}`).
     pub fn data_api_faults(&self, rules: &str) {
         self.dev("data_api_url", "POST", "/__faults", rules);

@@ -148,7 +148,7 @@ pub const VARIABLES: &[Setting] = &[
     var("NOTIFY_TOMBSTONE_TTL_HOURS", "integer, hours", Some("168"), "how long a deletion stays visible to the change feed"),
     var("NOTIFY_QUEUE_RETRY_SECONDS", "integer, s", Some("2"), "first redelivery delay of a failed queue message (doubles per attempt)"),
     var("NOTIFY_QUEUE_RETRY_MAX_SECONDS", "integer, s", Some("60"), "cap of that delay"),
-    var("HOUSEKEEPING_SUBREQUESTS", "integer", Some("40"), "Data API calls one cron run may spend on trim and expiry (the free plan allows 50 subrequests in all)"),
+    var("HOUSEKEEPING_SUBREQUESTS", "integer", Some("40"), "Data API calls one cron run may spend on trim, expiry and the senders' index entries of items that are gone (the free plan allows 50 subrequests in all)"),
     // Dedup.
     var("DEDUP_WINDOW_MS", "integer, ms", Some("600000"), "event-time window of the dedup hashes"),
     var("DEDUP_EXPECTED_PER_WINDOW", "integer", Some("3600000"), "expected event ids per window (sizes the sub-buckets so they stay compact)"),

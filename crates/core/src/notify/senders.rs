@@ -14,8 +14,10 @@
 //! finds the sender on the roster with the same event time, writes it again). A repeated sender
 //! costs nothing. Without Redis there is no roster to say who is new: every written event
 //! upserts its entry. A batch writes its new entries in one `insertMany` (one upsert each only
-//! when one of them already exists). The entry expires with the item as of the sender's newest
-//! event (`t` + the item's TTL + its tombstone's).
+//! when one of them already exists). An entry has no TTL: it lives exactly as long as its item,
+//! which other senders' events can extend without end. The housekeeping looks at it when the
+//! item can first be gone (`checkAt`: `t` + the item's TTL + its tombstone's) and deletes it
+//! only if the item is gone, else looks again at the item's `purgeAt` ([`collect_batch`]).
 //!
 //! **The job** (`{_id: "sender:<digest>"}` in the erasures collection, beside the owners'), in
 //! budgeted steps like [`super::erasure`]'s:
@@ -102,7 +104,9 @@ pub struct Entry<'a> {
 }
 
 impl Entry<'_> {
-    fn expire_at(&self, cfg: &NotifyConfig) -> i64 {
+    /// The first time the entry's item can be gone, as of this event: its expiry and its
+    /// tombstone's life. Not an expiry: [`collect_batch`] looks at the item then.
+    fn check_at(&self, cfg: &NotifyConfig) -> i64 {
         self.event_time_ms
             .saturating_add(cfg.ttl_ms)
             .saturating_add(cfg.tombstone_ttl_ms)
@@ -114,22 +118,194 @@ impl Entry<'_> {
         json!({
             "_id": entry_id(self.sender_id, self.owner, self.item_key),
             "s": digest(self.sender_id), "o": self.owner, "k": self.item_key,
-            "t": self.event_time_ms, "expireAt": ejson::date(self.expire_at(cfg)),
+            "t": self.event_time_ms, (CHECK_AT): ejson::date(self.check_at(cfg)),
         })
     }
 
     /// The entry's idempotent upsert → `(filter, update)`: a newer event moves `t` and the
-    /// expiry forward, an older one changes nothing.
+    /// check forward, an older one changes nothing.
     #[must_use]
     pub fn upsert(&self, cfg: &NotifyConfig) -> (Value, Value) {
         (
             json!({ "_id": entry_id(self.sender_id, self.owner, self.item_key) }),
             json!({
                 "$setOnInsert": { "s": digest(self.sender_id), "o": self.owner, "k": self.item_key },
-                "$max": { "t": self.event_time_ms, "expireAt": ejson::date(self.expire_at(cfg)) },
+                "$max": { "t": self.event_time_ms, (CHECK_AT): ejson::date(self.check_at(cfg)) },
             }),
         )
     }
+}
+
+/// An entry's field: when the housekeeping looks whether its item is gone ([`collect_batch`]).
+/// Entries have no TTL: an item lives as long as events keep extending it, so no expiry fixed
+/// when the entry is written can be sure to outlive the item.
+pub const CHECK_AT: &str = "checkAt";
+
+/// At most this many distinct new check times per batch of [`collect_batch`] (one
+/// `updateMany` each), so its cost is known before it runs.
+pub const RECHECK_GROUPS: usize = 4;
+
+/// Subrequests one [`collect_batch`] costs at most: the due entries, their items, the
+/// delete of the entries whose item is gone, one update per new check time.
+#[must_use]
+pub fn collect_cost() -> u32 {
+    3 + RECHECK_GROUPS as u32
+}
+
+/// How long an entry whose item is still there (or due for the TTL monitor) waits at least
+/// before the next look.
+const RECHECK_MIN_MS: i64 = 24 * 3_600_000;
+
+/// What [`collect_batch`] does to due entries: `gone` are the entries whose item no longer
+/// exists (deleted); every other entry is looked at again at its item's `purgeAt` (at least
+/// [`RECHECK_MIN_MS`] from now), in at most [`RECHECK_GROUPS`] groups: a time beyond the
+/// groups' is brought *earlier* (a look too early costs a recheck; a look too late none: the
+/// entry is never deleted while its item exists).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CollectPlan {
+    /// Entries whose item is gone.
+    pub gone: Vec<String>,
+    /// `(check at, entries)`, earliest first.
+    pub recheck: Vec<(i64, Vec<String>)>,
+}
+
+/// Plans [`collect_batch`]: `due` are the entries' ids, `purge_at` the items that still exist
+/// (by `notificationId`) with their `purgeAt` (`None`: not stored).
+#[must_use]
+pub fn collect_plan(
+    due: &[String],
+    purge_at: &std::collections::BTreeMap<String, Option<i64>>,
+    cfg: &NotifyConfig,
+    now_ms: i64,
+) -> CollectPlan {
+    let mut plan = CollectPlan::default();
+    let mut at: std::collections::BTreeMap<i64, Vec<String>> = std::collections::BTreeMap::new();
+    for id in due {
+        let item = id.split_once(':').map_or("", |(_, n)| n);
+        match purge_at.get(item) {
+            None => plan.gone.push(id.clone()),
+            Some(p) => {
+                let want = p
+                    .unwrap_or_else(|| {
+                        now_ms
+                            .saturating_add(cfg.ttl_ms)
+                            .saturating_add(cfg.tombstone_ttl_ms)
+                    })
+                    .max(now_ms.saturating_add(RECHECK_MIN_MS));
+                at.entry(want).or_default().push(id.clone());
+            }
+        }
+    }
+    for (t, ids) in at {
+        if plan.recheck.len() < RECHECK_GROUPS {
+            plan.recheck.push((t, ids));
+        } else if let Some(last) = plan.recheck.last_mut() {
+            last.1.extend(ids);
+        }
+    }
+    plan
+}
+
+/// What the entries' collection did in one housekeeping run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Collected {
+    /// Entries deleted: their item was gone.
+    pub dropped: u64,
+    /// Entries looked at whose item is still there: checked again later.
+    pub kept: u64,
+    /// Subrequests spent.
+    pub calls: u32,
+}
+
+/// One batch of the senders' index entries whose check time has come ([`CHECK_AT`]): an entry
+/// whose item no longer exists is deleted, the others are checked again when their item can
+/// be gone ([`collect_plan`]). This is how entries end, instead of a TTL: an entry lives
+/// exactly as long as its item, whichever later events extended the item (an expiry fixed by
+/// the sender's own event would end before an item that other senders kept alive, and the
+/// sender's erasure would miss it). Costs nothing on the create path; at most
+/// [`collect_cost`] calls per `batch` due entries. If the housekeeping does not run, entries
+/// wait (storage), none is lost.
+///
+/// # Errors
+/// Backend failures (what was done stays done).
+pub async fn collect_batch<H: HttpClient>(
+    store: &NotificationStore<H>,
+    now_ms: i64,
+    batch: u32,
+) -> Result<(Collected, bool), NotifyError> {
+    let cfg = store.config();
+    let colls = cfg.collections();
+    let due_filter = json!({ (CHECK_AT): { "$lte": ejson::date(now_ms) } });
+    let due: Vec<String> = store
+        .api()
+        .find(
+            &colls.senders,
+            &due_filter,
+            &FindOptions {
+                projection: Some(json!({ "_id": 1 })),
+                sort: Some(json!({ (CHECK_AT): 1 })),
+                limit: Some(batch.max(1)),
+                ..FindOptions::default()
+            },
+        )
+        .await?
+        .iter()
+        .filter_map(|d| d.get("_id")?.as_str().map(str::to_owned))
+        .collect();
+    let mut done = Collected {
+        calls: 1,
+        ..Collected::default()
+    };
+    if due.is_empty() {
+        return Ok((done, true));
+    }
+    let items: Vec<&str> = due
+        .iter()
+        .filter_map(|id| id.split_once(':').map(|(_, n)| n))
+        .collect();
+    let found = store
+        .api()
+        .find(
+            &colls.items,
+            &json!({ "_id": { "$in": items } }),
+            &FindOptions {
+                projection: Some(json!({ "purgeAt": 1 })),
+                ..FindOptions::default()
+            },
+        )
+        .await?;
+    done.calls += 1;
+    let purge_at = found
+        .iter()
+        .filter_map(|d| {
+            let id = d.get("_id")?.as_str()?.to_owned();
+            Some((id, d.get("purgeAt").and_then(ejson::date_ms)))
+        })
+        .collect();
+    let plan = collect_plan(&due, &purge_at, cfg, now_ms);
+    if !plan.gone.is_empty() {
+        // Only entries still due: one a create refreshed since (its sender came back to a
+        // recreated item) stays.
+        let mut f = due_filter.clone();
+        f["_id"] = json!({ "$in": plan.gone });
+        done.dropped += store.api().delete_many(&colls.senders, &f).await?;
+        done.calls += 1;
+    }
+    for (at, ids) in &plan.recheck {
+        store
+            .api()
+            .update_many(
+                &colls.senders,
+                &json!({ "_id": { "$in": ids } }),
+                &json!({ "$max": { (CHECK_AT): ejson::date(*at) } }),
+                false,
+            )
+            .await?;
+        done.calls += 1;
+        done.kept += ids.len() as u64;
+    }
+    Ok((done, due.len() < batch.max(1) as usize))
 }
 
 /// Writes index entries: one upsert for one entry, else one `insertMany`; when that fails (one
@@ -649,7 +825,47 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_expires_with_the_item_of_its_newest_event() {
+    fn an_entry_is_collected_only_once_its_item_is_gone() {
+        let cfg = NotifyConfig::default();
+        let day = 24 * 3_600_000;
+        let now = 100 * day;
+        let id = |n: &str| format!("{}:{n}", digest("ana"));
+        let due: Vec<String> = ["gone", "long", "soon", "bare", "a", "b", "c", "d"]
+            .iter()
+            .map(|n| id(n))
+            .collect();
+        let mut purge = std::collections::BTreeMap::new();
+        // Kept alive by later events far beyond the entry's own first check.
+        purge.insert("long".to_owned(), Some(now + 30 * day));
+        // Past its purgeAt but not yet removed by the TTL monitor: looked at again tomorrow.
+        purge.insert("soon".to_owned(), Some(now - 5));
+        purge.insert("bare".to_owned(), None);
+        for (i, n) in ["a", "b", "c", "d"].iter().enumerate() {
+            purge.insert((*n).to_owned(), Some(now + (40 + i as i64) * day));
+        }
+        let plan = collect_plan(&due, &purge, &cfg, now);
+        assert_eq!(plan.gone, [id("gone")]);
+        let times: Vec<i64> = plan.recheck.iter().map(|(t, _)| *t).collect();
+        assert_eq!(
+            times,
+            [now + day, now + 30 * day, now + 37 * day, now + 40 * day],
+            "earliest first, at most RECHECK_GROUPS"
+        );
+        assert_eq!(plan.recheck[0].1, [id("soon")]);
+        assert_eq!(
+            plan.recheck[2].1,
+            [id("bare")],
+            "no purgeAt: the TTL's and the tombstone's"
+        );
+        // The later items are looked at earlier than their purgeAt, never later.
+        assert_eq!(plan.recheck[3].1, [id("a"), id("b"), id("c"), id("d")]);
+        let kept: usize = plan.recheck.iter().map(|(_, v)| v.len()).sum();
+        assert_eq!(kept + plan.gone.len(), due.len());
+        assert_eq!(collect_cost(), 3 + RECHECK_GROUPS as u32);
+    }
+
+    #[test]
+    fn an_entry_is_checked_when_the_item_of_its_newest_event_can_be_gone() {
         let cfg = NotifyConfig::default();
         let e = Entry {
             sender_id: "ana",
@@ -661,10 +877,11 @@ mod tests {
         assert_eq!(doc["o"], "u1");
         assert_eq!(doc["t"], 1_000);
         let want = ejson::date(1_000 + cfg.ttl_ms + cfg.tombstone_ttl_ms);
-        assert_eq!(doc["expireAt"], want);
+        assert_eq!(doc[CHECK_AT], want);
+        assert!(doc.get("expireAt").is_none(), "no TTL: {doc}");
         let (f, u) = e.upsert(&cfg);
         assert_eq!(f["_id"], doc["_id"]);
-        assert_eq!(u["$max"]["expireAt"], want);
+        assert_eq!(u["$max"][CHECK_AT], want);
         assert_eq!(u["$setOnInsert"]["s"], doc["s"]);
     }
 

@@ -123,12 +123,15 @@ impl<H: HttpClient> NotificationStore<H> {
                 .create_indexes(&colls.erasures, std::slice::from_ref(&ttl))
                 .await?,
         );
-        // The senders' index: found by the `_id` prefix (a sender's erasure) or by owner (an
-        // owner's); it expires with its item.
+        // The senders' index: found by the `_id` prefix (a sender's erasure), by owner (an
+        // owner's) or by its check time (the housekeeping, which deletes an entry once its item
+        // is gone: `senders::collect_batch`). The TTL index serves only entries written before
+        // that (they carry `expireAt`).
         let by_o = json!({ "key": { "o": 1 }, "name": "o" });
+        let by_check = json!({ "key": { (super::senders::CHECK_AT): 1 }, "name": "checkAt" });
         names.extend(
             self.api
-                .create_indexes(&colls.senders, &[ttl, by_o])
+                .create_indexes(&colls.senders, &[ttl, by_o, by_check])
                 .await?,
         );
         Ok(names)
@@ -594,6 +597,11 @@ pub struct Housekeeping {
     pub calls: u32,
     /// Work was left for the next run because the budget ran out.
     pub budget_exhausted: bool,
+    /// The senders' index entries whose item was gone, deleted
+    /// ([`super::senders::collect_batch`]).
+    pub index_entries_dropped: u64,
+    /// The senders' index entries looked at whose item is still there (checked again later).
+    pub index_entries_kept: u64,
     /// Owners whose inbox was trimmed (their live badge needs a push).
     #[serde(skip)]
     pub trimmed_owners: Vec<String>,
@@ -602,8 +610,9 @@ pub struct Housekeeping {
 impl<H: HttpClient> NotificationStore<H> {
     /// One cron run within `budget` Data API calls (a Worker invocation has a subrequest limit:
     /// 50 on the free plan): trims owners over `keep` items, then deletes expired items in
-    /// batches of `batch`. Each step's cost is known before it starts, so the budget is never
-    /// exceeded; what is left waits for the next run.
+    /// batches of `batch`, then collects the senders' index entries of items that are gone
+    /// ([`super::senders::collect_batch`]). Each step's cost is known before it starts, so the
+    /// budget is never exceeded; what is left waits for the next run.
     ///
     /// # Errors
     /// Backend failures (what was done before them stays done).
@@ -642,16 +651,31 @@ impl<H: HttpClient> NotificationStore<H> {
             }
             r.calls += 2;
         }
-        while r.calls + 2 <= budget {
+        loop {
+            if r.calls + 2 > budget {
+                r.budget_exhausted = true;
+                return Ok(r);
+            }
             let n = self.delete_expired_batch(now_ms, batch).await?;
             r.calls += if n == 0 { 1 } else { 2 };
             r.expired += n;
             if n < u64::from(batch) {
+                break;
+            }
+        }
+        loop {
+            if r.calls + super::senders::collect_cost() > budget {
+                r.budget_exhausted = true;
+                return Ok(r);
+            }
+            let (c, last) = super::senders::collect_batch(self, now_ms, batch).await?;
+            r.calls += c.calls;
+            r.index_entries_dropped += c.dropped;
+            r.index_entries_kept += c.kept;
+            if last {
                 return Ok(r);
             }
         }
-        r.budget_exhausted = true;
-        Ok(r)
     }
 }
 
