@@ -21,7 +21,7 @@ stage() {
 lane_pids=()
 report_times() {
   # A stage that failed leaves node lanes running: they go too (workerd, the stacks).
-  for pid in "${lane_pids[@]}"; do kill -- "-$pid" 2>/dev/null; done
+  for pid in "${lane_pids[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
   stage ""
   echo "== stage times (s)"
   column -t -s $'\t' "$times" 2>/dev/null || cat "$times"
@@ -70,7 +70,7 @@ cargo_test_done() {
   cat target/cargo-test.log
   [ "$ok" = 0 ] || { echo "cargo test failed (target/cargo-test.log)"; exit 1; }
 }
-trap 'kill "$cargo_test" 2>/dev/null; report_times' EXIT
+trap 'kill "$cargo_test" 2>/dev/null || true; report_times' EXIT
 echo "== pytest (local backend stack)"
 .venv/bin/python -m pytest -q stack/tests
 echo "== clients/ts (TypeScript SDK: typecheck, store against the conformance vectors, unit tests)"

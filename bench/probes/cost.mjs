@@ -198,6 +198,14 @@ ops.push({ name: "geo lookup, batch of 100 points", unit: "lookup", requests: 1 
 await queued.stop();
 await allQueued.stop();
 await direct.stop();
+// The sender index (docs/privacy.md, "Erase a sender"): one entry per new (sender, item) pair,
+// written by the create that brings the sender, deleted by the cron once its item is gone.
+// Its bytes as MongoDB stores them (BSON of a stored entry), and its size in the scenario.
+const entryDoc = (await stack.dataApi("find", { collection: "notifications_senders", filter: {}, limit: 1 })).documents[0];
+if (!entryDoc) throw new Error("no sender index entry after the creates");
+const entryBytes = Number(execFileSync(path.join(ROOT, ".venv/bin/python"), ["-c",
+  "import bson,json,sys,datetime; d=json.loads(sys.argv[1]); d['checkAt']=datetime.datetime.now(); print(len(bson.encode(d)))",
+  JSON.stringify({ ...entryDoc, checkAt: null })]).toString().trim());
 await stack.stop();
 
 // --- Prices ---------------------------------------------------------------------------------
@@ -337,6 +345,10 @@ const sensitivity = nextPlan
   : "";
 out.push("");
 out.push(`Issue #31's goal (≤ $0.60 per 1 M, database excluded), by this model: a create in the scenario's mix costs ${$(perCreate(after))} per 1 M by default and ${$(perCreate(afterAllQueued, QUEUE_ALL))} with every single create queued (Redis as billed above); an event in a batch of 100 ${$(price(batched).total * 1e6)}, in a fan-out ${$(price(fanOut).total * 1e6)}; a WebSocket connect ${$(connect)}. ${perCreate(after) <= 0.6 ? "The default meets the goal" : "The default misses the goal"}: a single create's own request ($${w.requests_per_million.toFixed(2)} per 1 M) and its owner's poke ($${d.requests_per_million.toFixed(2)}) leave $${(0.6 - w.requests_per_million - d.requests_per_million).toFixed(2)} for the rest, less than one queue message (three operations, $${(3 * q.operations_per_million).toFixed(2)}) or one pay-as-you-go Redis command ($${(r.commands_per_100k * 10).toFixed(2)} per 1 M), so the goal needs the direct write and a fixed Redis plan, whose fee is set by the rosters' memory.${sensitivity}`);
+// The sender index in the scenario: at most one entry per event, each living as long as its item.
+const liveEntries = sc.events_per_day * FULL_DAYS;
+out.push("");
+out.push(`The sender index (what finds a sender's items for its erasure): one entry of ${entryBytes} bytes of BSON (plus its keys in the \`_id\`, \`o\` and \`checkAt\` indexes) per new (sender, item) pair, written by the create that brings the sender: the Data API calls of the create rows above include it (an ordinary create ${f(byName[ORDINARY].data)}); a returning sender writes none. An entry lives as long as its item (the cron deletes it once the item is gone), so at one entry per event (the upper bound) this scenario holds at most ${(liveEntries / 1e6).toFixed(0)} M entries (${sc.events_per_day / 1e6} M a day × ${FULL_DAYS} days), ${(liveEntries * entryBytes / 1e9).toFixed(1)} GB of documents. The database's price is outside this model, for the index as for the items.`);
 out.push("");
 const eventsMonth = sc.events_per_day * days;
 out.push(`Hosted peers for the same ${(eventsMonth / 1e6).toFixed(0)} M notifications a month, at their list prices (bench/prices.toml; database and delivery channels excluded on both sides):`);
