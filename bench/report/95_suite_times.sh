@@ -3,26 +3,40 @@
 # scripts/test.sh by stage. The machine keeps what lives outside the clone (Debian packages, the
 # cargo-installed wasm-bindgen/worker-build, cargo's registry cache), as CI's machine does; a
 # brand-new machine adds their install to "setup" (see docs/testing.md). Takes ~20 min.
+# SUITE_CLONE=DIR reports a run made the same way by hand instead (a clean clone in DIR, setup,
+# then test.sh): DIR/target/suite-times.tsv and DIR/suite-run.env (setup_s, test_s, status,
+# load_before, load_after, commit). The logs of a run stay in DIR/*.log either way.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-dir="$(mktemp -d)"
-trap 'rm -rf "$dir"' EXIT
-git clone -q "$ROOT" "$dir/clone" >&2
-cd "$dir/clone"
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
-t0=$(date +%s)
-bash scripts/setup.sh > "$dir/setup.log" 2>&1 || { tail -20 "$dir/setup.log" >&2; exit 1; }
-setup_s=$(( $(date +%s) - t0 ))
-t0=$(date +%s)
-status=passed
-bash scripts/test.sh > "$dir/test.log" 2>&1 || status=FAILED
-test_s=$(( $(date +%s) - t0 ))
-load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+if [ -n "${SUITE_CLONE:-}" ]; then
+  cd "$SUITE_CLONE"
+  # shellcheck disable=SC1091 # written by hand or by the run below
+  source suite-run.env
+else
+  dir="$(mktemp -d)"
+  # The clone's builds go at the end (gigabytes); its logs stay.
+  trap 'rm -rf "$dir/clone/target" "$dir/clone/node_modules" "$dir/clone/.venv"' EXIT
+  git clone -q "$ROOT" "$dir/clone" >&2
+  cd "$dir/clone"
+  load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+  t0=$(date +%s)
+  bash scripts/setup.sh > setup.log 2>&1 || { tail -20 setup.log >&2; exit 1; }
+  setup_s=$(( $(date +%s) - t0 ))
+  t0=$(date +%s)
+  status=passed
+  bash scripts/test.sh > test.log 2>&1 || status=FAILED
+  test_s=$(( $(date +%s) - t0 ))
+  load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+  commit=$(git rev-parse --short HEAD)
+  printf 'setup_s=%s\ntest_s=%s\nstatus=%s\nload_before="%s"\nload_after="%s"\ncommit=%s\n' \
+    "$setup_s" "$test_s" "$status" "$load_before" "$load_after" "$commit" > suite-run.env
+  echo "the run's logs: $dir/clone/setup.log, $dir/clone/test.log" >&2
+fi
 fmt() { printf '%d min %02d s' $(( $1 / 60 )) $(( $1 % 60 )); }
 cat <<MD
 ## Suite times (clean clone)
 
-\`bash bench/report/95_suite_times.sh\`: a clean clone of HEAD, \`scripts/setup.sh\`, then
+\`bash bench/report/95_suite_times.sh\`: a clean clone of HEAD ($commit), \`scripts/setup.sh\`, then
 \`scripts/test.sh\` ($status), on this machine (load average $load_before before, $load_after
 after). Debian packages and the cargo-installed tools were already present, as on CI's machine.
 
