@@ -31,7 +31,7 @@ trap report_times EXIT
 stage "setup"
 bash scripts/setup.sh
 source scripts/env.sh
-stage "cargo fmt --check / clippy (wasm in target/, native in target/clippy; the heavy and workers' node lanes start beside them)"
+stage "cargo fmt --check / clippy (wasm, then native; the heavy and workers' node lanes start beside them)"
 cargo fmt --check
 # Two node lanes run beside the Rust compiles, each in its own process group; their TAP is
 # joined to the rest's at the end. The compiles leave about half of the two cores idle (clippy
@@ -43,17 +43,6 @@ cargo fmt --check
 lane() { setsid bash scripts/node-tests.sh --lane "$1" --built "target/node-$1.tap" > /dev/null 2>&1 & lane_pids+=("$!"); }
 lane heavy
 lane workers
-# The native lint runs in a target dir of its own, target/clippy, so that it does not wait on the
-# cargo lock: it checks while the wasm lint and the tests compile in target/ below, and each fills the core the
-# other leaves idle on its long single-crate steps (alone, clippy used about half of the two
-# cores). What it costs: the proc macros and build scripts compiled a second time there.
-# (Tried: one native compile for clippy and the tests, clippy-driver as the workspace wrapper
-# while cargo test builds: slower on a clean clone, and a plain `cargo test` after it rebuilt the
-# workspace crates; the wrapper is in their fingerprint.)
-CARGO_TARGET_DIR="$PWD/target/clippy" cargo clippy --workspace --all-targets -- -D warnings \
-  > target/clippy-native.log 2>&1 &
-clippy_pid=$!
-trap 'kill "$clippy_pid" 2>/dev/null || true; report_times' EXIT
 # The wasm lint in the release profile, in target/: setup's release build of the worker has
 # compiled every proc macro and build script it needs (for the host), so only the check itself
 # runs. Measured on the 2-core machine: 44 CPU-s, against 268 in a dev-profile target dir of its
@@ -61,12 +50,12 @@ trap 'kill "$clippy_pid" 2>/dev/null || true; report_times' EXIT
 # build's code (feature `bench`, compiled out of the default build): only the crates checked again.
 cargo clippy --release --lib --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --release --lib --target wasm32-unknown-unknown --features bench -- -D warnings
-stage "cargo test --no-run (the native tests' compile, beside the native clippy)"
+# (Tried: one native compile for clippy and the tests, clippy-driver as the workspace wrapper
+# while cargo test builds: slower on a clean clone, and a plain `cargo test` after it rebuilt the
+# workspace crates; the wrapper is in their fingerprint.)
+cargo clippy --workspace --all-targets -- -D warnings
+stage "cargo test --no-run (the native tests' compile)"
 cargo test --no-run
-clippy_ok=0; wait "$clippy_pid" || clippy_ok=$?
-cat target/clippy-native.log
-[ "$clippy_ok" = 0 ] || { echo "cargo clippy (native) failed"; exit 1; }
-trap report_times EXIT
 # The test binaries run three at a time (scripts/cargo-tests.sh: `cargo test` runs them one
 # after another, most of them waiting on a local stack, and about a core stayed idle), beside
 # the Python, TypeScript and Kotlin suites and the node scripts' lane (wrangler builds,
