@@ -52,7 +52,10 @@ cargo clippy --release --lib --target wasm32-unknown-unknown -- -D warnings
 cargo clippy --release --lib --target wasm32-unknown-unknown --features bench -- -D warnings
 # (Tried: one native compile for clippy and the tests, clippy-driver as the workspace wrapper
 # while cargo test builds: slower on a clean clone, and a plain `cargo test` after it rebuilt the
-# workspace crates; the wrapper is in their fingerprint.)
+# workspace crates; the wrapper is in their fingerprint. Also tried: this clippy in a target dir
+# of its own, beside the wasm lint and the tests' compile: on a clean clone the two stages took
+# 462 s against 467, the node lanes beside them already fill the cores, and the proc macros and
+# build scripts compiled twice.)
 cargo clippy --workspace --all-targets -- -D warnings
 stage "cargo test --no-run (the native tests' compile)"
 cargo test --no-run
