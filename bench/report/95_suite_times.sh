@@ -36,7 +36,7 @@ fmt() { printf '%d min %02d s' $(( $1 / 60 )) $(( $1 % 60 )); }
 cat <<MD
 ## Suite times (clean clone)
 
-\`bash bench/report/95_suite_times.sh\`: a clean clone of HEAD ($commit), \`scripts/setup.sh\`, then
+\`bash bench/report/95_suite_times.sh\`${SUITE_CLONE:+ (with \`SUITE_CLONE\`: a run made by hand the same way)}: a clean clone of HEAD ($commit), \`scripts/setup.sh\`, then
 \`scripts/test.sh\` ($status), on this machine (load average $load_before before, $load_after
 after). Debian packages and the cargo-installed tools were already present, as on CI's machine.
 
