@@ -280,26 +280,41 @@ pub(super) async fn load_as<H: HttpClient, T: serde::de::DeserializeOwned>(
 }
 
 async fn save<H: HttpClient>(store: &NotificationStore<H>, job: &Job) -> Result<(), NotifyError> {
+    let absent: &[&str] = if job.owner.is_none() { &["owner"] } else { &[] };
+    save_as(store, &job.id, job.erased_at, job, absent, "erasure job").await
+}
+
+/// Upserts a job document of the erasures' collection (either kind, as [`load_as`] reads it):
+/// `job` under `$set` with its TTL field, its `absent` optional fields under `$unset`; `what`
+/// names it in an encode failure.
+pub(super) async fn save_as<H: HttpClient, T: Serialize>(
+    store: &NotificationStore<H>,
+    id: &str,
+    erased_at: i64,
+    job: &T,
+    absent: &[&str],
+    what: &str,
+) -> Result<(), NotifyError> {
     let cfg = store.config();
     let mut doc = serde_json::to_value(job).map_err(|e| {
-        NotifyError::Backend(crate::backend::BackendError::Decode(format!(
-            "erasure job: {e}"
-        )))
+        NotifyError::Backend(crate::backend::BackendError::Decode(format!("{what}: {e}")))
     })?;
     // Kept as long as the fence, so progress and counts stay readable while it holds.
-    doc["expireAt"] = ejson::date(job.erased_at + cfg.erasure_fence_ms);
+    doc["expireAt"] = ejson::date(erased_at + cfg.erasure_fence_ms);
     if let Some(o) = doc.as_object_mut() {
         o.remove("_id");
     }
     let mut update = json!({ "$set": doc });
-    if job.owner.is_none() {
-        update["$unset"] = json!({ "owner": "" });
+    if !absent.is_empty() {
+        let unset: serde_json::Map<String, Value> =
+            absent.iter().map(|f| (f.to_string(), json!(""))).collect();
+        update["$unset"] = Value::Object(unset);
     }
     store
         .api()
         .update_one(
             &cfg.collections().erasures,
-            &json!({ "_id": job.id }),
+            &json!({ "_id": id }),
             &update,
             true,
         )

@@ -47,7 +47,7 @@ use serde_json::{json, Map, Value};
 
 use super::erasure::{JobState, Step, SWEEP_AFTER_MS};
 use super::{fence, notification_id, roster, NotificationStore, NotifyConfig, NotifyError};
-use crate::backend::{ejson, BackendError, FindOptions, HttpClient, RedisRestClient};
+use crate::backend::{ejson, FindOptions, HttpClient, RedisRestClient};
 
 /// Index entries per page of the items step: with Redis a page costs 1 `find`, 1 `EVALSHA`,
 /// 4 `updateMany` and one tally per item (33 with the sweep's two deletes), inside
@@ -586,41 +586,19 @@ pub async fn load<H: HttpClient>(
     super::erasure::load_as(store, id, "sender erasure job").await
 }
 
-fn decode(e: &serde_json::Error) -> NotifyError {
-    NotifyError::Backend(BackendError::Decode(format!("sender erasure job: {e}")))
-}
-
 async fn save<H: HttpClient>(
     store: &NotificationStore<H>,
     job: &SenderJob,
 ) -> Result<(), NotifyError> {
-    let cfg = store.config();
-    let mut doc = serde_json::to_value(job).map_err(|e| decode(&e))?;
-    doc["expireAt"] = ejson::date(job.erased_at + cfg.erasure_fence_ms);
-    if let Some(o) = doc.as_object_mut() {
-        o.remove("_id");
-    }
-    let mut update = json!({ "$set": doc });
-    let mut unset = Map::new();
-    if job.sender.is_none() {
-        unset.insert("sender".into(), json!(""));
-    }
-    if job.cursor.is_none() {
-        unset.insert("cursor".into(), json!(""));
-    }
-    if !unset.is_empty() {
-        update["$unset"] = Value::Object(unset);
-    }
-    store
-        .api()
-        .update_one(
-            &cfg.collections().erasures,
-            &json!({ "_id": job.id }),
-            &update,
-            true,
-        )
-        .await?;
-    Ok(())
+    let absent: Vec<&str> = [
+        ("sender", job.sender.is_none()),
+        ("cursor", job.cursor.is_none()),
+    ]
+    .into_iter()
+    .filter_map(|(field, none)| none.then_some(field))
+    .collect();
+    let what = "sender erasure job";
+    super::erasure::save_as(store, &job.id, job.erased_at, job, &absent, what).await
 }
 
 /// Runs the job's steps within `budget` subrequests (one saves the progress); returns whether
