@@ -391,7 +391,14 @@ fn muted_kinds_are_refused_in_the_reservation_round_trip() {
         Some(stack.redis()),
         DedupConfig::for_rate(10_000, 600_000),
     );
-    let put = |b: &str| block_on(notify_routes::put_preferences(&svc, "u1", b.as_bytes()));
+    let put = |b: &str| {
+        block_on(notify_routes::put_preferences(
+            &svc,
+            "u1",
+            b.as_bytes(),
+            now_ms(),
+        ))
+    };
     let p = put(r#"{"mutedCategories":["system"],"mutedTypes":["follow","follow"]}"#).unwrap();
     assert_eq!(
         p,
@@ -482,6 +489,81 @@ fn muted_kinds_are_refused_in_the_reservation_round_trip() {
         now_ms(),
     ));
     assert_eq!(r.unwrap().body["status"], "created");
+}
+
+/// A read repair runs after its response, so it can land after a later PUT's own mirror write
+/// (the CI failure of session 33: a GET's empty repair undid the PUT's mutes). The mirror only
+/// moves forward by the document's revision, also across a delete and a new document.
+#[test]
+fn a_late_read_repair_never_rolls_the_mirror_back() {
+    let stack = Stack::start();
+    let cfg = cfg();
+    let svc = NotifyService::new(
+        setup(&stack, &cfg),
+        Some(stack.redis()),
+        DedupConfig::for_rate(10_000, 600_000),
+    );
+    let t = now_ms();
+    let put = |b: &str, at: i64| {
+        block_on(notify_routes::put_preferences(
+            &svc,
+            "late",
+            b.as_bytes(),
+            at,
+        ))
+        .unwrap()
+    };
+    let status = |key: &str, category: &str| {
+        let body = event_body("late", key, category, "like", key);
+        let (r, _) = block_on(notify_routes::post_event(&svc, &body, None, now_ms()));
+        r.unwrap().body["status"].clone()
+    };
+    let mirror = || {
+        let mut m: Vec<String> = serde_json::from_value(
+            block_on(stack.redis().command(&["SMEMBERS", "np:late"])).unwrap(),
+        )
+        .unwrap();
+        m.sort();
+        m
+    };
+    // Nothing stored: a read has nothing to repair.
+    let (_, none) = block_on(notify_routes::get_preferences(&svc, "late"));
+    assert!(none.is_empty());
+
+    put(r#"{"mutedCategories":["social"]}"#, t);
+    let (_, stale) = block_on(notify_routes::get_preferences(&svc, "late"));
+    // Two saves in the same millisecond still order: the revision counts saves.
+    put(r#"{"mutedCategories":["system"]}"#, t);
+    assert_eq!(mirror(), ["c:system".to_string(), format!("v:{t}:2")]);
+    assert!(block_on(svc.run_deferred(stale)).is_empty());
+    assert_eq!(
+        mirror(),
+        ["c:system".to_string(), format!("v:{t}:2")],
+        "the late repair changed nothing"
+    );
+    assert_eq!(status("a", "system"), "muted");
+    assert_eq!(status("b", "social"), "created");
+
+    // A repair read before the document was deleted, landing after a new document's write.
+    let (_, stale) = block_on(notify_routes::get_preferences(&svc, "late"));
+    let prefs = cfg.collections().preferences;
+    block_on(
+        svc.store()
+            .api()
+            .delete_one(&prefs, &json!({"_id": "late"})),
+    )
+    .unwrap();
+    put(r#"{"mutedCategories":["social"]}"#, t + 1);
+    assert!(block_on(svc.run_deferred(stale)).is_empty());
+    assert_eq!(mirror(), ["c:social".to_string(), format!("v:{}:1", t + 1)]);
+    assert_eq!(status("c", "system"), "created");
+    assert_eq!(status("d", "social"), "muted");
+
+    // A repair of the current save rewrites a lost mirror, as before.
+    block_on(stack.redis().command(&["DEL", "np:late"])).unwrap();
+    let (_, repair) = block_on(notify_routes::get_preferences(&svc, "late"));
+    assert!(block_on(svc.run_deferred(repair)).is_empty());
+    assert_eq!(mirror(), ["c:social".to_string(), format!("v:{}:1", t + 1)]);
 }
 
 #[test]

@@ -118,6 +118,7 @@ fn fill(svc: &Svc, owner: &str, t: i64) -> Vec<&'static str> {
             muted_categories: vec![],
             muted_types: vec!["follow".into()],
         },
+        t,
     ))
     .unwrap();
     // A dead letter addressed to the owner, and one stored before letters named their owner.

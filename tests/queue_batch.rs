@@ -189,6 +189,7 @@ fn muted_owners_and_tombstones_follow_the_single_create_rules() {
         &svc,
         "mute",
         br#"{"mutedCategories":["social"]}"#,
+        t0,
     ))
     .unwrap();
     apply(&svc, &valid(&svc, &[raw("u2", "gone", "ana", t0)]));

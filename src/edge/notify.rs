@@ -172,7 +172,7 @@ pub async fn preferences(cfg: &Config, ctx: &Context, owner: &str) -> ApiResult<
 
 /// `PUT /v1/notifications/preferences` (user).
 pub async fn set_preferences(cfg: &Config, owner: &str, body: &[u8]) -> ApiResult<Response> {
-    ok_json(&notify_routes::put_preferences(&service(cfg)?, owner, body).await?)
+    ok_json(&notify_routes::put_preferences(&service(cfg)?, owner, body, now_ms()).await?)
 }
 
 /// `DELETE /v1/notifications/items/{itemKey}` (user): leaves a tombstone for other devices.

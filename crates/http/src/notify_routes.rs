@@ -195,10 +195,13 @@ pub async fn put_preferences<H: HttpClient>(
     svc: &NotifyService<H>,
     owner: &str,
     body: &[u8],
+    now_ms: i64,
 ) -> Result<Value, ApiError> {
     let p: Preferences = serde_json::from_slice(body)
         .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("preferences: {e}")))?;
-    Ok(preferences_body(&svc.set_preferences(owner, p).await?))
+    Ok(preferences_body(
+        &svc.set_preferences(owner, p, now_ms).await?,
+    ))
 }
 
 /// `GET /v1/admin/dead-letters`: the oldest letters, `{items, count}`.

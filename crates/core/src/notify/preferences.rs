@@ -6,6 +6,10 @@
 //! document on every PUT and refreshed after every GET (read repair), so a lost mirror write
 //! heals on the next read. Without Redis, muting is stored but not enforced (`enforced: false`),
 //! and if Redis is down events are delivered: a notification shown by mistake beats one lost.
+//!
+//! Every mirror write carries the document's [`Revision`], and the mirror only moves forward:
+//! a read repair runs after its response, so a GET that read the document before a PUT can
+//! land after the PUT's own write, and without the revision it would put the old mutes back.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -16,10 +20,11 @@ use crate::backend::{BackendError, DataApiClient, HttpClient, RedisRestClient, S
 /// Most entries in each muted list.
 pub const MAX_MUTED: usize = super::limits::MUTED;
 
-/// Replaces the mirror set in one atomic script call (an empty list deletes it).
-const PUBLISH_LUA: &str = "redis.call('DEL', KEYS[1])\n\
-if #ARGV > 0 then redis.call('SADD', KEYS[1], unpack(ARGV)) end\n\
-return #ARGV";
+/// Replaces the mirror set in one atomic script call unless it holds a newer revision.
+/// ARGV = since, rev, members…; the set keeps `v:{since}:{rev}` beside the members (the create
+/// path's `SISMEMBER` asks only for `c:`/`t:` members). Answers the members written, or -1
+/// when the mirror is newer and was left alone.
+const PUBLISH_LUA: &str = include_str!("publish_mutes.lua");
 
 /// What a user muted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,6 +115,27 @@ impl Preferences {
     }
 }
 
+/// Which save of the document a mirror write copies: compared as (`since`, `rev`).
+/// `rev` counts saves (`$inc`, so two saves in one millisecond still differ); `since` is the
+/// first save's clock, so a document created again after an erasure outranks a read repair of
+/// the erased one that lands late. A document saved before revisions existed is (0, 0).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Revision {
+    /// The clock of the document's first save (ms).
+    pub since_ms: i64,
+    /// How many times the document was saved.
+    pub rev: i64,
+}
+
+/// The stored document: the preferences and the save they come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    /// What the owner muted.
+    pub preferences: Preferences,
+    /// The save it comes from.
+    pub revision: Revision,
+}
+
 /// Redis key of an owner's muted set.
 #[must_use]
 pub fn mute_key(owner: &str) -> String {
@@ -126,7 +152,7 @@ fn collection(cfg: &NotifyConfig) -> String {
     cfg.collections().preferences
 }
 
-/// Reads an owner's preferences (one call; none stored = nothing muted).
+/// Reads an owner's stored preferences (one call; `None`: nothing stored, nothing muted).
 ///
 /// # Errors
 /// Backend failures.
@@ -134,11 +160,15 @@ pub async fn load<H: HttpClient>(
     api: &DataApiClient<H>,
     cfg: &NotifyConfig,
     owner: &str,
-) -> Result<Preferences, NotifyError> {
+) -> Result<Option<Stored>, NotifyError> {
     let doc = api
         .find_one(&collection(cfg), &json!({ "_id": owner }), None, None)
         .await?;
-    let list = |d: &Value, k: &str| -> Vec<String> {
+    Ok(doc.as_ref().map(stored))
+}
+
+fn stored(d: &Value) -> Stored {
+    let list = |k: &str| -> Vec<String> {
         d.get(k)
             .and_then(Value::as_array)
             .into_iter()
@@ -146,13 +176,23 @@ pub async fn load<H: HttpClient>(
             .filter_map(|v| v.as_str().map(str::to_owned))
             .collect()
     };
-    Ok(doc.map_or_else(Preferences::default, |d| Preferences {
-        muted_categories: list(&d, "mutedCategories"),
-        muted_types: list(&d, "mutedTypes"),
-    }))
+    let int = |k: &str| d.get(k).and_then(Value::as_i64).unwrap_or(0);
+    Stored {
+        preferences: Preferences {
+            muted_categories: list("mutedCategories"),
+            muted_types: list("mutedTypes"),
+        },
+        revision: Revision {
+            since_ms: int("since"),
+            rev: int("rev"),
+        },
+    }
 }
 
-/// Stores an owner's preferences (one call, upsert).
+/// Stores an owner's preferences and reads the document back (two calls: an upsert that counts
+/// the save, then a find, because the Data API's update does not answer the document). The
+/// read-back is what the mirror copies; `None` when the document is gone again (an erasure ran
+/// in between).
 ///
 /// # Errors
 /// Backend failures.
@@ -161,31 +201,50 @@ pub async fn save<H: HttpClient>(
     cfg: &NotifyConfig,
     owner: &str,
     prefs: &Preferences,
-) -> Result<(), NotifyError> {
+    now_ms: i64,
+) -> Result<Option<Stored>, NotifyError> {
     let update = json!({
         "$set": { "mutedCategories": prefs.muted_categories, "mutedTypes": prefs.muted_types },
+        "$inc": { "rev": 1 },
+        "$setOnInsert": { "since": now_ms },
         "$currentDate": { "updatedAt": true },
     });
     api.update_one(&collection(cfg), &json!({ "_id": owner }), &update, true)
         .await?;
-    Ok(())
+    load(api, cfg, owner).await
 }
 
-/// Replaces the Redis mirror (one script call).
+/// Copies a stored document to the Redis mirror (one script call); a mirror already holding a
+/// newer revision is left alone.
 ///
 /// # Errors
 /// Backend failures.
 pub async fn publish<H: HttpClient>(
     redis: &RedisRestClient<H>,
     owner: &str,
-    prefs: &Preferences,
+    doc: &Stored,
 ) -> Result<(), BackendError> {
-    let members = prefs.members();
-    let args: Vec<&str> = members.iter().map(String::as_str).collect();
     redis
-        .evalsha_or_eval(&Script::new(PUBLISH_LUA), &[&mute_key(owner)], &args)
+        .evalsha_or_eval(
+            &Script::new(PUBLISH_LUA),
+            &[&mute_key(owner)],
+            &refs(&publish_args(doc)),
+        )
         .await
         .map(|_| ())
+}
+
+fn refs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// The publish script's ARGV: since, rev, then the members.
+fn publish_args(doc: &Stored) -> Vec<String> {
+    let r = doc.revision;
+    [r.since_ms.to_string(), r.rev.to_string()]
+        .into_iter()
+        .chain(doc.preferences.members())
+        .collect()
 }
 
 #[cfg(test)]

@@ -54,7 +54,7 @@ pub enum Deferred {
     /// Free an Idempotency-Key after a server error so the client's retry runs.
     FreeKey(String),
     /// Rewrite an owner's muted-set mirror from the stored preferences.
-    PublishMutes(String, Preferences),
+    PublishMutes(String, preferences::Stored),
 }
 
 impl Deferred {
@@ -232,21 +232,23 @@ impl<H: HttpClient> NotifyService<H> {
     /// # Errors
     /// Backend failures.
     pub async fn preferences(&self, owner: &str) -> Result<Written<PreferencesView>, NotifyError> {
-        let p = preferences::load(self.store.api(), self.store.config(), owner).await?;
-        let repair = self
-            .redis
-            .as_ref()
-            .map(|_| Deferred::PublishMutes(owner.to_owned(), p.clone()));
+        let doc = preferences::load(self.store.api(), self.store.config(), owner).await?;
+        // Nothing stored: nothing to repair (a mirror can only be older than a document).
+        let repair = match (&self.redis, &doc) {
+            (Some(_), Some(d)) => Some(Deferred::PublishMutes(owner.to_owned(), d.clone())),
+            _ => None,
+        };
         Ok(Written {
-            value: self.view(p),
+            value: self.view(doc.map(|d| d.preferences).unwrap_or_default()),
             changed: vec![],
             deferred: repair.into_iter().collect(),
         })
     }
 
-    /// Replaces the owner's preferences: the document first (the truth), then the mirror. If
-    /// the mirror write fails the error is [`NotifyError::NotYetInEffect`] and a retry (same
-    /// body) converges; until then the next read repairs it.
+    /// Replaces the owner's preferences: the document first (the truth), then the mirror copies
+    /// the document as read back. If the mirror write fails the error is
+    /// [`NotifyError::NotYetInEffect`] and a retry (same body) converges; until then the next
+    /// read repairs it.
     ///
     /// # Errors
     /// Validation, backend failures, [`NotifyError::NotYetInEffect`].
@@ -254,11 +256,13 @@ impl<H: HttpClient> NotifyService<H> {
         &self,
         owner: &str,
         p: Preferences,
+        now_ms: i64,
     ) -> Result<PreferencesView, NotifyError> {
         let p = p.normalized(self.store.config())?;
-        preferences::save(self.store.api(), self.store.config(), owner, &p).await?;
-        if let Some(r) = &self.redis {
-            preferences::publish(r, owner, &p)
+        let doc =
+            preferences::save(self.store.api(), self.store.config(), owner, &p, now_ms).await?;
+        if let (Some(r), Some(doc)) = (&self.redis, doc) {
+            preferences::publish(r, owner, &doc)
                 .await
                 .map_err(NotifyError::NotYetInEffect)?;
         }
