@@ -263,13 +263,32 @@ fn a_late_event_behind_the_fence_is_dropped_and_counted_a_new_one_is_a_new_inbox
         ))
         .unwrap();
         assert_eq!(r.value, RetractOutcome::NotFound);
+        // An event that fails its last delivery after the erasure: acknowledged, not kept as
+        // a dead letter (a replay would drop it; keeping it would keep the owner's event).
+        let letter = |id: &str, created: i64| QueuedMessage {
+            id: format!("{owner}-{id}"),
+            body: serde_json::to_string(&event(owner, "dead", "ey", created)).unwrap(),
+            attempts: 3,
+        };
+        let kept = block_on(svc.store_dead_letters(
+            &[letter("late-letter", t - 1), letter("new-letter", t + 1)],
+            "notify-dlq",
+            t + 1_000,
+        ));
+        assert_eq!(kept, [true, true]);
         let colls = svc.store().config().collections();
+        let letters: Vec<Value> = all(&stack, &colls.dead_letters)
+            .into_iter()
+            .filter(|d| d["owner"] == owner)
+            .map(|d| d["_id"].clone())
+            .collect();
+        assert_eq!(letters, [json!(format!("{owner}-new-letter"))]);
         assert!(all(&stack, &colls.items)
             .iter()
             .all(|d| d["owner"] != owner));
         assert_eq!(
             owner_view(block_on(svc.erasure(&done.id)).unwrap()).late_events_dropped,
-            2
+            3
         );
 
         // Created after the erasure: a new inbox.

@@ -397,8 +397,31 @@ fn the_senders_fence_drops_late_events_and_retractions_and_lets_new_events_throu
         assert!(all(&stack, &colls.items)
             .iter()
             .all(|d| d["owner"] != o || d["itemKey"] == "a"));
+        // A late event that fails its last delivery: acknowledged, not kept as a dead letter
+        // (it would keep ana's name for the letters' retention); bo's is kept.
+        let letter = |id: &str, e: &NewEvent| QueuedMessage {
+            id: id.into(),
+            body: serde_json::to_string(e).unwrap(),
+            attempts: 3,
+        };
+        let (ana_letter, bo_letter) = (format!("{o}-ana"), format!("{o}-bo"));
+        let kept = block_on(svc.store_dead_letters(
+            &[
+                letter(&ana_letter, &ev(o, "d", ANA, at - 1)),
+                letter(&bo_letter, &ev(o, "d", "bo", at - 1)),
+            ],
+            "notify-dlq",
+            at + 10,
+        ));
+        assert_eq!(kept, [true, true]);
+        let letters: Vec<Value> = all(&stack, &colls.dead_letters)
+            .into_iter()
+            .filter(|d| d["owner"] == o)
+            .map(|d| d["_id"].clone())
+            .collect();
+        assert_eq!(letters, [json!(bo_letter)]);
         let shown = sender_view(block_on(svc.erasure(&done.id)).unwrap());
-        assert_eq!(shown.late_events_dropped, 2 * (1 + u64::from(!redis)));
+        assert_eq!(shown.late_events_dropped, 3 * (1 + u64::from(!redis)));
 
         // Created after the erasure: written, counted, indexed.
         let fresh = ev(o, "a", ANA, at + 1);

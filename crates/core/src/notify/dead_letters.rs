@@ -6,7 +6,9 @@
 use serde_json::{json, Value};
 
 use super::NotificationStore;
-use crate::backend::{ejson, BackendError, FindOptions, HttpClient};
+use std::collections::BTreeMap;
+
+use crate::backend::{ejson, BackendError, FindOptions, HttpClient, RedisRestClient};
 
 /// One dead letter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +56,74 @@ pub async fn store<H: HttpClient>(
         out.push(r.map(|_| ()));
     }
     out
+}
+
+/// Which letters' events are behind their owner's or their sender's erasure fence (created at
+/// or before it): one fence lookup for all (a Redis `MGET`, or one Data API `find`), and one
+/// call per fence that dropped any, to count them. A body that is not an event is behind no
+/// fence; a failed lookup answers none (the letters are stored: a letter kept beats one lost).
+pub async fn behind_fences<H: HttpClient>(
+    s: &NotificationStore<H>,
+    redis: Option<&RedisRestClient<H>>,
+    letters: &[DeadLetter],
+    now_ms: i64,
+) -> Vec<bool> {
+    // Per letter: its creation time and the fences it is checked against (owner's first, as
+    // the create path counts a drop), as indices into one lookup.
+    let mut fences: Vec<(String, String)> = Vec::new();
+    let checks: Vec<Option<(i64, std::ops::Range<usize>)>> = letters
+        .iter()
+        .map(|l| {
+            let (owner, sender, created) = fenced_fields(&l.body)?;
+            let start = fences.len();
+            fences.push((
+                super::fence::doc_id(&owner),
+                super::fence::redis_key(&owner),
+            ));
+            if let Some(sender) = sender {
+                fences.push((
+                    super::senders::fence_doc_id(&sender),
+                    super::senders::fence_key(&sender),
+                ));
+            }
+            Some((created, start..fences.len()))
+        })
+        .collect();
+    let Ok(at) = super::fence::lookup_named(s, redis, &fences, now_ms).await else {
+        return vec![false; letters.len()];
+    };
+    let mut dropped: BTreeMap<&str, u64> = BTreeMap::new();
+    let behind = checks
+        .into_iter()
+        .map(|c| {
+            let Some((created, range)) = c else {
+                return false;
+            };
+            let hit = range
+                .into_iter()
+                .find(|&i| super::fence::behind(at.get(i).copied().flatten(), created));
+            if let Some(i) = hit {
+                *dropped.entry(fences[i].0.as_str()).or_default() += 1;
+            }
+            hit.is_some()
+        })
+        .collect();
+    for (doc, n) in dropped {
+        // A lost count loses only the figure.
+        let _ = super::fence::count_dropped_named(s, doc, n).await;
+    }
+    behind
+}
+
+/// A letter's event's owner, sender id (if any) and creation time, when its body is an event.
+fn fenced_fields(body: &str) -> Option<(String, Option<String>, i64)> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+    Some((
+        text(v.get("owner"))?,
+        text(v.get("sender").and_then(|s| s.get("id"))),
+        v.get("createdTimeMsec").and_then(Value::as_i64)?,
+    ))
 }
 
 /// The `owner` of a letter's event (`null` when the body is not an event).

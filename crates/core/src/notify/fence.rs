@@ -103,15 +103,26 @@ pub async fn lookup<H: HttpClient>(
     owners: &[&str],
     now_ms: i64,
 ) -> Result<Vec<Option<i64>>, NotifyError> {
-    if owners.is_empty() {
+    let fences: Vec<(String, String)> = owners.iter().map(|o| (doc_id(o), redis_key(o))).collect();
+    lookup_named(store, redis, &fences, now_ms).await
+}
+
+/// [`lookup`] for any fences, by (document id, Redis key) (the sender's: `notify::senders`).
+pub(crate) async fn lookup_named<H: HttpClient>(
+    store: &NotificationStore<H>,
+    redis: Option<&RedisRestClient<H>>,
+    fences: &[(String, String)],
+    now_ms: i64,
+) -> Result<Vec<Option<i64>>, NotifyError> {
+    if fences.is_empty() {
         return Ok(vec![]);
     }
     if let Some(r) = redis {
         let mut cmd = vec!["MGET".to_owned()];
-        cmd.extend(owners.iter().map(|o| redis_key(o)));
+        cmd.extend(fences.iter().map(|(_, key)| key.clone()));
         let reply = r.command(&cmd).await?;
         let values = reply.as_array().cloned().unwrap_or_default();
-        return Ok((0..owners.len())
+        return Ok((0..fences.len())
             .map(|i| {
                 values
                     .get(i)
@@ -120,7 +131,7 @@ pub async fn lookup<H: HttpClient>(
             })
             .collect());
     }
-    let ids: Vec<String> = owners.iter().map(|o| doc_id(o)).collect();
+    let ids: Vec<String> = fences.iter().map(|(id, _)| id.clone()).collect();
     lookup_docs(store, &ids, now_ms).await
 }
 

@@ -405,9 +405,21 @@ impl<H: HttpClient> NotifyService<H> {
                 });
             }
         }
+        // A letter behind its owner's or its sender's fence is acknowledged, not stored: any
+        // replay would drop it, and storing it would keep what an erasure finished removing
+        // (the owner's event, the sender's name) for the letter's retention.
+        let behind =
+            dead_letters::behind_fences(&self.store, self.redis.as_ref(), &letters, now_ms).await;
+        let (mut stay, mut stay_owner) = (Vec::new(), Vec::new());
+        for ((l, k), fenced) in letters.into_iter().zip(owner).zip(behind) {
+            if !fenced {
+                stay.push(l);
+                stay_owner.push(k);
+            }
+        }
         let mut kept = vec![true; messages.len()];
-        let stored = dead_letters::store(&self.store, &letters, now_ms).await;
-        for (k, r) in owner.into_iter().zip(stored) {
+        let stored = dead_letters::store(&self.store, &stay, now_ms).await;
+        for (k, r) in stay_owner.into_iter().zip(stored) {
             if r.is_err() {
                 kept[k] = false;
             }
