@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: native core (cargo test), local stack (pytest), and the compiled worker in
 # workerd via Miniflare (node --test). Exits non-zero on any failure. Each stage's wall time is
-# printed at the end and kept in target/suite-times.tsv (bench/report/95_suite_times.sh reports
-# a clean clone's times in BENCHMARKS.md).
+# printed at the end and kept in target/suite-times.tsv with the share of the cores left idle
+# (bench/report/95_suite_times.sh reports a clean clone's times in BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p target
@@ -10,11 +10,18 @@ times="target/suite-times.tsv"
 : > "$times"
 stage_start=$(date +%s)
 stage_name=""
+# The machine's CPU time so far, busy and idle (jiffies, /proc/stat): each stage's line says how
+# much of the cores stayed idle while it ran, which is where a reordering can still gain.
+cpu_now() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat 2>/dev/null || echo "0 0"; }
+read -r stage_busy stage_idle < <(cpu_now)
 # Closes the running stage (if any) and opens the next one.
 stage() {
-  local now; now=$(date +%s)
-  [ -n "$stage_name" ] && printf '%s\t%s\n' "$stage_name" "$((now - stage_start))" >> "$times"
-  stage_name="$1"; stage_start=$now
+  local now busy idle; now=$(date +%s)
+  read -r busy idle < <(cpu_now)
+  local db=$((busy - stage_busy)) di=$((idle - stage_idle))
+  [ -n "$stage_name" ] && printf '%s\t%s\t%s\n' "$stage_name" "$((now - stage_start))" \
+    "$(( (db + di) > 0 ? 100 * di / (db + di) : 0 ))" >> "$times"
+  stage_name="$1"; stage_start=$now; stage_busy=$busy; stage_idle=$idle
   [ -n "$1" ] && echo "== $1"
   return 0
 }
@@ -23,7 +30,7 @@ report_times() {
   # A stage that failed leaves node lanes running: they go too (workerd, the stacks).
   for pid in "${lane_pids[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
   stage ""
-  echo "== stage times (s)"
+  echo "== stage times (s, then % of the cores idle)"
   column -t -s $'\t' "$times" 2>/dev/null || cat "$times"
 }
 trap report_times EXIT

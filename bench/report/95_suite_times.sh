@@ -40,14 +40,16 @@ cat <<MD
 \`scripts/test.sh\` ($status), on this machine (load average $load_before before, $load_after
 after). Debian packages and the cargo-installed tools were already present, as on CI's machine.
 
-| step | wall time |
-|---|---|
-| \`scripts/setup.sh\` (npm ci, venv, assets, release wasm build) | $(fmt "$setup_s") |
+| step | wall time | cores idle |
+|---|---|---|
+| \`scripts/setup.sh\` (npm ci, venv, assets, release wasm build) | $(fmt "$setup_s") | |
 MD
-while IFS=$'\t' read -r name secs; do
-  echo "| test.sh: $name | $(fmt "$secs") |"
+# The third column (the share of the two cores left idle during the stage) is in runs from
+# test.sh's that record it.
+while IFS=$'\t' read -r name secs idle; do
+  echo "| test.sh: $name | $(fmt "$secs") | ${idle:+$idle %} |"
 done < target/suite-times.tsv
-echo "| \`scripts/test.sh\` in all | $(fmt "$test_s") |"
+echo "| \`scripts/test.sh\` in all | $(fmt "$test_s") | |"
 
 # A bare machine: recorded by bench/bare-setup.sh (it has to remove what setup installs, so it
 # is not run from here); its file says on which commit, when and under which load.
