@@ -5,6 +5,7 @@ pub mod assets;
 pub mod backends;
 pub mod console;
 pub mod consumer;
+pub mod cron;
 pub mod dispatch;
 mod error;
 pub mod geo;
