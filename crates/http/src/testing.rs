@@ -194,7 +194,7 @@ impl Ports for Mem {
     async fn bench(
         &self,
         _: crate::routes::Op,
-        _: &impl RequestHeaders,
+        _: &impl crate::pipeline::RequestHeaders,
         _: &Config,
         _: &str,
         _: &[u8],
