@@ -1,46 +1,49 @@
-//! Reading files of the static-assets binding.
+//! Reading files of the static-assets binding (`egn_http::assets` decides what a failure
+//! answers).
 
-use super::ApiResult;
-use egn_http::ApiError;
+use egn_http::assets::{AssetError, Assets};
 use worker::Env;
 
 /// Static-assets binding (wrangler.toml `[assets]`).
 pub const ASSETS: &str = "ASSETS";
 
-/// Fetches `path` from the assets directory; any failure is a 503 `asset_unavailable`.
-pub async fn fetch_asset(env: &Env, path: &str) -> ApiResult<Vec<u8>> {
-    fetch_optional(env, path)
-        .await?
-        .ok_or_else(|| ApiError::asset_unavailable(format!("asset {path} answered 404")))
-}
-
-/// Like [`fetch_asset`], with `None` for a file that does not exist.
-pub async fn fetch_optional(env: &Env, path: &str) -> ApiResult<Option<Vec<u8>>> {
-    let unavailable = |m: String| ApiError::asset_unavailable(m);
+/// The file at `path`, `None` for one that does not exist.
+pub async fn read(env: &Env, path: &str) -> Result<Option<Vec<u8>>, AssetError> {
     let assets = env
         .assets(ASSETS)
-        .map_err(|e| unavailable(format!("ASSETS binding: {e}")))?;
-    let mut resp = assets
+        .map_err(|e| AssetError::Binding(e.to_string()))?;
+    let cause = |e: worker::Error| e.to_string();
+    let path = path.to_owned();
+    let mut resp = match assets
         .fetch(format!("https://assets.invalid/{path}"), None)
         .await
-        .map_err(|e| unavailable(format!("fetching {path}: {e}")))?;
-    if resp.status_code() == 404 {
-        return Ok(None);
+    {
+        Ok(r) => r,
+        Err(e) => {
+            return Err(AssetError::Fetch {
+                path,
+                cause: cause(e),
+            })
+        }
+    };
+    match resp.status_code() {
+        404 => Ok(None),
+        200 => match resp.bytes().await {
+            Ok(b) => Ok(Some(b)),
+            Err(e) => Err(AssetError::Read {
+                path,
+                cause: cause(e),
+            }),
+        },
+        status => Err(AssetError::Status { path, status }),
     }
-    if resp.status_code() != 200 {
-        return Err(unavailable(format!(
-            "asset {path} answered {}",
-            resp.status_code()
-        )));
-    }
-    resp.bytes()
-        .await
-        .map(Some)
-        .map_err(|e| unavailable(format!("reading {path}: {e}")))
 }
 
-/// A 503 `asset_corrupt` for an asset that failed validation; logged once per failure.
-pub fn corrupt(path: &str, e: impl std::fmt::Display) -> ApiError {
-    worker::console_error!("asset {path} rejected: {e}");
-    ApiError::asset_corrupt(path, e)
+/// The assets binding as the port.
+pub struct Files<'a>(pub &'a Env);
+
+impl Assets for Files<'_> {
+    async fn read(&self, path: &str) -> Result<Option<Vec<u8>>, AssetError> {
+        read(self.0, path).await
+    }
 }

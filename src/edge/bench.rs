@@ -3,14 +3,15 @@
 //! --bench`, which writes `build-bench/`), so the deployed wasm has neither these routes nor
 //! their code; inside that build they are still served only with `ENABLE_BENCH=true`.
 
-use super::state::State;
-use super::{geo, ip, not_configured, ok_json, ApiResult, Head};
+use super::ports::Edge;
+use super::{geo, ip, state, ApiResult};
 use egn_core::auth::AuthError;
 use egn_core::config::Config;
+use egn_http::pipeline::RequestHeaders;
 use egn_http::routes::Op;
-use egn_http::ApiError;
+use egn_http::{Answer, ApiError};
 use serde_json::json;
-use worker::{Context, Date, Env, Request, Response};
+use worker::Date;
 
 /// Largest `n` a `/__bench/*` call may ask for (keeps one call far below the CPU limit).
 const MAX_BENCH_N: usize = 1_000_000;
@@ -18,24 +19,23 @@ const MAX_BENCH_N: usize = 1_000_000;
 /// Serves one bench operation (the route table matched it and `ENABLE_BENCH` is on).
 pub async fn serve(
     op: Op,
-    req: &Request,
-    env: &Env,
-    ctx: &Context,
-    (cfg, st): (&Config, &State),
+    req: &impl RequestHeaders,
+    edge: &Edge<'_>,
+    cfg: &Config,
     query: &str,
     body: &[u8],
-) -> ApiResult<Response> {
+) -> ApiResult<Answer> {
     match op {
-        Op::BenchNoop => ok_json(&json!({ "ok": true })),
+        Op::BenchNoop => Answer::ok(&json!({ "ok": true })),
         Op::BenchGeo => {
             let batched = bench_n(query, "batch", 0)? != 0;
             let zones = bench_n(query, "zones", 0)? != 0;
-            geo::bench(body, env, bench_n(query, "repeat", 1)?, batched, zones).await
+            geo::bench(body, edge.env, bench_n(query, "repeat", 1)?, batched, zones).await
         }
-        Op::BenchIp => ip::bench(env, ctx, cfg, query).await,
-        Op::BenchAuth => auth(req, st, bench_n(query, "n", 0)?).await,
+        Op::BenchIp => ip::bench(edge, cfg, query).await,
+        Op::BenchAuth => auth(req, edge, bench_n(query, "n", 0)?).await,
         // The route table hands only its bench routes here.
-        _ => Err(ApiError::not_found(&req.path())),
+        _ => Err(ApiError::internal("not a bench route")),
     }
 }
 
@@ -45,12 +45,13 @@ fn bench_n(query: &str, name: &str, default: usize) -> ApiResult<usize> {
 
 /// Verifies the request's own bearer token `n` times with warm caches (timed from outside
 /// against `n=0`).
-async fn auth(req: &Request, st: &State, n: usize) -> ApiResult<Response> {
+async fn auth(req: &impl RequestHeaders, edge: &Edge<'_>, n: usize) -> ApiResult<Answer> {
+    let st = state::get(edge.env);
     let v = st
         .verifier
         .as_ref()
-        .ok_or_else(|| not_configured("user authentication"))?;
-    let token = egn_http::pipeline::bearer(&Head(req)).ok_or(AuthError::Missing)?;
+        .ok_or_else(|| ApiError::not_configured("user authentication"))?;
+    let token = egn_http::pipeline::bearer(req).ok_or(AuthError::Missing)?;
     let now = Date::now().as_millis() as f64;
     let mut ok = 0;
     for _ in 0..n {
@@ -58,5 +59,5 @@ async fn auth(req: &Request, st: &State, n: usize) -> ApiResult<Response> {
             ok += 1;
         }
     }
-    ok_json(&json!({ "n": n, "ok": ok }))
+    Answer::ok(&json!({ "n": n, "ok": ok }))
 }

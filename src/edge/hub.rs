@@ -162,7 +162,7 @@ impl InboxHub {
     async fn badge(&self, owner: &str) -> std::result::Result<String, BadgeError> {
         let st = state::get(&self.env);
         let cfg = st.config.as_ref().map_err(Clone::clone)?;
-        let store = super::factory::store(cfg)?;
+        let store = egn_http::backends::store(super::http_client::WorkerHttp, cfg)?;
         let t = now() as i64;
         let counts = store.counts(owner, None, t).await?;
         let (pos, _) = next_sync(None, None, t, cfg.notify.sync_settle_ms);

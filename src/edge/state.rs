@@ -1,27 +1,20 @@
 //! Per-isolate state: the configuration parsed once, the token verifier with its key caches, and
-//! the asset manifest.
+//! what `/healthz` remembers (`egn_http::dispatch::Isolate`).
 
 use super::http_client::WorkerHttp;
 use super::webcrypto::WebCrypto;
 use egn_core::auth::Verifier;
-use egn_core::config::{Config, ConfigError, Vars};
-use serde_json::Value;
+use egn_core::config::{Config, Vars};
+use egn_http::dispatch::Isolate;
 use std::cell::RefCell;
 use std::rc::Rc;
 use worker::Env;
 
 /// What an isolate keeps between requests.
-pub struct State {
-    /// The parsed configuration, or the variable that is wrong.
-    pub config: Result<Config, ConfigError>,
-    /// User-token verifier (`None` when no issuer is configured).
-    pub verifier: Option<Verifier<WebCrypto, WorkerHttp>>,
-}
+pub type State = Isolate<Verifier<WebCrypto, WorkerHttp>>;
 
 thread_local! {
     static STATE: RefCell<Option<Rc<State>>> = const { RefCell::new(None) };
-    // The manifest cannot change within a deployment, so an isolate reads it once.
-    static MANIFEST: RefCell<Option<Value>> = const { RefCell::new(None) };
 }
 
 /// A secret, or a var of the same name (local runs); empty counts as unset.
@@ -46,24 +39,6 @@ pub fn get(env: &Env) -> Rc<State> {
         .ok()
         .and_then(|c| c.auth.clone())
         .map(|a| Verifier::new(a, WebCrypto, WorkerHttp));
-    let state = Rc::new(State { config, verifier });
+    let state = Rc::new(Isolate::new(config, verifier));
     STATE.with(|s| s.borrow_mut().get_or_insert(state).clone())
-}
-
-/// The asset manifest (`Null` until it could be read).
-pub async fn manifest(env: &Env) -> Value {
-    if let Some(m) = MANIFEST.with(|m| m.borrow().clone()) {
-        return m;
-    }
-    match super::assets::fetch_asset(env, "manifest.json")
-        .await
-        .map(|b| serde_json::from_slice::<Value>(&b))
-    {
-        Ok(Ok(m)) => {
-            MANIFEST.with(|c| *c.borrow_mut() = Some(m.clone()));
-            m
-        }
-        // Not cached: a later call retries.
-        _ => Value::Null,
-    }
 }

@@ -1,13 +1,18 @@
 //! The HTTP surface as plain functions (parse, render); the worker adapter wires them to
 //! `worker::Request`/`Response`. Platform-free so its rules are unit-tested natively.
 
+pub mod assets;
 pub mod backends;
 pub mod console;
+pub mod consumer;
+pub mod cron;
+pub mod dispatch;
 mod error;
 pub mod geo;
 pub mod health;
 pub mod idempotency;
 pub mod ip;
+pub mod ipdb;
 pub mod notify;
 pub mod notify_bodies;
 pub mod notify_routes;
@@ -21,6 +26,10 @@ pub mod routes;
 pub mod schemas;
 pub mod user_writes;
 
+#[cfg(test)]
+mod testing;
+
+pub use dispatch::{handle, Answer};
 pub use error::{ApiError, ErrorBody, ErrorCode, ErrorDetail, Issue};
 pub use notify_routes::Reply;
 

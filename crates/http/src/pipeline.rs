@@ -23,11 +23,16 @@ pub trait RequestHeaders {
 pub trait UserTokens {
     /// The token's subject (the inbox owner) at `now_ms`.
     async fn verify(&self, token: &str, now_ms: f64) -> Result<String, AuthError>;
+    /// Its key-set fetches so far (`/healthz` shows them).
+    fn jwks_fetches(&self) -> u64;
 }
 
 impl<C: Crypto + 'static, H: HttpClient + 'static> UserTokens for Verifier<C, H> {
     async fn verify(&self, token: &str, now_ms: f64) -> Result<String, AuthError> {
         Verifier::verify(self, token, now_ms).await
+    }
+    fn jwks_fetches(&self) -> u64 {
+        Verifier::jwks_fetches(self)
     }
 }
 

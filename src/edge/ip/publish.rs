@@ -4,7 +4,8 @@
 //! `DecompressionStream` and `Delay`, probes the serving version and logs what the run reports.
 
 use super::store::WorkerClock;
-use super::{ipdb, probe_serving, IPDB_BUCKET, IPDB_CONFIG};
+use super::{ipdb, IPDB_BUCKET, IPDB_CONFIG};
+use crate::edge::ports::log_at;
 use egn_core::config::Config;
 use egn_core::ip::publish::{self, Against, Job, Listing, Mode, Ports, Response, Run};
 use egn_core::ip::update::UpdateError;
@@ -63,7 +64,10 @@ pub async fn publish_from_source(
     let prior = ports.prior(settings).await;
     // What serves, every page loaded and verified: the probe staging's promotion rule reads,
     // and the database a download is vetted against.
-    let (serving, probe) = probe_serving(env, settings, prior.current.as_ref()).await;
+    let now = String::from(js_sys::Date::new_0().to_iso_string());
+    let (serving, probe) = ipdb(env, settings)
+        .probe(&log_at, prior.current.as_ref(), now)
+        .await;
     let job = Job {
         settings,
         mode,
@@ -82,7 +86,7 @@ pub async fn publish_from_source(
         status,
         notes,
     } = ports.run(job, prior).await;
-    ipdb().set_last_update(status);
+    super::serving().set_last_update(status);
     for note in notes {
         if note.is_error() {
             worker::console_error!("{note}");

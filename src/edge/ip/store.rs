@@ -1,10 +1,11 @@
 //! [`IpdbStore`] over the worker's bindings: the version record and the update status in KV,
 //! published objects in R2, the bundled pages through `ASSETS`.
 
-use super::{BUNDLED_PAGES, IPDB_BUCKET, IPDB_CONFIG};
-use crate::edge::assets::fetch_asset;
+use super::{IPDB_BUCKET, IPDB_CONFIG};
+use crate::edge::assets::Files;
 use egn_core::ip::serving::{Clock, IpdbStore};
 use egn_core::ip::update;
+use egn_http::ipdb::BUNDLED_PAGES;
 use egn_http::ApiError;
 use worker::{Date, Env};
 
@@ -29,6 +30,7 @@ pub enum StoreError {
 }
 
 /// The bindings, and the record's KV key.
+#[derive(Clone)]
 pub struct EdgeStore {
     pub env: Env,
     pub kv_key: String,
@@ -73,13 +75,14 @@ impl IpdbStore for EdgeStore {
 
     async fn bundled_page(&self, name: &str) -> Result<Vec<u8>, StoreError> {
         let path = format!("{BUNDLED_PAGES}/{name}");
-        fetch_asset(&self.env, &path)
+        egn_http::assets::required(&Files(&self.env), &path)
             .await
             .map_err(StoreError::Asset)
     }
 }
 
 /// The runtime's clock (frozen while the isolate computes, as the platform does).
+#[derive(Clone, Copy)]
 pub struct WorkerClock;
 
 impl Clock for WorkerClock {

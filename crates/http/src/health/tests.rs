@@ -1,24 +1,13 @@
 //! `/healthz` under each part's outcome, and the Data API probe over a scripted HTTP client.
 
 use super::*;
+use crate::testing::config as parse;
 use egn_core::backend::native::block_on;
 use egn_core::backend::{DataApiClient, HttpRequest, HttpResponse, TransportError};
-use egn_core::config::Vars;
 use egn_core::ip::serving::Serving;
 use serde_json::json;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-
-fn parse(extra: &[(&str, &str)]) -> Result<Config, ConfigError> {
-    let mut vars: BTreeMap<&str, &str> = BTreeMap::from([
-        ("ENVIRONMENT", "development"),
-        ("DATA_API_URL", "http://127.0.0.1:1"),
-        ("DATA_API_KEY", "k"),
-    ]);
-    vars.extend(extra.iter().copied());
-    let get = |n: &str| vars.get(n).map(|v| (*v).to_owned());
-    Config::from_vars(&Vars::new(&get))
-}
 
 fn geo(status: GeoStatus) -> GeoHealth {
     GeoHealth {

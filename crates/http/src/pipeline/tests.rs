@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::routes::resolve;
+use crate::testing::Tokens;
 use egn_core::backend::native::block_on;
 use egn_core::config::Vars;
 use std::cell::RefCell;
@@ -22,18 +23,6 @@ impl Req {
 impl RequestHeaders for Req {
     fn header(&self, name: &str) -> Option<String> {
         self.0.get(&name.to_ascii_lowercase()).cloned()
-    }
-}
-
-/// Tokens `good-<sub>` verify as `<sub>`; anything else has a bad signature.
-struct Tokens;
-
-impl UserTokens for Tokens {
-    async fn verify(&self, token: &str, _now_ms: f64) -> Result<String, AuthError> {
-        token
-            .strip_prefix("good-")
-            .map(str::to_owned)
-            .ok_or(AuthError::BadSignature)
     }
 }
 
