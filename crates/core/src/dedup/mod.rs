@@ -24,6 +24,7 @@
 //! server's time is most of a round trip, it is slower than a bare `SET NX`, and far slower
 //! pipelined. A worker calls Redis over the network, one call per create either way.
 
+mod args;
 mod store;
 
 pub use store::{
