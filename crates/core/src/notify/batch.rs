@@ -1063,7 +1063,7 @@ mod tests {
         };
         let (a, b) = (ev("u", "k", "s1", NOW - 10), ev("u", "k", "s2", NOW - 5));
         let (filter, update) = group_upsert(&[&a, &b], &cfg, NOW);
-        assert_eq!(filter["origins.s"], json!({"$nin": ["s1", "s2"]}));
+        assert_eq!(filter[field::ORIGIN_SENDER], json!({"$nin": ["s1", "s2"]}));
         assert_eq!(
             filter["$nor"],
             json!([
@@ -1076,7 +1076,7 @@ mod tests {
         assert_eq!(push["$sort"], json!({"t": -1}));
         assert_eq!(push["$each"].as_array().unwrap().len(), 2);
         assert_eq!(push["$each"][1]["s"], "s2");
-        assert_eq!(update["$inc"], json!({"originsCount": 2}));
+        assert_eq!(update["$inc"], json!({(field::ORIGINS_COUNT): 2}));
         // Times come from the newest event, whichever order the batch had.
         assert_eq!(update["$max"]["createdTime"], ejson::date(NOW - 5));
         let (_, swapped) = group_upsert(&[&b, &a], &cfg, NOW);

@@ -147,6 +147,10 @@ pub mod field {
     pub const ORIGIN_SENDER: &str = "origins.s";
     /// [`super::StoredOrigin::created_time_msec`] inside `origins` (a dotted path).
     pub const ORIGIN_TIME: &str = "origins.t";
+    /// [`super::StoredNotification::tally`].
+    pub const TALLY: &str = "oc";
+    /// [`super::StoredNotification::roster_generation`].
+    pub const ROSTER_GENERATION: &str = "rg";
 }
 
 fn date_ms<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
@@ -197,8 +201,11 @@ mod tests {
         );
         let mut doc = json!({ "origins": [{ sender: "s9", time: 4 }] });
         doc[field::ORIGINS_COUNT] = json!(7);
+        doc[field::TALLY] = json!(8);
+        doc[field::ROSTER_GENERATION] = json!(9);
         let d = StoredNotification::read(&doc);
         assert_eq!(d.origins_count, 7);
+        assert_eq!((d.tally, d.roster_generation), (Some(8), Some(9)));
         assert_eq!(
             (
                 d.origins[0].sender_id.as_str(),
@@ -210,7 +217,9 @@ mod tests {
 
     #[test]
     fn one_bad_field_costs_only_itself() {
-        let d = StoredNotification::read(&json!({"_id": "n1", "read": "yes", "originsCount": 3}));
+        let d = StoredNotification::read(
+            &json!({"_id": "n1", "read": "yes", (field::ORIGINS_COUNT): 3}),
+        );
         assert_eq!((d.id.as_str(), d.read, d.origins_count), ("n1", false, 3));
         assert_eq!(
             StoredNotification::read(&json!([1])),

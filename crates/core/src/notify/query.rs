@@ -171,7 +171,7 @@ fn list_projection(list_origins: u32) -> Value {
         "expireAt",
         "revision",
         field::ORIGINS_COUNT,
-        "oc",
+        field::TALLY,
         "read",
         "seen",
         "archived",

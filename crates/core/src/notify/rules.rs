@@ -92,7 +92,7 @@ pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) ->
 /// Stores a roster tally with the write (`$max`: the newest tally wins, see [`super::roster`]).
 pub fn with_tally(update: &mut Value, tally: Option<i64>) {
     if let Some(t) = tally {
-        update["$max"]["oc"] = json!(t);
+        update["$max"][field::TALLY] = json!(t);
     }
 }
 
@@ -102,7 +102,7 @@ pub fn with_tally(update: &mut Value, tally: Option<i64>) {
 /// trims the array).
 pub fn with_generation(update: &mut Value, generation: Option<i64>) {
     if let Some(g) = generation {
-        update["$setOnInsert"]["rg"] = json!(g);
+        update["$setOnInsert"][field::ROSTER_GENERATION] = json!(g);
         // `get_mut`, not indexing: an update without an origins push (a retraction's record)
         // must not gain one.
         let push = update.get_mut("$push").and_then(|p| p.get_mut("origins"));
@@ -281,7 +281,7 @@ mod tests {
         let cfg = NotifyConfig::default();
         let (_, mut create) = create_upsert(&ev("s1"), &cfg, NOW);
         with_generation(&mut create, Some(7));
-        assert_eq!(create["$setOnInsert"]["rg"], json!(7));
+        assert_eq!(create["$setOnInsert"][field::ROSTER_GENERATION], json!(7));
         assert!(create["$push"]["origins"].get("$slice").is_none());
         assert!(create["$push"]["origins"].get("$each").is_some());
         // A retraction's record pushes only `x`: it must not gain an `origins: null` push
@@ -302,7 +302,7 @@ mod tests {
             ..NotifyConfig::default()
         };
         let (filter, update) = create_upsert(&ev("s1"), &cfg, NOW + 5);
-        assert_eq!(filter["origins.s"], json!({"$ne": "s1"}));
+        assert_eq!(filter[field::ORIGIN_SENDER], json!({"$ne": "s1"}));
         assert_eq!(
             filter["$nor"][0]["x"]["$elemMatch"],
             json!({"s": "s1", "t": {"$gte": NOW}})
@@ -314,7 +314,7 @@ mod tests {
             push["$each"][0],
             json!({"s": "s1", "n": "Name s1", "t": NOW, "l": "app://post/1", "e": "e-s1"})
         );
-        assert_eq!(update["$inc"], json!({"originsCount": 1}));
+        assert_eq!(update["$inc"], json!({(field::ORIGINS_COUNT): 1}));
         assert_eq!(
             update["$setOnInsert"]["_id"],
             notification_id("u1", "post:1")
@@ -409,7 +409,7 @@ mod tests {
             assert_eq!(u["$push"]["x"]["$each"][0], json!({"s": "s", "t": 9}));
         }
         let (f3, u3) = retract_record("u", "k", "s", &cfg, 9);
-        assert_eq!(f3["origins.s"], json!({"$ne": "s"}));
+        assert_eq!(f3[field::ORIGIN_SENDER], json!({"$ne": "s"}));
         assert_eq!(u3["$setOnInsert"]["deleted"], true);
     }
 }

@@ -776,6 +776,7 @@ async fn scrub_page<H: HttpClient>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::notify::document::field;
 
     #[test]
     fn names_hold_no_sender_in_clear_and_entries_page_by_their_prefix() {
@@ -878,7 +879,7 @@ mod tests {
             others.1["$pull"]["origins"],
             json!({ "s": "ana", "t": { "$lte": 500 } })
         );
-        assert_eq!(others.1["$inc"]["originsCount"], json!(-1));
+        assert_eq!(others.1["$inc"][field::ORIGINS_COUNT], json!(-1));
         assert_eq!(retracted.0["x.s"], "ana");
         assert!(retracted.1.get("$inc").is_none());
     }
