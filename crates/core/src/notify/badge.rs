@@ -207,7 +207,6 @@ mod tests {
     }
 
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn tokens_come_from_the_protocol_list() {
@@ -231,17 +230,6 @@ mod tests {
             Poke::AlreadyScheduled
         );
         assert_eq!(on_poke(1, 1000.0, Some(700.0), false), Poke::PushNow);
-        let m = message(
-            Counts {
-                unread: 3,
-                unseen: 1,
-            },
-            "s",
-        );
-        assert_eq!(
-            (m["unread"].clone(), m["unseen"].clone(), m["sync"].clone()),
-            (json!(3), json!(1), json!("s"))
-        );
     }
 
     #[test]
