@@ -250,7 +250,7 @@ fn counts_come_with_the_page_in_one_call_and_seen_is_not_read() {
     let c = p.counts.unwrap();
     assert_eq!((c.unread, c.unseen), (5, 5));
     assert_eq!(p.items, page(false).items, "same page either way");
-    assert!(p.items[0]["origins"].as_array().unwrap().len() <= cfg.list_origins as usize);
+    assert!(p.items[0][field::ORIGINS].as_array().unwrap().len() <= cfg.list_origins as usize);
 
     stack.reset_stats();
     assert_eq!(
@@ -307,7 +307,7 @@ fn retracting_the_last_stored_sender_after_the_cap_dropped_others_deletes_the_it
     let d = doc(&store, "u1", "post");
     assert_eq!(
         (
-            d["origins"].as_array().unwrap().len(),
+            d[field::ORIGINS].as_array().unwrap().len(),
             d[field::ORIGINS_COUNT].clone()
         ),
         (2, json!(3))
@@ -329,7 +329,7 @@ fn retracting_the_last_stored_sender_after_the_cap_dropped_others_deletes_the_it
     // Ana, dropped by the cap, is "not found" but remembered; nothing is left to misrender.
     assert_eq!(retract("ana", t + 300), RetractOutcome::NotFound);
     let d = doc(&store, "u1", "post");
-    let senders: Vec<&str> = d["x"]
+    let senders: Vec<&str> = d[field::RETRACTED]
         .as_array()
         .unwrap()
         .iter()
@@ -578,10 +578,10 @@ fn tombstone_and_retracted_list_sizes_at_their_caps() {
     }
     let live = doc(&store, &owner, &item);
     assert_eq!(
-        live["x"].as_array().unwrap().len(),
+        live[field::RETRACTED].as_array().unwrap().len(),
         cfg.retracted_cap as usize
     );
-    let x_bytes = serde_json::to_vec(&live["x"]).unwrap().len();
+    let x_bytes = serde_json::to_vec(&live[field::RETRACTED]).unwrap().len();
     assert!(block_on(store.delete(&owner, &item, now_ms())).unwrap());
     let tomb = doc(&store, &owner, &item);
     let tomb_bytes = serde_json::to_vec(&tomb).unwrap().len();

@@ -68,7 +68,7 @@ fn create_merges_senders_once_and_caps_origins() {
     }
     let doc = stored(&store, "u1", "post:1").unwrap();
     assert_eq!(doc[field::ORIGINS_COUNT], 5);
-    let kept: Vec<&str> = doc["origins"]
+    let kept: Vec<&str> = doc[field::ORIGINS]
         .as_array()
         .unwrap()
         .iter()
@@ -108,7 +108,7 @@ fn concurrent_creates_of_a_new_item_keep_every_sender() {
     });
     let doc = stored(&store, "u", "hot").unwrap();
     assert_eq!(doc[field::ORIGINS_COUNT], 8);
-    assert_eq!(doc["origins"].as_array().unwrap().len(), 8);
+    assert_eq!(doc[field::ORIGINS].as_array().unwrap().len(), 8);
 }
 
 #[test]
@@ -239,7 +239,7 @@ fn list_pages_are_stable_under_concurrent_inserts() {
         assert!(page
             .items
             .iter()
-            .all(|d| d["origins"].as_array().unwrap().len() <= cfg.list_origins as usize));
+            .all(|d| d[field::ORIGINS].as_array().unwrap().len() <= cfg.list_origins as usize));
         // Concurrent writers: new items arrive between page reads.
         block_on(store.create(
             &event(&cfg, "u1", &format!("new:{pages}"), "ben", t + 100),
@@ -701,7 +701,7 @@ fn largest_document_at_the_origins_cap() {
         .unwrap()
         .unwrap();
         assert_eq!(
-            doc["origins"].as_array().unwrap().len(),
+            doc[field::ORIGINS].as_array().unwrap().len(),
             cfg.origins_cap as usize
         );
         assert_eq!(doc[field::ORIGINS_COUNT], cfg.origins_cap + 5);

@@ -32,7 +32,7 @@ fn doc(svc: &NotifyService<UreqClient>, owner: &str, item: &str) -> Value {
 }
 
 fn senders(d: &Value) -> Vec<String> {
-    d["origins"]
+    d[field::ORIGINS]
         .as_array()
         .unwrap()
         .iter()

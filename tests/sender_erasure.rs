@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use egn_core::backend::native::{block_on, UreqClient};
 use egn_core::backend::FindOptions;
 use egn_core::notify::batch::{EventOutcome, QueuedMessage};
+use egn_core::notify::document::field;
 use egn_core::notify::erasure::{JobState, Step};
 use egn_core::notify::privacy::AnyErasureView;
 use egn_core::notify::senders::{self, SenderErasureView};
@@ -320,7 +321,7 @@ fn a_sender_below_and_above_the_cap_leaves_every_inbox_with_exact_counts_while_w
         }
     }
     let solo = item(&stack, &svc, &owner(1), "solo");
-    let origins: Vec<i64> = solo["origins"]
+    let origins: Vec<i64> = solo[field::ORIGINS]
         .as_array()
         .unwrap()
         .iter()

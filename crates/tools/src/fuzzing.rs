@@ -130,8 +130,8 @@ fn inserted_document(ev: &NotificationEvent, update: &Value) -> Value {
         }
     }
     doc.insert(
-        "origins".into(),
-        update["$push"]["origins"]["$each"].clone(),
+        field::ORIGINS.into(),
+        update["$push"][field::ORIGINS]["$each"].clone(),
     );
     doc.insert(field::ORIGINS_COUNT.into(), 1.into());
     egn_core::backend::ejson::normalize(Value::Object(doc))

@@ -254,7 +254,7 @@ pub fn group_upsert(
     let senders: Vec<&str> = events.iter().map(|e| e.sender.id.as_str()).collect();
     let retracted: Vec<Value> = events
         .iter()
-        .map(|e| json!({ "x": { "$elemMatch": { "s": e.sender.id, "t": { "$gte": e.created_time_msec } } } }))
+        .map(|e| json!({ (field::RETRACTED): { "$elemMatch": { "s": e.sender.id, "t": { "$gte": e.created_time_msec } } } }))
         .collect();
     let filter = json!({
         "owner": first.owner, "itemKey": first.item_key,
@@ -263,7 +263,7 @@ pub fn group_upsert(
     // The single create's update for the newest event, widened to the whole group.
     let (_, mut update) = rules::create_upsert(newest, cfg, now_ms);
     let origins: Vec<Value> = events.iter().map(|e| origin(e)).collect();
-    update["$push"]["origins"]["$each"] = Value::Array(origins);
+    update["$push"][field::ORIGINS]["$each"] = Value::Array(origins);
     update["$inc"][field::ORIGINS_COUNT] = json!(events.len());
     let t = newest.created_time_msec;
     update["$max"] = json!({
@@ -443,14 +443,14 @@ fn split_by_stored(
     idx: &[usize],
 ) -> (Vec<usize>, Vec<usize>) {
     let stored: BTreeSet<&str> = doc
-        .get("origins")
+        .get(field::ORIGINS)
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(|o| o.get("s").and_then(Value::as_str))
         .collect();
     let retracted: Vec<(&str, i64)> = doc
-        .get("x")
+        .get(field::RETRACTED)
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -532,7 +532,7 @@ async fn write_group<H: HttpClient>(
             .find_one(
                 &store.config().collection,
                 &json!({ "owner": e.owner, "itemKey": e.item_key }),
-                Some(&json!({ (field::ORIGIN_SENDER): 1, "x": 1 })),
+                Some(&json!({ (field::ORIGIN_SENDER): 1, (field::RETRACTED): 1 })),
                 None,
             )
             .await;
@@ -1124,7 +1124,7 @@ mod tests {
                 {"x": {"$elemMatch": {"s": "s2", "t": {"$gte": NOW - 5}}}},
             ])
         );
-        let push = &update["$push"]["origins"];
+        let push = &update["$push"][field::ORIGINS];
         assert_eq!(push["$slice"], 3);
         assert_eq!(push["$sort"], json!({"t": -1}));
         assert_eq!(push["$each"].as_array().unwrap().len(), 2);

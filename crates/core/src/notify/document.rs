@@ -147,6 +147,14 @@ pub mod field {
     pub const ORIGIN_SENDER: &str = "origins.s";
     /// [`super::StoredOrigin::created_time_msec`] inside `origins` (a dotted path).
     pub const ORIGIN_TIME: &str = "origins.t";
+    /// [`super::StoredNotification::origins`].
+    pub const ORIGINS: &str = "origins";
+    /// The second entry of `origins` (a dotted path): `{$exists: false}` = at most one sender.
+    pub const SECOND_ORIGIN: &str = "origins.1";
+    /// [`super::StoredNotification::retracted`].
+    pub const RETRACTED: &str = "x";
+    /// [`super::Retracted::sender_id`] inside `x` (a dotted path).
+    pub const RETRACTED_SENDER: &str = "x.s";
     /// [`super::StoredNotification::tally`].
     pub const TALLY: &str = "oc";
     /// [`super::StoredNotification::roster_generation`].
@@ -201,11 +209,18 @@ mod tests {
         );
         let mut doc = json!({ "origins": [{ sender: "s9", time: 4 }] });
         doc[field::ORIGINS_COUNT] = json!(7);
+        doc[field::RETRACTED] = json!([{ sender: "s8", time: 3 }]);
         doc[field::TALLY] = json!(8);
         doc[field::ROSTER_GENERATION] = json!(9);
         let d = StoredNotification::read(&doc);
         assert_eq!(d.origins_count, 7);
         assert_eq!((d.tally, d.roster_generation), (Some(8), Some(9)));
+        assert_eq!(d.retracted[0].sender_id, "s8");
+        assert_eq!(format!("{}.1", field::ORIGINS), field::SECOND_ORIGIN);
+        assert_eq!(
+            format!("{}.{sender}", field::RETRACTED),
+            field::RETRACTED_SENDER
+        );
         assert_eq!(
             (
                 d.origins[0].sender_id.as_str(),

@@ -358,7 +358,7 @@ mod tests {
         assert_eq!(v["notificationId"], "n1");
         assert_eq!(v["createdTimeMsec"], 5);
         assert_eq!(
-            v["origins"][0],
+            v[field::ORIGINS][0],
             json!({"senderId": "s1", "name": "Ana", "avatar": "https://x/a.png", "createdTimeMsec": 5})
         );
         assert_eq!(v["summary"], "Ana liked your post");
