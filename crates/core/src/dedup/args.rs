@@ -181,6 +181,11 @@ impl Argv {
     pub(crate) fn values(&self) -> Vec<&str> {
         self.values.iter().map(String::as_str).collect()
     }
+
+    /// The values, in order, owned.
+    pub(crate) fn into_values(self) -> Vec<String> {
+        self.values
+    }
 }
 
 #[cfg(test)]

@@ -218,14 +218,35 @@ pub async fn reserve<H: HttpClient>(
     slot: &Slot,
     lease_ms: u64,
 ) -> Result<Reservation, BackendError> {
+    let (keys, args) = reserve_command(slot, lease_ms);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let reply = redis.evalsha_or_eval(&RESERVE, &keys, &args).await?;
+    parse_reserve_reply(&reply)
+}
+
+/// The keys and arguments [`reserve`] sends with the script [`scripts`] returns first, for a
+/// tool that sends it over RESP itself (the memory benchmark): the layout `args.rs` documents.
+#[must_use]
+pub fn reserve_command(slot: &Slot, lease_ms: u64) -> (Vec<&str>, Vec<String>) {
     let mut args = Argv::new(layout::RESERVE);
     args.push("field", &slot.field);
     args.push("lease_ms", lease_ms.max(1).to_string());
     args.push("expire_at", slot.expire_at_ms.to_string());
-    let reply = redis
-        .evalsha_or_eval(&RESERVE, &[&slot.key], &args.values())
-        .await?;
-    parse_reserve_reply(&reply)
+    (vec![&slot.key], args.into_values())
+}
+
+/// The keys and arguments [`reserve_unless_muted`] sends, for the same tools as
+/// [`reserve_command`].
+#[must_use]
+pub fn admission_command<'k>(
+    slot: &'k Slot,
+    lease_ms: u64,
+    mute: &MuteCheck<'k>,
+    roster: Option<(&'k RosterCheck, &RosterLife)>,
+    hot: Option<(&'k str, &HotConfig)>,
+) -> (Vec<&'k str>, Vec<String>) {
+    let (keys, args) = reserve_args(slot, lease_ms, mute, roster, hot);
+    (keys, args.into_values())
 }
 
 /// [`reserve`], first checking the recipient's muted set and then, when `roster` is given,
