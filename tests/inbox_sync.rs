@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use egn_core::backend::ejson;
 use egn_core::backend::native::{block_on, UreqClient};
 use egn_core::dedup::DedupConfig;
+use egn_core::notify::document::field;
 use egn_core::notify::store::NotificationStore;
 use egn_core::notify::{
     change_view, view, Bulk, Flag, ListParams, NewEvent, NotificationEvent, NotifyConfig,
@@ -40,8 +41,7 @@ fn raw(owner: &str, item: &str, sender: &str, t: i64) -> NewEvent {
 }
 
 fn setup(stack: &Stack, cfg: &NotifyConfig) -> NotificationStore<UreqClient> {
-    let store = NotificationStore::new(stack.data_api(), cfg.clone());
-    block_on(store.ensure_indexes()).unwrap();
+    let store = stack.store(cfg.clone());
     stack.reset_stats();
     store
 }
@@ -52,14 +52,7 @@ fn create(store: &NotificationStore<UreqClient>, owner: &str, item: &str, sender
 }
 
 fn doc(store: &NotificationStore<UreqClient>, owner: &str, item: &str) -> Value {
-    block_on(store.api().find_one(
-        &store.config().collection,
-        &json!({"owner": owner, "itemKey": item}),
-        None,
-        None,
-    ))
-    .unwrap()
-    .expect("document")
+    stack_support::stored(store, owner, item).expect("document")
 }
 
 /// A device's cache: itemKey → item, built from a list and kept by the change feed.
@@ -172,7 +165,7 @@ fn a_second_device_converges_through_the_change_feed() {
     assert_eq!(by_key("p0")["read"], true);
     assert_eq!(by_key("p1")["archived"], true);
     assert_eq!(by_key("p2"), &json!({"itemKey": "p2", "deleted": true}));
-    assert_eq!(by_key("p3")["originsCount"], 2);
+    assert_eq!(by_key("p3")[field::ORIGINS_COUNT], 2);
     assert!(pages >= 2, "pages of 2 for 4 changes");
     assert_eq!(
         stack.data_api_calls(),
@@ -257,7 +250,7 @@ fn counts_come_with_the_page_in_one_call_and_seen_is_not_read() {
     let c = p.counts.unwrap();
     assert_eq!((c.unread, c.unseen), (5, 5));
     assert_eq!(p.items, page(false).items, "same page either way");
-    assert!(p.items[0]["origins"].as_array().unwrap().len() <= cfg.list_origins as usize);
+    assert!(p.items[0][field::ORIGINS].as_array().unwrap().len() <= cfg.list_origins as usize);
 
     stack.reset_stats();
     assert_eq!(
@@ -314,8 +307,8 @@ fn retracting_the_last_stored_sender_after_the_cap_dropped_others_deletes_the_it
     let d = doc(&store, "u1", "post");
     assert_eq!(
         (
-            d["origins"].as_array().unwrap().len(),
-            d["originsCount"].clone()
+            d[field::ORIGINS].as_array().unwrap().len(),
+            d[field::ORIGINS_COUNT].clone()
         ),
         (2, json!(3))
     );
@@ -331,12 +324,12 @@ fn retracting_the_last_stored_sender_after_the_cap_dropped_others_deletes_the_it
     assert_eq!(retract("ben", t + 200), RetractOutcome::Deleted);
     let d = doc(&store, "u1", "post");
     assert_eq!(d["deleted"], true);
-    assert_eq!(d["originsCount"], 0);
+    assert_eq!(d[field::ORIGINS_COUNT], 0);
     assert!(Device::list(&store, "u1").items.is_empty());
     // Ana, dropped by the cap, is "not found" but remembered; nothing is left to misrender.
     assert_eq!(retract("ana", t + 300), RetractOutcome::NotFound);
     let d = doc(&store, "u1", "post");
-    let senders: Vec<&str> = d["x"]
+    let senders: Vec<&str> = d[field::RETRACTED]
         .as_array()
         .unwrap()
         .iter()
@@ -360,7 +353,7 @@ fn a_create_delayed_past_its_retraction_stays_out() {
     );
     create(&store, "u1", "post", "ben", t + 1);
     let d = doc(&store, "u1", "post");
-    assert_eq!(d["originsCount"], 1, "{d}");
+    assert_eq!(d[field::ORIGINS_COUNT], 1, "{d}");
     // Same when the item does not exist yet: the retraction leaves a tombstone that refuses it.
     assert_eq!(
         block_on(store.retract("u1", "new", "cy", now_ms())).unwrap(),
@@ -371,7 +364,7 @@ fn a_create_delayed_past_its_retraction_stays_out() {
     assert!(!Device::list(&store, "u1").items.contains_key("new"));
     // Liking again later is a new event, after the retraction: it counts.
     create(&store, "u1", "post", "ben", now_ms() + 1);
-    assert_eq!(doc(&store, "u1", "post")["originsCount"], 2);
+    assert_eq!(doc(&store, "u1", "post")[field::ORIGINS_COUNT], 2);
 }
 
 fn event_body(owner: &str, item: &str, category: &str, kind: &str, id: &str) -> Vec<u8> {
@@ -585,10 +578,10 @@ fn tombstone_and_retracted_list_sizes_at_their_caps() {
     }
     let live = doc(&store, &owner, &item);
     assert_eq!(
-        live["x"].as_array().unwrap().len(),
+        live[field::RETRACTED].as_array().unwrap().len(),
         cfg.retracted_cap as usize
     );
-    let x_bytes = serde_json::to_vec(&live["x"]).unwrap().len();
+    let x_bytes = serde_json::to_vec(&live[field::RETRACTED]).unwrap().len();
     assert!(block_on(store.delete(&owner, &item, now_ms())).unwrap());
     let tomb = doc(&store, &owner, &item);
     let tomb_bytes = serde_json::to_vec(&tomb).unwrap().len();

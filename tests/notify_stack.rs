@@ -5,42 +5,30 @@ mod stack_support;
 use egn_core::backend::ejson;
 use egn_core::backend::native::{block_on, UreqClient};
 use egn_core::dedup::{self, DedupConfig};
+use egn_core::notify::document::field;
 use egn_core::notify::store::NotificationStore;
+use egn_core::notify::Deferred;
 use egn_core::notify::{
     summary, view, CreateOutcome, Flag, ListParams, NewEvent, NewSender, NotificationEvent,
     NotifyConfig, NotifyError, RetractOutcome, Target,
 };
-use egn_core::notify::{Deferred, NotifyService};
 use egn_http::notify_routes;
 use serde_json::{json, Value};
-use stack_support::{now_ms, write_clock, Stack};
+use stack_support::{dedup, now_ms, stored, write_clock, Stack};
 
 fn event(cfg: &NotifyConfig, owner: &str, item: &str, sender: &str, t: i64) -> NotificationEvent {
-    let raw = stack_support::like(
-        owner,
-        item,
-        sender,
-        &format!("{owner}/{item}/{sender}/{t}"),
-        t,
-    );
-    NotificationEvent::new(raw, cfg, now_ms()).unwrap()
+    NotificationEvent::new(
+        stack_support::like_at(owner, item, sender, t),
+        cfg,
+        now_ms(),
+    )
+    .unwrap()
 }
 
 fn setup(stack: &Stack, cfg: NotifyConfig) -> NotificationStore<UreqClient> {
-    let store = NotificationStore::new(stack.data_api(), cfg);
-    block_on(store.ensure_indexes()).unwrap();
+    let store = stack.store(cfg);
     stack.reset_stats();
     store
-}
-
-fn get(store: &NotificationStore<UreqClient>, owner: &str, item: &str) -> Option<Value> {
-    block_on(store.api().find_one(
-        &store.config().collection,
-        &json!({"owner": owner, "itemKey": item}),
-        None,
-        None,
-    ))
-    .unwrap()
 }
 
 #[test]
@@ -70,17 +58,17 @@ fn create_merges_senders_once_and_caps_origins() {
         json!({"updateOne": 2}),
         "repeat = duplicate key, one confirming retry"
     );
-    let doc = get(&store, "u1", "post:1").unwrap();
-    assert_eq!(doc["originsCount"], 2);
+    let doc = stored(&store, "u1", "post:1").unwrap();
+    assert_eq!(doc[field::ORIGINS_COUNT], 2);
     assert_eq!(summary(&doc).unwrap(), "BEN and ANA liked your post");
 
     // Past the cap: count stays true, the newest `cap` origins (by event time) are kept.
     for (s, dt) in [("cy", 5), ("dee", 3), ("eve", 4)] {
         assert_eq!(create(s, dt), CreateOutcome::Merged);
     }
-    let doc = get(&store, "u1", "post:1").unwrap();
-    assert_eq!(doc["originsCount"], 5);
-    let kept: Vec<&str> = doc["origins"]
+    let doc = stored(&store, "u1", "post:1").unwrap();
+    assert_eq!(doc[field::ORIGINS_COUNT], 5);
+    let kept: Vec<&str> = doc[field::ORIGINS]
         .as_array()
         .unwrap()
         .iter()
@@ -118,9 +106,9 @@ fn concurrent_creates_of_a_new_item_keep_every_sender() {
             });
         }
     });
-    let doc = get(&store, "u", "hot").unwrap();
-    assert_eq!(doc["originsCount"], 8);
-    assert_eq!(doc["origins"].as_array().unwrap().len(), 8);
+    let doc = stored(&store, "u", "hot").unwrap();
+    assert_eq!(doc[field::ORIGINS_COUNT], 8);
+    assert_eq!(doc[field::ORIGINS].as_array().unwrap().len(), 8);
 }
 
 #[test]
@@ -146,9 +134,9 @@ fn retract_rerenders_then_deletes_the_last_origin() {
         json!({"updateOne": 1}),
         "merged item: 1 call"
     );
-    let doc = get(&store, "u1", "post:1").unwrap();
+    let doc = stored(&store, "u1", "post:1").unwrap();
     assert_eq!(summary(&doc).unwrap(), "BEN and ANA liked your post");
-    assert_eq!(doc["originsCount"], 2);
+    assert_eq!(doc[field::ORIGINS_COUNT], 2);
 
     assert_eq!(
         block_on(store.retract("u1", "post:1", "cy", retracted_at)).unwrap(),
@@ -168,16 +156,16 @@ fn retract_rerenders_then_deletes_the_last_origin() {
         json!({"updateOne": 2}),
         "last origin: 2 calls"
     );
-    let tomb = get(&store, "u1", "post:1").unwrap();
+    let tomb = stored(&store, "u1", "post:1").unwrap();
     assert_eq!(
-        (tomb["deleted"].clone(), tomb["originsCount"].clone()),
+        (tomb["deleted"].clone(), tomb[field::ORIGINS_COUNT].clone()),
         (json!(true), json!(0))
     );
     // A create for an event older than the retraction (delivered late) stays out…
     let late =
         block_on(store.create(&event(&cfg, "u1", "post:1", "ben", t + 9), write_clock())).unwrap();
     assert_eq!(late, CreateOutcome::AlreadyApplied);
-    assert_eq!(get(&store, "u1", "post:1").unwrap()["deleted"], true);
+    assert_eq!(stored(&store, "u1", "post:1").unwrap()["deleted"], true);
     // …while a new event (the sender acted again) revives the item from its tombstone.
     let again = block_on(store.create(
         &event(&cfg, "u1", "post:1", "ben", retracted_at + 1),
@@ -185,9 +173,9 @@ fn retract_rerenders_then_deletes_the_last_origin() {
     ))
     .unwrap();
     assert_eq!(again, CreateOutcome::Merged);
-    let doc = get(&store, "u1", "post:1").unwrap();
+    let doc = stored(&store, "u1", "post:1").unwrap();
     assert_eq!(
-        (doc["deleted"].clone(), doc["originsCount"].clone()),
+        (doc["deleted"].clone(), doc[field::ORIGINS_COUNT].clone()),
         (json!(false), json!(1))
     );
     assert_eq!(summary(&doc).unwrap(), "BEN liked your post");
@@ -251,7 +239,7 @@ fn list_pages_are_stable_under_concurrent_inserts() {
         assert!(page
             .items
             .iter()
-            .all(|d| d["origins"].as_array().unwrap().len() <= cfg.list_origins as usize));
+            .all(|d| d[field::ORIGINS].as_array().unwrap().len() <= cfg.list_origins as usize));
         // Concurrent writers: new items arrive between page reads.
         block_on(store.create(
             &event(&cfg, "u1", &format!("new:{pages}"), "ben", t + 100),
@@ -404,23 +392,11 @@ fn body(owner: &str, item: &str, sender: &str, event_id: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-fn service(
-    stack: &Stack,
-    store: NotificationStore<UreqClient>,
-    redis: bool,
-) -> NotifyService<UreqClient> {
-    NotifyService::new(
-        store,
-        redis.then(|| stack.redis()),
-        DedupConfig::for_rate(10_000, 600_000),
-    )
-}
-
 #[test]
 fn create_flow_dedups_defers_the_commit_and_releases_on_write_failure() {
     let stack = Stack::start();
     let cfg = NotifyConfig::default();
-    let svc = service(&stack, setup(&stack, cfg.clone()), true);
+    let svc = stack.service_over(setup(&stack, cfg.clone()), Some(dedup()));
     let redis = stack.redis();
     let ev = body("u1", "p", "ana", "e-1");
 
@@ -492,13 +468,16 @@ fn create_flow_dedups_defers_the_commit_and_releases_on_write_failure() {
     );
     let (r, _) = block_on(notify_routes::post_event(&svc, &ev2, None, now_ms()));
     assert_eq!(r.unwrap().body["status"], "already_applied");
-    assert_eq!(get(svc.store(), "u1", "p").unwrap()["originsCount"], 2);
+    assert_eq!(
+        stored(svc.store(), "u1", "p").unwrap()[field::ORIGINS_COUNT],
+        2
+    );
 }
 
 #[test]
 fn idempotency_key_claims_before_and_records_after() {
     let stack = Stack::start();
-    let svc = service(&stack, setup(&stack, NotifyConfig::default()), true);
+    let svc = stack.service_over(setup(&stack, NotifyConfig::default()), Some(dedup()));
     let ev = body("u2", "p", "ana", "e-3");
     let (r, deferred) = block_on(notify_routes::post_event(&svc, &ev, Some("k-1"), now_ms()));
     let first = r.unwrap();
@@ -538,7 +517,7 @@ fn idempotency_key_claims_before_and_records_after() {
 #[test]
 fn without_redis_events_are_written_and_keys_run_unguarded() {
     let stack = Stack::start();
-    let svc = service(&stack, setup(&stack, NotifyConfig::default()), false);
+    let svc = stack.service_over(setup(&stack, NotifyConfig::default()), None);
     let ev = body("u3", "p", "ana", "e-6");
     let (r, deferred) = block_on(notify_routes::post_event(&svc, &ev, Some("k-3"), now_ms()));
     assert_eq!(r.unwrap().status, 201);
@@ -722,10 +701,10 @@ fn largest_document_at_the_origins_cap() {
         .unwrap()
         .unwrap();
         assert_eq!(
-            doc["origins"].as_array().unwrap().len(),
+            doc[field::ORIGINS].as_array().unwrap().len(),
             cfg.origins_cap as usize
         );
-        assert_eq!(doc["originsCount"], cfg.origins_cap + 5);
+        assert_eq!(doc[field::ORIGINS_COUNT], cfg.origins_cap + 5);
         let ejson_len = serde_json::to_vec(&doc).unwrap().len();
         let bson_len = bson_size(&doc).expect("pymongo's bson in the stack venv");
         println!(

@@ -11,29 +11,13 @@ use egn_core::dedup::DedupConfig;
 use egn_core::notify::batch::{
     self, Backoff, Disposition, EventOutcome, EventQueue, QueueError, QueuedMessage,
 };
-use egn_core::notify::store::NotificationStore;
+use egn_core::notify::document::field;
 use egn_core::notify::{
     roster, CreateOutcome, NewEvent, NotificationEvent, NotifyConfig, NotifyService,
 };
 use egn_http::notify_routes;
 use serde_json::{json, Value};
-use stack_support::{now_ms, Stack};
-
-fn raw(owner: &str, item: &str, sender: &str, t: i64) -> NewEvent {
-    stack_support::like(
-        owner,
-        item,
-        sender,
-        &format!("e-{owner}-{item}-{sender}-{t}"),
-        t,
-    )
-}
-
-fn service(stack: &Stack, cfg: &NotifyConfig) -> NotifyService<UreqClient> {
-    let store = NotificationStore::new(stack.data_api(), cfg.clone());
-    block_on(store.ensure_indexes()).unwrap();
-    NotifyService::new(store, Some(stack.redis()), DedupConfig::default())
-}
+use stack_support::{like_at, now_ms, stored, Stack};
 
 fn valid(svc: &NotifyService<UreqClient>, raws: &[NewEvent]) -> Vec<NotificationEvent> {
     batch::validate_all(raws, svc.store().config(), now_ms()).unwrap()
@@ -44,18 +28,11 @@ fn apply(svc: &NotifyService<UreqClient>, evs: &[NotificationEvent]) -> batch::B
 }
 
 fn doc(svc: &NotifyService<UreqClient>, owner: &str, item: &str) -> Value {
-    block_on(svc.store().api().find_one(
-        &svc.store().config().collection,
-        &json!({"owner": owner, "itemKey": item}),
-        None,
-        None,
-    ))
-    .unwrap()
-    .expect("document")
+    stored(svc.store(), owner, item).expect("document")
 }
 
 fn senders(d: &Value) -> Vec<String> {
-    d["origins"]
+    d[field::ORIGINS]
         .as_array()
         .unwrap()
         .iter()
@@ -65,7 +42,7 @@ fn senders(d: &Value) -> Vec<String> {
 
 fn start() -> (Stack, NotifyService<UreqClient>) {
     let stack = Stack::start();
-    let svc = service(&stack, &NotifyConfig::default());
+    let svc = stack.service(NotifyConfig::default(), Some(DedupConfig::default()));
     (stack, svc)
 }
 
@@ -77,7 +54,7 @@ fn a_batch_written_with_one_clock_lists_its_items_by_event_time() {
     let t0 = now_ms() - 500;
     let raws: Vec<NewEvent> = (0..8)
         .rev()
-        .map(|i| raw("u9", &format!("k{i}"), "ana", t0 + 10 * i))
+        .map(|i| like_at("u9", &format!("k{i}"), "ana", t0 + 10 * i))
         .collect();
     let report = block_on(svc.apply_batch(&valid(&svc, &raws), now_ms()));
     assert_eq!(report.changed_owners, vec!["u9".to_owned()]);
@@ -101,10 +78,10 @@ fn a_hundred_likes_on_one_item_are_one_upsert_and_two_redis_round_trips() {
     let (stack, svc) = start();
     let t0 = now_ms() - 10_000;
     // Warm the scripts (the first EVALSHA of a script is answered NOSCRIPT, then EVAL).
-    apply(&svc, &valid(&svc, &[raw("warm", "k", "s", t0)]));
+    apply(&svc, &valid(&svc, &[like_at("warm", "k", "s", t0)]));
     stack.reset_stats();
     let likes: Vec<NewEvent> = (0..100)
-        .map(|i| raw("u1", "post", &format!("s{i}"), t0 + i))
+        .map(|i| like_at("u1", "post", &format!("s{i}"), t0 + i))
         .collect();
     let report = apply(&svc, &valid(&svc, &likes));
     assert_eq!(
@@ -124,7 +101,7 @@ fn a_hundred_likes_on_one_item_are_one_upsert_and_two_redis_round_trips() {
     assert_eq!(stack.redis_calls(), json!({"evalsha": 2}));
     assert_eq!(stack.data_api_total(), 2);
     let d = doc(&svc, "u1", "post");
-    assert_eq!(d["originsCount"], 100);
+    assert_eq!(d[field::ORIGINS_COUNT], 100);
     // Newest first by event time, whatever the batch order.
     assert_eq!(senders(&d)[0], "s99");
     assert_eq!(senders(&d).len(), 100);
@@ -135,14 +112,14 @@ fn a_hundred_likes_on_one_item_are_one_upsert_and_two_redis_round_trips() {
     assert!(again.outcomes.iter().all(|o| *o == EventOutcome::Duplicate));
     assert!(again.changed_owners.is_empty());
     assert_eq!(stack.data_api_total(), 0);
-    assert_eq!(doc(&svc, "u1", "post")["originsCount"], 100);
+    assert_eq!(doc(&svc, "u1", "post")[field::ORIGINS_COUNT], 100);
 }
 
 #[test]
 fn a_group_with_a_present_or_retracted_sender_falls_back_and_counts_right() {
     let (stack, svc) = start();
     let t0 = now_ms() - 10_000;
-    apply(&svc, &valid(&svc, &[raw("u1", "post", "ana", t0)]));
+    apply(&svc, &valid(&svc, &[like_at("u1", "post", "ana", t0)]));
     // Ben is retracted after his event: his delayed create must stay out.
     block_on(svc.store().retract("u1", "post", "ben", now_ms())).unwrap();
     stack.reset_stats();
@@ -151,11 +128,11 @@ fn a_group_with_a_present_or_retracted_sender_falls_back_and_counts_right() {
     let evs = valid(
         &svc,
         &[
-            raw("u1", "post", "ana", t0 + 1),
-            raw("u1", "post", "ben", t0 + 2),
-            raw("u1", "post", "cy", t0 + 3),
-            raw("u1", "post", "cy", t0 + 4),
-            raw("u1", "post", "dee", t0 + 5),
+            like_at("u1", "post", "ana", t0 + 1),
+            like_at("u1", "post", "ben", t0 + 2),
+            like_at("u1", "post", "cy", t0 + 3),
+            like_at("u1", "post", "cy", t0 + 4),
+            like_at("u1", "post", "dee", t0 + 5),
         ],
     );
     let report = apply(&svc, &evs);
@@ -178,7 +155,7 @@ fn a_group_with_a_present_or_retracted_sender_falls_back_and_counts_right() {
     let mut got = senders(&d);
     got.sort();
     assert_eq!(got, vec!["ana", "cy", "dee"]);
-    assert_eq!(d["originsCount"], 3);
+    assert_eq!(d[field::ORIGINS_COUNT], 3);
 }
 
 #[test]
@@ -192,16 +169,16 @@ fn muted_owners_and_tombstones_follow_the_single_create_rules() {
         t0,
     ))
     .unwrap();
-    apply(&svc, &valid(&svc, &[raw("u2", "gone", "ana", t0)]));
+    apply(&svc, &valid(&svc, &[like_at("u2", "gone", "ana", t0)]));
     assert!(block_on(svc.store().delete("u2", "gone", now_ms())).unwrap());
     let report = apply(
         &svc,
         &valid(
             &svc,
             &[
-                raw("mute", "post", "ana", t0),
-                raw("u2", "gone", "ben", t0 + 1),
-                raw("u2", "gone", "cy", t0 + 2),
+                like_at("mute", "post", "ana", t0),
+                like_at("u2", "gone", "ben", t0 + 1),
+                like_at("u2", "gone", "cy", t0 + 2),
             ],
         ),
     );
@@ -210,7 +187,7 @@ fn muted_owners_and_tombstones_follow_the_single_create_rules() {
     // A tombstone is revived by the group upsert with exactly the new senders.
     let d = doc(&svc, "u2", "gone");
     assert_eq!(d["deleted"], false);
-    assert_eq!(d["originsCount"], 2);
+    assert_eq!(d[field::ORIGINS_COUNT], 2);
     let mut got = senders(&d);
     got.sort();
     assert_eq!(got, vec!["ben", "cy"]);
@@ -223,7 +200,7 @@ fn a_failed_group_write_is_retried_not_mistaken_for_a_duplicate() {
     let msgs: Vec<QueuedMessage> = (0..10)
         .map(|i| QueuedMessage {
             id: format!("m{i}"),
-            body: serde_json::to_string(&raw("u3", "post", &format!("s{i}"), t0 + i)).unwrap(),
+            body: serde_json::to_string(&like_at("u3", "post", &format!("s{i}"), t0 + i)).unwrap(),
             attempts: 1,
         })
         .collect();
@@ -239,7 +216,7 @@ fn a_failed_group_write_is_retried_not_mistaken_for_a_duplicate() {
     // The redelivery writes them: the reservations were released, not left as "in flight".
     let second = consume(&svc, &msgs, None);
     assert!(second.dispositions.iter().all(|d| *d == Disposition::Ack));
-    assert_eq!(doc(&svc, "u3", "post")["originsCount"], 10);
+    assert_eq!(doc(&svc, "u3", "post")[field::ORIGINS_COUNT], 10);
     // Applied, but the answer was lost: the retry neither double counts nor fails.
     stack.data_api_faults(
         r#"{"rules":[{"match":"updateOne","mode":"fail_after","count":1,"status":503}]}"#,
@@ -247,7 +224,7 @@ fn a_failed_group_write_is_retried_not_mistaken_for_a_duplicate() {
     let more: Vec<QueuedMessage> = (10..20)
         .map(|i| QueuedMessage {
             id: format!("m{i}"),
-            body: serde_json::to_string(&raw("u3", "post", &format!("s{i}"), t0 + i)).unwrap(),
+            body: serde_json::to_string(&like_at("u3", "post", &format!("s{i}"), t0 + i)).unwrap(),
             attempts: 1,
         })
         .collect();
@@ -259,7 +236,7 @@ fn a_failed_group_write_is_retried_not_mistaken_for_a_duplicate() {
     let again = consume(&svc, &more, None);
     assert!(again.dispositions.iter().all(|d| *d == Disposition::Ack));
     let d = doc(&svc, "u3", "post");
-    assert_eq!(d["originsCount"], 20);
+    assert_eq!(d[field::ORIGINS_COUNT], 20);
     assert_eq!(senders(&d).len(), 20);
 }
 
@@ -269,7 +246,7 @@ fn a_packed_message_retries_only_its_failed_events_and_dead_letters_per_event() 
     let t0 = now_ms() - 10_000;
     // Ten events on ten items in one packed message; the first upsert fails.
     let bodies: Vec<String> = (0..10)
-        .map(|i| serde_json::to_string(&raw("u6", &format!("k{i}"), "s", t0 + i)).unwrap())
+        .map(|i| serde_json::to_string(&like_at("u6", &format!("k{i}"), "s", t0 + i)).unwrap())
         .collect();
     let packed = batch::pack_messages(bodies.clone(), 0);
     assert_eq!(packed.len(), 1);
@@ -317,7 +294,11 @@ fn a_packed_message_retries_only_its_failed_events_and_dead_letters_per_event() 
     let r = consume(&svc, &[msg(&packed[0], 2)], Some(&q));
     assert_eq!(r.dispositions, vec![Disposition::Ack]);
     for i in 0..10 {
-        assert_eq!(doc(&svc, "u6", &format!("k{i}"))["originsCount"], 1, "k{i}");
+        assert_eq!(
+            doc(&svc, "u6", &format!("k{i}"))[field::ORIGINS_COUNT],
+            1,
+            "k{i}"
+        );
     }
     // The dead-letter queue keeps a packed message as one letter per event, replayed packed.
     let kept = block_on(svc.store_dead_letters(&[msg(&packed[0], 6)], "events-dlq", now_ms()));
@@ -375,7 +356,7 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
     let q = VecQueue::default();
     // A fan-out to 250 owners: packed into 25 messages of 10 events (each within the 64 KB
     // operation unit), one sendBatch call, per-owner event ids.
-    let mut template = raw("", "post:9", "ana", t0);
+    let mut template = like_at("", "post:9", "ana", t0);
     template.event_id = "like-9".into();
     let owners: Vec<String> = (0..250).map(|i| format!("f{i}")).collect();
     let body = serde_json::to_vec(&json!({"template": template, "owners": owners})).unwrap();
@@ -409,10 +390,10 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
     );
 
     // One bad event among three: 422 naming it, nothing enqueued.
-    let mut bad = raw("u4", "post", "ben", t0);
+    let mut bad = like_at("u4", "post", "ben", t0);
     bad.category_type = "nope".into();
     let body = serde_json::to_vec(
-        &json!({"events": [raw("u4", "post", "ana", t0), bad, raw("u4", "post", "cy", t0)]}),
+        &json!({"events": [like_at("u4", "post", "ana", t0), bad, like_at("u4", "post", "cy", t0)]}),
     )
     .unwrap();
     let (reply, _) = block_on(notify_routes::post_events(
@@ -431,7 +412,7 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
     assert_eq!(q.batches.borrow().len(), 1);
 
     // Without a queue: a batch is written at once, one result per event.
-    let body = serde_json::to_vec(&json!({"events": [raw("u4", "post", "ana", t0), raw("u4", "post", "cy", t0 + 1), raw("u4", "other", "cy", t0)]})).unwrap();
+    let body = serde_json::to_vec(&json!({"events": [like_at("u4", "post", "ana", t0), like_at("u4", "post", "cy", t0 + 1), like_at("u4", "other", "cy", t0)]})).unwrap();
     let (reply, _) = block_on(notify_routes::post_events::<_, VecQueue>(
         &svc,
         &body,
@@ -448,7 +429,7 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
         .map(|r| r["status"].as_str().unwrap())
         .collect();
     assert_eq!(statuses, vec!["created", "merged", "created"]);
-    assert_eq!(doc(&svc, "u4", "post")["originsCount"], 2);
+    assert_eq!(doc(&svc, "u4", "post")[field::ORIGINS_COUNT], 2);
     // …but a fan-out beyond the synchronous cap needs the queue.
     let body = serde_json::to_vec(&json!({"template": template, "owners": owners})).unwrap();
     let (reply, _) = block_on(notify_routes::post_events::<_, VecQueue>(
@@ -461,7 +442,7 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
     let e = reply.unwrap_err();
     assert_eq!((e.status(), e.code.as_str()), (503, "not_configured"));
     // A single event without a queue answers exactly as before.
-    let body = serde_json::to_vec(&raw("u4", "single", "ana", t0)).unwrap();
+    let body = serde_json::to_vec(&like_at("u4", "single", "ana", t0)).unwrap();
     let (reply, _) = block_on(notify_routes::post_events::<_, VecQueue>(
         &svc,
         &body,
@@ -472,7 +453,7 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
     assert_eq!(reply.unwrap().status, 201);
     // Limits: 101 events, an empty fan-out.
     let many: Vec<NewEvent> = (0..101)
-        .map(|i| raw("u", "k", &format!("s{i}"), t0))
+        .map(|i| like_at("u", "k", &format!("s{i}"), t0))
         .collect();
     let body = serde_json::to_vec(&json!({"events": many})).unwrap();
     let (reply, _) = block_on(notify_routes::post_events(
@@ -499,7 +480,7 @@ fn forms_are_validated_whole_then_queued_in_chunks_or_written_at_once() {
 fn dead_letters_are_kept_listed_and_replayed() {
     let (_stack, svc) = start();
     let t0 = now_ms() - 10_000;
-    let good = serde_json::to_string(&raw("u5", "post", "ana", t0)).unwrap();
+    let good = serde_json::to_string(&like_at("u5", "post", "ana", t0)).unwrap();
     // The DLQ consumer keeps what failed every attempt; a redelivery stores it once.
     let letters = vec![QueuedMessage {
         id: "d1".into(),
@@ -579,7 +560,7 @@ fn single_creates_are_written_at_once_until_their_item_is_hot_then_queued() {
     };
     // An ordinary item: each create is written now (201, then 200 merged), nothing queued.
     for (i, s) in ["ana", "bo"].iter().enumerate() {
-        let r = post(&svc, &raw("h1", "calm", s, t0 + i as i64));
+        let r = post(&svc, &like_at("h1", "calm", s, t0 + i as i64));
         assert_eq!(r.status, if i == 0 { 201 } else { 200 }, "{}", r.body);
     }
     assert!(q.batches.borrow().is_empty());
@@ -589,7 +570,7 @@ fn single_creates_are_written_at_once_until_their_item_is_hot_then_queued() {
     let statuses: Vec<u16> = fans
         .iter()
         .enumerate()
-        .map(|(i, s)| post(&svc, &raw("h1", "burst", s, t0 + i as i64)).status)
+        .map(|(i, s)| post(&svc, &like_at("h1", "burst", s, t0 + i as i64)).status)
         .collect();
     let direct = hot.limit as usize;
     assert_eq!(&statuses[..direct], &[201, 200, 200, 200][..direct]);
@@ -623,12 +604,12 @@ fn single_creates_are_written_at_once_until_their_item_is_hot_then_queued() {
     want.sort();
     assert_eq!(got, want);
     // Exact, from the roster: the queued events joined it in the consumer's reservation.
-    assert_eq!(roster::count(d["oc"].as_i64().unwrap()), 30);
+    assert_eq!(roster::count(d[field::TALLY].as_i64().unwrap()), 30);
     // With limit 0 every single create is queued, without a Redis call (the old rule).
     let mut cfg = DedupConfig::default();
     cfg.hot.limit = 0;
     let svc0 = NotifyService::new(svc.store().clone(), Some(stack.redis()), cfg);
     stack.reset_stats();
-    assert_eq!(post(&svc0, &raw("h2", "any", "ana", t0)).status, 202);
+    assert_eq!(post(&svc0, &like_at("h2", "any", "ana", t0)).status, 202);
     assert_eq!(stack.redis_calls(), json!({}));
 }

@@ -12,7 +12,6 @@ use egn_core::backend::native::{block_on, UreqClient};
 use egn_core::backend::RedisRestClient;
 use egn_core::dedup::{self, DedupConfig, MuteCheck};
 use egn_core::notify::batch::EventOutcome;
-use egn_core::notify::store::NotificationStore;
 use egn_core::notify::{
     batch, roster, view, CreateOutcome, Created, Deferred, NewEvent, NotificationEvent,
     NotificationView, NotifyConfig, NotifyService, Retraction,
@@ -32,12 +31,6 @@ fn dedup_config() -> DedupConfig {
         lease_ms: 600_000,
         ..DedupConfig::for_rate(10_000, 600_000)
     }
-}
-
-fn service(stack: &Stack, cfg: NotifyConfig) -> NotifyService<UreqClient> {
-    let store = NotificationStore::new(stack.data_api(), cfg);
-    block_on(store.ensure_indexes()).unwrap();
-    NotifyService::new(store, Some(stack.redis()), dedup_config())
 }
 
 fn create(svc: &NotifyService<UreqClient>, ev: NewEvent) -> Created {
@@ -119,7 +112,7 @@ fn marked_new(r: &RedisRestClient<UreqClient>, item: &str) -> bool {
 #[test]
 fn an_expired_roster_is_rebuilt_from_the_document_without_losing_a_sender() {
     let stack = Stack::start();
-    let svc = service(&stack, NotifyConfig::default());
+    let svc = stack.service(NotifyConfig::default(), Some(dedup_config()));
     let r = stack.redis();
     let t0 = now_ms() - 1_000_000;
     senders_on(&svc, "p1", 5, t0);
@@ -174,7 +167,7 @@ fn a_roster_the_document_cannot_rebuild_keeps_the_items_lifetime() {
         ..NotifyConfig::default()
     };
     let full = cfg.ttl_ms + cfg.tombstone_ttl_ms;
-    let svc = service(&stack, cfg);
+    let svc = stack.service(cfg, Some(dedup_config()));
     let r = stack.redis();
     let t0 = now_ms() - 1_000_000;
     senders_on(&svc, "small", 3, t0);
@@ -195,7 +188,7 @@ fn a_roster_the_document_cannot_rebuild_keeps_the_items_lifetime() {
 #[test]
 fn concurrent_writers_after_expiry_count_every_sender_once() {
     let stack = Stack::start();
-    let svc = service(&stack, NotifyConfig::default());
+    let svc = stack.service(NotifyConfig::default(), Some(dedup_config()));
     let r = stack.redis();
     let t0 = now_ms() - 1_000_000;
     senders_on(&svc, "p2", 20, t0);
@@ -221,7 +214,7 @@ fn concurrent_writers_after_expiry_count_every_sender_once() {
 #[test]
 fn a_batch_on_an_expired_roster_is_counted_on_top_of_the_document() {
     let stack = Stack::start();
-    let svc = service(&stack, NotifyConfig::default());
+    let svc = stack.service(NotifyConfig::default(), Some(dedup_config()));
     let r = stack.redis();
     let t0 = now_ms() - 1_000_000;
     let evs = |range: std::ops::Range<usize>, tag: &str| -> Vec<_> {
@@ -252,7 +245,7 @@ fn a_batch_on_an_expired_roster_is_counted_on_top_of_the_document() {
 #[test]
 fn only_the_creator_completes_a_new_roster_until_its_grace_runs_out() {
     let stack = Stack::start();
-    let svc = service(&stack, NotifyConfig::default());
+    let svc = stack.service(NotifyConfig::default(), Some(dedup_config()));
     let r = stack.redis();
     let t0 = now_ms() - 1_000_000;
     // a's call creates the item's roster; its commit (which marks it complete) has not run.
@@ -288,7 +281,7 @@ fn a_document_another_writer_inserted_under_the_new_roster_is_not_counted_twice(
         origins_cap: 3,
         ..NotifyConfig::default()
     };
-    let svc = service(&stack, cfg.clone());
+    let svc = stack.service(cfg.clone(), Some(dedup_config()));
     let r = stack.redis();
     let t0 = now_ms() - 1_000_000;
     // a's reservation creates the roster of a new item; a's write is late.
@@ -344,7 +337,7 @@ fn a_late_event_on_an_item_at_the_cap_after_expiry_is_counted_once() {
         origins_cap: 3,
         ..NotifyConfig::default()
     };
-    let svc = service(&stack, cfg);
+    let svc = stack.service(cfg, Some(dedup_config()));
     let r = stack.redis();
     let t0 = now_ms() - 1_000_000;
     for (i, s) in ["a", "b", "c"].iter().enumerate() {
@@ -367,7 +360,7 @@ fn a_late_event_on_an_item_at_the_cap_after_expiry_is_counted_once() {
 #[test]
 fn a_second_rebuild_of_one_roster_changes_nothing_but_its_version() {
     let stack = Stack::start();
-    let svc = service(&stack, NotifyConfig::default());
+    let svc = stack.service(NotifyConfig::default(), Some(dedup_config()));
     let r = stack.redis();
     let t0 = now_ms() - 1_000_000;
     senders_on(&svc, "p7", 3, t0);
@@ -397,7 +390,7 @@ fn a_second_rebuild_of_one_roster_changes_nothing_but_its_version() {
 #[test]
 fn a_failed_rebuild_keeps_the_mark_and_a_later_writer_completes_it() {
     let stack = Stack::start();
-    let svc = service(&stack, NotifyConfig::default());
+    let svc = stack.service(NotifyConfig::default(), Some(dedup_config()));
     let r = stack.redis();
     let t0 = now_ms() - 1_000_000;
     senders_on(&svc, "p8", 3, t0);

@@ -12,18 +12,17 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use egn_core::backend::native::{block_on, UreqClient};
 use egn_core::backend::FindOptions;
-use egn_core::dedup::DedupConfig;
 use egn_core::notify::batch::{EventOutcome, QueuedMessage};
+use egn_core::notify::document::field;
 use egn_core::notify::erasure::{JobState, Step};
 use egn_core::notify::privacy::AnyErasureView;
 use egn_core::notify::senders::{self, SenderErasureView};
-use egn_core::notify::store::NotificationStore;
 use egn_core::notify::{
     roster, summary, view, Created, NewEvent, NotificationEvent, NotifyConfig, NotifyService,
     RetractOutcome, Retraction,
 };
 use serde_json::{json, Value};
-use stack_support::{like, now_ms, Stack};
+use stack_support::{dedup, like_at, now_ms, Stack};
 
 type Svc = NotifyService<UreqClient>;
 
@@ -31,29 +30,11 @@ const CAP: u32 = 3;
 const ANA: &str = "ana";
 
 fn service(stack: &Stack, redis: bool) -> Svc {
-    let store = NotificationStore::new(
-        stack.data_api(),
-        NotifyConfig {
-            origins_cap: CAP,
-            ..NotifyConfig::default()
-        },
-    );
-    block_on(store.ensure_indexes()).unwrap();
-    NotifyService::new(
-        store,
-        redis.then(|| stack.redis()),
-        DedupConfig::for_rate(10_000, 600_000),
-    )
-}
-
-fn ev(owner: &str, item: &str, sender: &str, t: i64) -> NewEvent {
-    like(
-        owner,
-        item,
-        sender,
-        &format!("{owner}/{item}/{sender}/{t}"),
-        t,
-    )
+    let cfg = NotifyConfig {
+        origins_cap: CAP,
+        ..NotifyConfig::default()
+    };
+    stack.service(cfg, redis.then(dedup))
 }
 
 /// A create as a client makes it: a retryable failure (a fault) is sent again.
@@ -169,7 +150,7 @@ fn a_sender_below_and_above_the_cap_leaves_every_inbox_with_exact_counts_while_w
     for i in 0..OWNERS {
         let o = owner(i);
         let mut put = |key: &'static str, sender: &str, dt: i64| {
-            create(&svc, &ev(&o, key, sender, t0 - 1_000 + dt));
+            create(&svc, &like_at(&o, key, sender, t0 - 1_000 + dt));
             expected
                 .entry((o.clone(), key))
                 .or_default()
@@ -205,8 +186,8 @@ fn a_sender_below_and_above_the_cap_leaves_every_inbox_with_exact_counts_while_w
     };
     let kept = block_on(svc.store_dead_letters(
         &[
-            letter("m-ana", &ev("o00", "dead", ANA, t0 - 500)),
-            letter("m-bo", &ev("o00", "dead", "bo", t0 - 500)),
+            letter("m-ana", &like_at("o00", "dead", ANA, t0 - 500)),
+            letter("m-bo", &like_at("o00", "dead", "bo", t0 - 500)),
         ],
         "notify-dlq",
         t0,
@@ -230,7 +211,7 @@ fn a_sender_below_and_above_the_cap_leaves_every_inbox_with_exact_counts_while_w
             let svc = service(&stack, true);
             for i in (0..OWNERS).step_by(2) {
                 for key in ["small", "solo", "big", "x"] {
-                    let c = create(&svc, &ev(&owner(i), key, "zed", now_ms()));
+                    let c = create(&svc, &like_at(&owner(i), key, "zed", now_ms()));
                     assert!(matches!(c, Created::Applied { .. }), "{c:?}");
                 }
             }
@@ -248,7 +229,7 @@ fn a_sender_below_and_above_the_cap_leaves_every_inbox_with_exact_counts_while_w
         s.spawn(|| {
             let svc = service(&stack, true);
             for i in 0..late_sent {
-                let c = create(&svc, &ev(&owner(i), "small", ANA, erased_at - 1));
+                let c = create(&svc, &like_at(&owner(i), "small", ANA, erased_at - 1));
                 assert_eq!(c, Created::Erased);
             }
         });
@@ -277,7 +258,7 @@ fn a_sender_below_and_above_the_cap_leaves_every_inbox_with_exact_counts_while_w
     }
     // Ana sends again after the erasure: that event is a new one and is written; the sweep
     // leaves it.
-    let fresh = ev(&owner(1), "solo", ANA, erased_at + 1_000);
+    let fresh = like_at(&owner(1), "solo", ANA, erased_at + 1_000);
     assert!(matches!(create(&svc, &fresh), Created::Applied { .. }));
     expected
         .get_mut(&(owner(1), "solo"))
@@ -340,7 +321,7 @@ fn a_sender_below_and_above_the_cap_leaves_every_inbox_with_exact_counts_while_w
         }
     }
     let solo = item(&stack, &svc, &owner(1), "solo");
-    let origins: Vec<i64> = solo["origins"]
+    let origins: Vec<i64> = solo[field::ORIGINS]
         .as_array()
         .unwrap()
         .iter()
@@ -374,8 +355,8 @@ fn the_senders_fence_drops_late_events_and_retractions_and_lets_new_events_throu
         let svc = service(&stack, redis);
         let o = if redis { "fr" } else { "fd" };
         let t = now_ms();
-        create(&svc, &ev(o, "a", ANA, t - 10));
-        create(&svc, &ev(o, "a", "bo", t - 9));
+        create(&svc, &like_at(o, "a", ANA, t - 10));
+        create(&svc, &like_at(o, "a", "bo", t - 9));
         // The second round (without Redis) starts the finished job again, fenced anew.
         let (done, _) = erase_until(&svc, t, Step::Done);
         let at = done.erased_at_msec;
@@ -384,9 +365,9 @@ fn the_senders_fence_drops_late_events_and_retractions_and_lets_new_events_throu
         assert_eq!(view(&doc).origins_count, 1);
 
         // Late: the single path and a batch, both dropped and counted.
-        assert_eq!(create(&svc, &ev(o, "b", ANA, at - 5)), Created::Erased);
-        let late =
-            NotificationEvent::new(ev(o, "c", ANA, at), svc.store().config(), at + 10).unwrap();
+        assert_eq!(create(&svc, &like_at(o, "b", ANA, at - 5)), Created::Erased);
+        let late = NotificationEvent::new(like_at(o, "c", ANA, at), svc.store().config(), at + 10)
+            .unwrap();
         let report = block_on(svc.apply_batch(&[late], at + 10));
         assert_eq!(report.outcomes, [EventOutcome::Erased]);
         // A retraction of the erased sender writes nothing (no `x` naming it).
@@ -424,7 +405,7 @@ fn the_senders_fence_drops_late_events_and_retractions_and_lets_new_events_throu
         assert_eq!(shown.late_events_dropped, 3 * (1 + u64::from(!redis)));
 
         // Created after the erasure: written, counted, indexed.
-        let fresh = ev(o, "a", ANA, at + 1);
+        let fresh = like_at(o, "a", ANA, at + 1);
         assert!(matches!(create(&svc, &fresh), Created::Applied { .. }));
         let doc = item(&stack, &svc, o, "a");
         assert_eq!(view(&doc).origins_count, 2);
@@ -440,9 +421,9 @@ fn an_owners_erasure_takes_its_index_entries_and_a_senders_erasure_costs_what_it
     let svc = service(&stack, true);
     let t = now_ms();
     for i in 0..(senders::PAGE as usize + 5) {
-        create(&svc, &ev("pam", &format!("k{i}"), ANA, t - 100));
+        create(&svc, &like_at("pam", &format!("k{i}"), ANA, t - 100));
     }
-    create(&svc, &ev("pam", "k0", "bo", t - 99));
+    create(&svc, &like_at("pam", "k0", "bo", t - 99));
     let colls = svc.store().config().collections();
     assert_eq!(
         all(&stack, &colls.senders)
@@ -510,7 +491,7 @@ fn a_failed_insert_many_falls_back_to_one_upsert_per_entry_so_the_batch_is_writt
     let evs: Vec<NotificationEvent> = (0..3)
         .map(|i| {
             NotificationEvent::new(
-                ev("bat", &format!("k{i}"), &format!("s{i}"), t - 10 + i),
+                like_at("bat", &format!("k{i}"), &format!("s{i}"), t - 10 + i),
                 svc.store().config(),
                 t,
             )
@@ -555,9 +536,9 @@ fn an_index_entry_lives_as_long_as_its_item_whoever_extended_it() {
     // Ana's event is older than an item's TTL and its tombstone's together; bo's, yesterday's,
     // keeps "long" alive for another 29 days. "gone" had only ana: its life is over.
     let old = now - cfg.ttl_ms - cfg.tombstone_ttl_ms - 3 * day;
-    create(&svc, &ev("lu", "long", ANA, old));
-    create(&svc, &ev("lu", "long", "bo", now - day));
-    create(&svc, &ev("lu", "gone", ANA, old));
+    create(&svc, &like_at("lu", "long", ANA, old));
+    create(&svc, &like_at("lu", "long", "bo", now - day));
+    create(&svc, &like_at("lu", "gone", ANA, old));
     // The TTL monitor purges "gone" (its `purgeAt` has passed), and nothing else.
     assert!(stack.run_ttl() >= 1);
     let items = all(&stack, &colls.items);

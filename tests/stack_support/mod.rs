@@ -14,7 +14,7 @@ use egn_core::backend::{
 use egn_core::dedup::DedupConfig;
 use egn_core::notify::store::NotificationStore;
 use egn_core::notify::{NewEvent, NewSender, NotifyConfig, NotifyService};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// A "like" in the `feed`/`social` category from `sender` (display name: its upper case), the
 /// event every stack test writes; the tests differ only in its ids and time.
@@ -36,6 +36,33 @@ pub fn like(owner: &str, item: &str, sender: &str, event_id: &str, t: i64) -> Ne
         message_arguments: Default::default(),
         created_time_msec: t,
     }
+}
+
+/// [`like`] with the id `{owner}/{item}/{sender}/{t}`: one event per sender and time.
+pub fn like_at(owner: &str, item: &str, sender: &str, t: i64) -> NewEvent {
+    like(
+        owner,
+        item,
+        sender,
+        &format!("{owner}/{item}/{sender}/{t}"),
+        t,
+    )
+}
+
+/// The dedup settings of the stack tests: sized for 10 000 events/s, 10-minute leases.
+pub fn dedup() -> DedupConfig {
+    DedupConfig::for_rate(10_000, 600_000)
+}
+
+/// The stored document of `owner`'s `item`, as the Data API returns it (`None`: no document).
+pub fn stored(store: &NotificationStore<UreqClient>, owner: &str, item: &str) -> Option<Value> {
+    block_on(store.api().find_one(
+        &store.config().collection,
+        &json!({"owner": owner, "itemKey": item}),
+        None,
+        None,
+    ))
+    .unwrap()
 }
 
 /// A running stack; killed on drop.
@@ -138,19 +165,39 @@ impl Stack {
         )
     }
 
-    /// A Redis REST client with the read-write token.
-    /// A notification service over this stack with default settings and indexes ensured;
-    /// with or without Redis (dedup, rosters, idempotency records).
-    pub fn notify_service(&self, redis: bool) -> NotifyService<UreqClient> {
-        let store = NotificationStore::new(self.data_api(), NotifyConfig::default());
+    /// A notification store over this stack with `cfg`, its indexes ensured.
+    pub fn store(&self, cfg: NotifyConfig) -> NotificationStore<UreqClient> {
+        let store = NotificationStore::new(self.data_api(), cfg);
         block_on(store.ensure_indexes()).unwrap();
-        NotifyService::new(
-            store,
-            redis.then(|| self.redis()),
-            DedupConfig::for_rate(10_000, 600_000),
-        )
+        store
     }
 
+    /// A notification service over `store`, with Redis (dedup, rosters, idempotency records)
+    /// when `dedup` is given.
+    pub fn service_over(
+        &self,
+        store: NotificationStore<UreqClient>,
+        dedup: Option<DedupConfig>,
+    ) -> NotifyService<UreqClient> {
+        let redis = dedup.is_some().then(|| self.redis());
+        NotifyService::new(store, redis, dedup.unwrap_or_else(self::dedup))
+    }
+
+    /// A notification service over [`Stack::store`] with `cfg`; with Redis when `dedup` is given.
+    pub fn service(
+        &self,
+        cfg: NotifyConfig,
+        dedup: Option<DedupConfig>,
+    ) -> NotifyService<UreqClient> {
+        self.service_over(self.store(cfg), dedup)
+    }
+
+    /// [`Stack::service`] with default settings and the tests' [`dedup`], with or without Redis.
+    pub fn notify_service(&self, redis: bool) -> NotifyService<UreqClient> {
+        self.service(NotifyConfig::default(), redis.then(dedup))
+    }
+
+    /// A Redis REST client with the read-write token.
     pub fn redis(&self) -> RedisRestClient<UreqClient> {
         RedisRestClient::new(
             UreqClient::default(),

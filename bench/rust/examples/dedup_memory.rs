@@ -111,49 +111,38 @@ impl Conn {
     }
 }
 
-/// Sends a bare reserve (one id, no muted set, no roster) with a 30 s lease.
-fn bare_reserve(c: &mut Conn, reserve: &egn_core::backend::Script, s: &dedup::Slot, at: &str) {
-    c.send(&[
-        b"EVALSHA",
-        reserve.sha1().as_bytes(),
-        b"1",
-        s.key.as_bytes(),
-        s.field.as_bytes(),
-        b"30000",
-        at.as_bytes(),
-    ]);
+/// The lease of every reserve here.
+const LEASE_MS: u64 = 30_000;
+
+/// A reserve script call as `dedup` builds it (its keys and arguments), so the benchmark sends
+/// the layout the worker sends (`dedup/args.rs`), not a copy of it.
+type Call<'k> = (Vec<&'k str>, Vec<String>);
+
+/// Sends `EVALSHA` of `script` with a call's keys and arguments.
+fn evalsha(c: &mut Conn, script: &egn_core::backend::Script, (keys, args): &Call<'_>) {
+    let n = keys.len().to_string();
+    let mut cmd: Vec<&[u8]> = vec![b"EVALSHA", script.sha1().as_bytes(), n.as_bytes()];
+    cmd.extend(keys.iter().map(|k| k.as_bytes()));
+    cmd.extend(args.iter().map(String::as_bytes));
+    c.send(&cmd);
 }
 
-/// Sends the admission a create makes (`dedup::reserve_unless_muted` with a roster): reserve,
-/// the muted-set check and the roster join in one EVALSHA.
-#[allow(clippy::too_many_arguments)]
-fn admit(
-    c: &mut Conn,
-    reserve: &egn_core::backend::Script,
-    (s, event_time): (&dedup::Slot, i64),
-    mutes: &str,
-    roster: &str,
-    fp: &str,
-    members: &[&[u8]],
-    ttl: &str,
-) {
-    let (at, te) = (s.expire_at_ms.to_string(), event_time.to_string());
-    let m = members.len().to_string();
-    let mut args: Vec<&[u8]> = vec![
-        b"EVALSHA",
-        reserve.sha1().as_bytes(),
-        b"3",
-        s.key.as_bytes(),
-        mutes.as_bytes(),
-        roster.as_bytes(),
-        s.field.as_bytes(),
-        b"30000",
-        at.as_bytes(),
-        m.as_bytes(),
-    ];
-    args.extend_from_slice(members);
-    args.extend([fp.as_bytes(), te.as_bytes(), ttl.as_bytes()]);
-    c.send(&args);
+/// The admission a create makes (`dedup::reserve_unless_muted` with a roster): reserve, the
+/// muted-set check and the roster join in one EVALSHA; `members` would mute the event.
+fn admission<'k>(
+    s: &'k dedup::Slot,
+    mute: &'k str,
+    members: &'k [String],
+    roster: &'k dedup::RosterCheck,
+    life: &dedup::RosterLife,
+) -> Call<'k> {
+    let check = dedup::MuteCheck {
+        key: mute,
+        members,
+        fence: None,
+        sender_fence: None,
+    };
+    dedup::admission_command(s, LEASE_MS, &check, Some((roster, life)), None)
 }
 
 /// Runs `cmd(i)` for every id, pipelined in batches; returns ops/s.
@@ -346,8 +335,12 @@ fn main() {
         &mut c,
         "3. Ours (sub-bucketed listpack, reserve+commit)",
         &mut |c| {
-            let at: Vec<String> = slots.iter().map(|s| s.expire_at_ms.to_string()).collect();
-            reserve_rate = load(c, ids, |i, c| bare_reserve(c, reserve, &slots[i], &at[i]));
+            // Built before the clock starts, as the strings were: the server is what is measured.
+            let calls: Vec<Call<'_>> = slots
+                .iter()
+                .map(|s| dedup::reserve_command(s, LEASE_MS))
+                .collect();
+            reserve_rate = load(c, ids, |i, c| evalsha(c, reserve, &calls[i]));
             load(c, ids, |i, c| {
                 let s = &slots[i];
                 c.send(&[
@@ -388,7 +381,9 @@ fn main() {
     // the bare reserve, and the admission a create sends (reserve + muted-set check + roster
     // join, `reserve_unless_muted`), taking turns three times so drift hits all three alike.
     let n = sample.min(ids);
-    let admit_ttl = (30 * 24 * 3_600_000_u64).to_string();
+    // The roster lifetime and the members a create sends (the worker's defaults).
+    let life = notify::roster::life(&notify::NotifyConfig::default(), LEASE_MS);
+    let members = notify::preferences::mute_members("social", "like").to_vec();
     let mutes = "np:bench".to_string();
     let (mut set_seq, mut res_seq, mut adm_seq) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..3_i64 {
@@ -404,18 +399,18 @@ fn main() {
         };
         let later = slots_at(1 + round);
         res_seq.push(sequential(&mut c, n, |i, c| {
-            let at = later[i].expire_at_ms.to_string();
-            bare_reserve(c, reserve, &later[i], &at);
+            evalsha(c, reserve, &dedup::reserve_command(&later[i], LEASE_MS));
         }));
         let admit_slots = slots_at(4 + round);
         adm_seq.push(sequential(&mut c, n, |i, c| {
             // 1 000 items, each sender new to its item.
-            let roster = format!("rs:bench{round}:{}", i % 1000);
-            let fp = notify::roster::field(&format!("sender-{i}"));
-            let members: &[&[u8]] = &[b"c:social", b"t:like"];
-            let t = time_of(i) + (4 + round) * WINDOW_MS as i64;
-            let slot = (&admit_slots[i], t);
-            admit(c, reserve, slot, &mutes, &roster, &fp, members, &admit_ttl);
+            let roster = dedup::RosterCheck {
+                key: format!("rs:bench{round}:{}", i % 1000),
+                field: notify::roster::field(&format!("sender-{i}")),
+                event_time_ms: time_of(i) + (4 + round) * WINDOW_MS as i64,
+            };
+            let call = admission(&admit_slots[i], &mutes, &members, &roster, &life);
+            evalsha(c, reserve, &call);
         }));
     }
     let median = |v: &mut Vec<f64>| {
@@ -438,17 +433,12 @@ fn main() {
     let roster = "rs:bench-big";
     load(&mut c, senders, |i, c| {
         let s = dedup::slot(&cfg, &format!("big-{i}"), time_of(i));
-        let fp = notify::roster::field(&format!("fan-{i}"));
-        admit(
-            c,
-            reserve,
-            (&s, time_of(i)),
-            &mutes,
-            roster,
-            &fp,
-            &[],
-            &admit_ttl,
-        );
+        let check = dedup::RosterCheck {
+            key: roster.into(),
+            field: notify::roster::field(&format!("fan-{i}")),
+            event_time_ms: time_of(i),
+        };
+        evalsha(c, reserve, &admission(&s, &mutes, &[], &check, &life));
     });
     let Reply::Int(bytes) = c.call(&[b"MEMORY", b"USAGE", roster.as_bytes(), b"SAMPLES", b"0"])
     else {

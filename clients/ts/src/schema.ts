@@ -621,6 +621,40 @@ export interface components {
             /** @constant */
             deleted: true;
         };
+        /**
+         * @description What the stream pushes on connect and after each change to the inbox (the OpenAPI component
+         *     `BadgeMessage`: the SDKs' badge types are checked against it, as every body is).
+         */
+        BadgeMessage: {
+            /**
+             * @description Always `badge`; a client ignores a message of another type (the protocol may grow).
+             * @enum {string}
+             */
+            type: "badge";
+            /** @description Items not read. */
+            unread: number;
+            /** @description Items not seen: the badge. */
+            unseen: number;
+            /**
+             * @description The change-feed position these counts go with (compare before applying: pushes may
+             *     arrive after a newer page).
+             */
+            sync: string;
+            /** @description How to reconnect when the socket drops. */
+            reconnect: components["schemas"]["ReconnectHint"];
+        };
+        /** @description Reconnect advice sent with every push: exponential backoff from `baseMs` to `maxMs`. */
+        ReconnectHint: {
+            /** @description The first delay, ms. */
+            baseMs: number;
+            /** @description The longest delay, ms. */
+            maxMs: number;
+            /**
+             * @description How the delay is randomised.
+             * @enum {string}
+             */
+            jitter: "full";
+        };
         /** @description A country by its ISO 3166-1 codes. */
         Country: {
             /** @description ISO 3166-1 alpha-2. */

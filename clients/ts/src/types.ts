@@ -25,11 +25,7 @@ export type RetractionBody = NonNullable<paths["/v1/notifications/retractions"][
 /** The per-user preferences. */
 export type Preferences = components["schemas"]["Preferences"];
 
-/** What the stream pushes (documented in the OpenAPI description of /v1/notifications/stream). */
-export interface BadgeMessage {
-  type: "badge";
-  unread: number;
-  unseen: number;
-  sync: string;
-  reconnect?: { baseMs: number; maxMs: number; jitter: "full" };
-}
+/** What the stream pushes: `{type: "badge", unread, unseen, sync, reconnect}`. */
+export type BadgeMessage = components["schemas"]["BadgeMessage"];
+/** The reconnect advice in every push. */
+export type ReconnectHint = components["schemas"]["ReconnectHint"];

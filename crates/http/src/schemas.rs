@@ -30,6 +30,7 @@ pub fn components() -> Map<String, Value> {
     out.subschema_for::<NotificationView>();
     out.subschema_for::<OriginView>();
     out.subschema_for::<Counts>();
+    out.subschema_for::<egn_core::notify::badge::BadgeMessage>();
     out.subschema_for::<Tombstone>();
     out.subschema_for::<CountryCodes>();
     out.subschema_for::<PointResult>();

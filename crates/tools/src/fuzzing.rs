@@ -9,6 +9,7 @@
 //! The geo targets therefore also *repair* the header of their input (magic, version, lengths,
 //! CRC) before a second open, so the fuzzer explores the structural validation behind it.
 
+use egn_core::notify::document::field;
 use egn_core::notify::{
     create_upsert, decode_cursor, encode_cursor, list_query, view, Cursor, NotificationEvent,
     NotifyConfig,
@@ -129,10 +130,10 @@ fn inserted_document(ev: &NotificationEvent, update: &Value) -> Value {
         }
     }
     doc.insert(
-        "origins".into(),
-        update["$push"]["origins"]["$each"].clone(),
+        field::ORIGINS.into(),
+        update["$push"][field::ORIGINS]["$each"].clone(),
     );
-    doc.insert("originsCount".into(), 1.into());
+    doc.insert(field::ORIGINS_COUNT.into(), 1.into());
     egn_core::backend::ejson::normalize(Value::Object(doc))
 }
 

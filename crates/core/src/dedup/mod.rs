@@ -24,13 +24,14 @@
 //! server's time is most of a round trip, it is slower than a bare `SET NX`, and far slower
 //! pipelined. A worker calls Redis over the network, one call per create either way.
 
+mod args;
 mod store;
 
 pub use store::{
-    commit, parse_admission, parse_reserve_reply, release, reserve, reserve_many,
-    reserve_unless_muted, roster_erase, roster_leave, roster_leave_unless_fenced, scripts,
-    seed_roster, settle_many, Admission, Departure, Leave, MuteCheck, Reservation, RosterCheck,
-    RosterErased, RosterLife, RosterSeed, Settle, Tally,
+    admission_command, commit, parse_admission, parse_reserve_reply, release, reserve,
+    reserve_command, reserve_many, reserve_unless_muted, roster_erase, roster_leave,
+    roster_leave_unless_fenced, scripts, seed_roster, settle_many, Admission, Departure, Leave,
+    MuteCheck, Reservation, RosterCheck, RosterErased, RosterLife, RosterSeed, Settle, Tally,
 };
 
 use sha2::{Digest, Sha256};

@@ -1,76 +1,39 @@
--- Reserve the event ids of a whole batch in one round trip (reserve.lua, repeated); roster.lua
--- is prepended.
--- KEYS = the events' bucket hashes, then the distinct muted sets and rosters they refer to.
--- ARGV[1] = lease ms; ARGV[2] = number of events n; ARGV[3] = roster lifetime (roster.lua);
--- then per event:
---   field, key expire-at (unix ms), index into KEYS of its muted set (0 = none), member count m,
---   m members that would mute it, index into KEYS of its roster (0 = none), the sender's
---   fingerprint, event time (ms), index into KEYS of its owner's erasure fence (0 = none; an
---   event at or before the fence's erased-at answers 'erased', see reserve.lua), index into
---   KEYS of its sender's erasure fence (0 = none; 'sender_erased').
+-- Reserve the event ids of a whole batch in one round trip: reserve.lua's rules per event,
+-- through the same functions (lease.lua). roster.lua, lease.lua and the ARGV positions
+-- (MANY_ARG, EVENT_ARG: dedup/args.rs documents each argument) are prepended.
+-- KEYS = the events' bucket hashes, then the distinct muted sets, rosters and fences they
+-- refer to (by index into KEYS; 0 = none).
 -- Returns a flat list status, token, tally, added, fresh, generation per event, with
 -- reserve.lua's statuses (tally '', added 0, fresh 0 and generation '' without a roster).
-local lease_ms = tonumber(ARGV[1])
-local n = tonumber(ARGV[2])
-local life = ARGV[3]
+local A, E = MANY_ARG, EVENT_ARG
+local lease_ms = tonumber(ARGV[A.lease_ms])
+local n = tonumber(ARGV[A.count])
+local life = ARGV[A.life]
 local now = roster_now()
-local lease = string.format('%d', now + lease_ms)
 local out = {}
-local a = 4
+-- The first argument of the current event; its members shift the arguments after them.
+local a = MANY_ARG_WIDTH + 1
 for i = 1, n do
-  local key, field, at = KEYS[i], ARGV[a], tonumber(ARGV[a + 1])
-  local mute, m = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  local key, field, at = KEYS[i], ARGV[a + E.field], tonumber(ARGV[a + E.expire_at])
+  local mute, m = tonumber(ARGV[a + E.mute_key]), tonumber(ARGV[a + E.mute_count])
+  local roster, fp = tonumber(ARGV[a + E.roster_key + m]), ARGV[a + E.fingerprint + m]
+  local te = tonumber(ARGV[a + E.event_time + m])
+  local fence, sfence = tonumber(ARGV[a + E.fence_key + m]), tonumber(ARGV[a + E.sender_fence_key + m])
   local status, token, tally, added, fresh, gen = nil, '', '', 0, 0, ''
-  local fence = tonumber(ARGV[a + 7 + m])
-  if fence > 0 then
-    local at = redis.call('GET', KEYS[fence])
-    if at and tonumber(ARGV[a + 6 + m]) <= tonumber(at) then
-      status = 'erased'
-    end
+  status = lease_fenced(fence > 0 and KEYS[fence] or nil, sfence > 0 and KEYS[sfence] or nil, te)
+  if status == nil and mute > 0 and lease_muted(KEYS[mute], a + E.member, m) then
+    status = 'muted'
   end
-  local sfence = tonumber(ARGV[a + 8 + m])
-  if status == nil and sfence > 0 then
-    local at = redis.call('GET', KEYS[sfence])
-    if at and tonumber(ARGV[a + 6 + m]) <= tonumber(at) then
-      status = 'sender_erased'
-    end
-  end
-  if mute > 0 then
-    for j = 1, m do
-      if status == nil and redis.call('SISMEMBER', KEYS[mute], ARGV[a + 3 + j]) == 1 then
-        status = 'muted'
-      end
-    end
-  end
-  local roster, fp, te = tonumber(ARGV[a + 4 + m]), ARGV[a + 5 + m], tonumber(ARGV[a + 6 + m])
-  a = a + 9 + m
+  a = a + EVENT_ARG_WIDTH + m
   if status == nil then
-    if redis.call('HSETNX', key, field, lease) == 0 then
-      local v = redis.call('HGET', key, field)
-      if v == '1' then
-        status = 'duplicate'
-      elseif tonumber(v) > now then
-        status, token = 'in_flight', v
+    status, token = lease_take(key, field, now, lease_ms, at)
+    if status ~= 'duplicate' and roster > 0 then
+      local got
+      got, added, fresh, gen = lease_join(key, field, status, KEYS[roster], fp, te, life)
+      if got == nil then
+        status, token, added, fresh, gen = 'retracted', '', 0, 0, ''
       else
-        redis.call('HSET', key, field, lease)
-      end
-    end
-    if status == nil then
-      status, token = 'reserved', lease
-    end
-    if status ~= 'duplicate' then
-      redis.call('PEXPIREAT', key, string.format('%d', math.max(at, now + lease_ms)))
-      if roster > 0 then
-        local got
-        got, added, fresh, gen = roster_join(KEYS[roster], fp, te, life)
-        if got == nil then
-          if status == 'reserved' then
-            redis.call('HSET', key, field, '1')
-          end
-          status, token, added, fresh, gen = 'retracted', '', 0, 0, ''
-        else
-          tally = got
-        end
+        tally = got
       end
     end
   end

@@ -4,22 +4,35 @@ use std::sync::LazyLock;
 
 use serde_json::Value;
 
+use super::args::{self as layout, Argv};
 use super::{HotConfig, Slot};
 use crate::backend::{BackendError, HttpClient, RedisRestClient, Script};
 
+/// The reserve scripts: the positions of their arguments (generated from the tables in
+/// `args.rs`), the roster's functions, the lease's (shared by both), then the script.
 static RESERVE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        include_str!("roster.lua"),
-        include_str!("reserve.lua")
-    ))
+    Script::new(
+        layout::lua_indexes("RESERVE_ARG", layout::RESERVE, 1)
+            + &layout::lua_tail_indexes("RESERVE_TAIL", layout::RESERVE_TAIL)
+            + concat!(
+                include_str!("roster.lua"),
+                include_str!("lease.lua"),
+                include_str!("reserve.lua")
+            ),
+    )
 });
 static COMMIT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("commit.lua")));
 static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("release.lua")));
 static RESERVE_MANY: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(concat!(
-        include_str!("roster.lua"),
-        include_str!("reserve_many.lua")
-    ))
+    Script::new(
+        layout::lua_indexes("MANY_ARG", layout::RESERVE_MANY, 1)
+            + &layout::lua_indexes("EVENT_ARG", layout::RESERVE_MANY_EVENT, 0)
+            + concat!(
+                include_str!("roster.lua"),
+                include_str!("lease.lua"),
+                include_str!("reserve_many.lua")
+            ),
+    )
 });
 static ROSTER_LEAVE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(concat!(
@@ -205,12 +218,35 @@ pub async fn reserve<H: HttpClient>(
     slot: &Slot,
     lease_ms: u64,
 ) -> Result<Reservation, BackendError> {
-    let lease = lease_ms.max(1).to_string();
-    let at = slot.expire_at_ms.to_string();
-    let reply = redis
-        .evalsha_or_eval(&RESERVE, &[&slot.key], &[&slot.field, &lease, &at])
-        .await?;
+    let (keys, args) = reserve_command(slot, lease_ms);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let reply = redis.evalsha_or_eval(&RESERVE, &keys, &args).await?;
     parse_reserve_reply(&reply)
+}
+
+/// The keys and arguments [`reserve`] sends with the script [`scripts`] returns first, for a
+/// tool that sends it over RESP itself (the memory benchmark): the layout `args.rs` documents.
+#[must_use]
+pub fn reserve_command(slot: &Slot, lease_ms: u64) -> (Vec<&str>, Vec<String>) {
+    let mut args = Argv::new(layout::RESERVE);
+    args.push("field", &slot.field);
+    args.push("lease_ms", lease_ms.max(1).to_string());
+    args.push("expire_at", slot.expire_at_ms.to_string());
+    (vec![&slot.key], args.into_values())
+}
+
+/// The keys and arguments [`reserve_unless_muted`] sends, for the same tools as
+/// [`reserve_command`].
+#[must_use]
+pub fn admission_command<'k>(
+    slot: &'k Slot,
+    lease_ms: u64,
+    mute: &MuteCheck<'k>,
+    roster: Option<(&'k RosterCheck, &RosterLife)>,
+    hot: Option<(&'k str, &HotConfig)>,
+) -> (Vec<&'k str>, Vec<String>) {
+    let (keys, args) = reserve_args(slot, lease_ms, mute, roster, hot);
+    (keys, args.into_values())
 }
 
 /// [`reserve`], first checking the recipient's muted set and then, when `roster` is given,
@@ -228,40 +264,55 @@ pub async fn reserve_unless_muted<H: HttpClient>(
     roster: Option<(&RosterCheck, &RosterLife)>,
     hot: Option<(&str, &HotConfig)>,
 ) -> Result<Admission, BackendError> {
-    let lease = lease_ms.max(1).to_string();
-    let at = slot.expire_at_ms.to_string();
-    let m = mute.members.len().to_string();
+    let (keys, args) = reserve_args(slot, lease_ms, mute, roster, hot);
+    let reply = redis
+        .evalsha_or_eval(&RESERVE, &keys, &args.values())
+        .await?;
+    parse_admission(&reply)
+}
+
+/// The keys and arguments of [`reserve_unless_muted`] (`args.rs` documents them).
+fn reserve_args<'k>(
+    slot: &'k Slot,
+    lease_ms: u64,
+    mute: &MuteCheck<'k>,
+    roster: Option<(&'k RosterCheck, &RosterLife)>,
+    hot: Option<(&'k str, &HotConfig)>,
+) -> (Vec<&'k str>, Argv) {
     let mut keys: Vec<&str> = vec![&slot.key, mute.key];
-    let mut args: Vec<&str> = vec![&slot.field, &lease, &at, &m];
-    args.extend(mute.members.iter().map(String::as_str));
-    let (te, life) = roster
-        .map(|(r, life)| (r.event_time_ms.to_string(), life.arg()))
-        .unwrap_or_default();
-    if let Some((r, _)) = roster {
+    let mut args = Argv::new(layout::RESERVE);
+    args.push("field", &slot.field);
+    args.push("lease_ms", lease_ms.max(1).to_string());
+    args.push("expire_at", slot.expire_at_ms.to_string());
+    args.push("mute_count", mute.members.len().to_string());
+    for member in mute.members {
+        args.push("member", member);
+    }
+    if let Some((r, life)) = roster {
         keys.push(&r.key);
-        args.extend([r.field.as_str(), te.as_str(), life.as_str()]);
+        args.push("fingerprint", &r.field);
+        args.push("event_time", r.event_time_ms.to_string());
+        args.push("life", life.arg());
+        if let Some((key, h)) = hot {
+            keys.push(key);
+            args.push("hot_limit", h.limit.to_string());
+            args.push("hot_window_ms", h.window_ms.max(1).to_string());
+            args.push("hot_cooldown_ms", h.cooldown_ms.max(1).to_string());
+        }
     }
-    let hot_args = hot.filter(|_| roster.is_some()).map(|(key, h)| {
-        let rule = [u64::from(h.limit), h.window_ms.max(1), h.cooldown_ms.max(1)];
-        (key, rule.map(|x| x.to_string()))
-    });
-    if let Some((key, rule)) = &hot_args {
+    if let Some((key, t)) = mute.fence {
         keys.push(key);
-        args.extend(rule.iter().map(String::as_str));
-    }
-    let fence_time = mute.fence.map(|(_, t)| t.to_string());
-    if let (Some((key, _)), Some(t)) = (mute.fence, &fence_time) {
-        keys.push(key);
+        args.record(layout::RESERVE_TAIL);
         match mute.sender_fence {
             Some(s) => {
                 keys.push(s);
-                args.extend(["fences", t.as_str()]);
+                args.push("fence_kind", "fences");
             }
-            None => args.extend(["fence", t.as_str()]),
+            None => args.push("fence_kind", "fence"),
         }
+        args.push("fence_time", t.to_string());
     }
-    let reply = redis.evalsha_or_eval(&RESERVE, &keys, &args).await?;
-    parse_admission(&reply)
+    (keys, args)
 }
 
 /// Takes a sender off an item's roster (a retraction) in one EVALSHA.
@@ -391,12 +442,33 @@ pub async fn reserve_many<H: HttpClient>(
     if slots.is_empty() {
         return Ok(vec![]);
     }
+    let (keys, args) = reserve_many_args(slots, mutes, rosters, lease_ms, life);
+    let reply = redis
+        .evalsha_or_eval(&RESERVE_MANY, &keys, &args.values())
+        .await?;
+    let n = slots.len();
+    let flat = reply
+        .as_array()
+        .filter(|a| a.len() == 6 * n)
+        .ok_or_else(|| BackendError::Decode(format!("dedup reserve_many: reply {reply}")))?;
+    flat.chunks(6)
+        .map(|one| parse_admission(&Value::Array(one.to_vec())))
+        .collect()
+}
+
+/// The keys and arguments of [`reserve_many`] (`args.rs` documents them).
+fn reserve_many_args<'k>(
+    slots: &'k [Slot],
+    mutes: &[Option<MuteCheck<'k>>],
+    rosters: &'k [Option<RosterCheck>],
+    lease_ms: u64,
+    life: &RosterLife,
+) -> (Vec<&'k str>, Argv) {
     let mut keys: Vec<&str> = slots.iter().map(|s| s.key.as_str()).collect();
-    let mut args: Vec<String> = vec![
-        lease_ms.max(1).to_string(),
-        slots.len().to_string(),
-        life.arg(),
-    ];
+    let mut args = Argv::new(layout::RESERVE_MANY);
+    args.push("lease_ms", lease_ms.max(1).to_string());
+    args.push("count", slots.len().to_string());
+    args.push("life", life.arg());
     // Each muted set and roster is passed once, however many events of the batch refer to it
     // (Lua indexes KEYS from 1).
     fn key_index<'k>(keys: &mut Vec<&'k str>, from: usize, k: &'k str) -> String {
@@ -411,52 +483,47 @@ pub async fn reserve_many<H: HttpClient>(
     }
     let n = slots.len();
     for (i, slot) in slots.iter().enumerate() {
-        args.push(slot.field.clone());
-        args.push(slot.expire_at_ms.to_string());
-        match mutes.get(i).and_then(Option::as_ref) {
+        args.record(layout::RESERVE_MANY_EVENT);
+        args.push("field", &slot.field);
+        args.push("expire_at", slot.expire_at_ms.to_string());
+        let mute = mutes.get(i).and_then(Option::as_ref);
+        match mute {
             Some(m) => {
-                args.push(key_index(&mut keys, n, m.key));
-                args.push(m.members.len().to_string());
-                args.extend(m.members.iter().cloned());
+                args.push("mute_key", key_index(&mut keys, n, m.key));
+                args.push("mute_count", m.members.len().to_string());
+                for member in m.members {
+                    args.push("member", member);
+                }
             }
-            None => args.extend(["0".into(), "0".into()]),
+            None => {
+                args.push("mute_key", "0");
+                args.push("mute_count", "0");
+            }
         }
-        let fence = mutes.get(i).and_then(Option::as_ref).and_then(|m| m.fence);
+        let fence = mute.and_then(|m| m.fence);
         match rosters.get(i).and_then(Option::as_ref) {
             Some(r) => {
-                args.push(key_index(&mut keys, n, &r.key));
-                args.push(r.field.clone());
-                args.push(r.event_time_ms.to_string());
+                args.push("roster_key", key_index(&mut keys, n, &r.key));
+                args.push("fingerprint", &r.field);
+                args.push("event_time", r.event_time_ms.to_string());
             }
             // The event time is the fence's to compare with, roster or not.
-            None => args.extend([
-                "0".into(),
-                String::new(),
-                fence.map_or(0, |(_, t)| t).to_string(),
-            ]),
+            None => {
+                args.push("roster_key", "0");
+                args.push("fingerprint", "");
+                args.push("event_time", fence.map_or(0, |(_, t)| t).to_string());
+            }
         }
         match fence {
-            Some((key, _)) => args.push(key_index(&mut keys, n, key)),
-            None => args.push("0".into()),
+            Some((key, _)) => args.push("fence_key", key_index(&mut keys, n, key)),
+            None => args.push("fence_key", "0"),
         }
-        match mutes
-            .get(i)
-            .and_then(Option::as_ref)
-            .and_then(|m| m.sender_fence.filter(|_| m.fence.is_some()))
-        {
-            Some(key) => args.push(key_index(&mut keys, n, key)),
-            None => args.push("0".into()),
+        match mute.and_then(|m| m.sender_fence.filter(|_| m.fence.is_some())) {
+            Some(key) => args.push("sender_fence_key", key_index(&mut keys, n, key)),
+            None => args.push("sender_fence_key", "0"),
         }
     }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let reply = redis.evalsha_or_eval(&RESERVE_MANY, &keys, &args).await?;
-    let flat = reply
-        .as_array()
-        .filter(|a| a.len() == 6 * n)
-        .ok_or_else(|| BackendError::Decode(format!("dedup reserve_many: reply {reply}")))?;
-    flat.chunks(6)
-        .map(|one| parse_admission(&Value::Array(one.to_vec())))
-        .collect()
+    (keys, args)
 }
 
 /// What to do with one reservation after a batch's writes.
@@ -643,6 +710,143 @@ pub fn scripts() -> [&'static Script; 3] {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn slot(k: &str, f: &str) -> Slot {
+        Slot {
+            key: k.into(),
+            field: f.into(),
+            expire_at_ms: 90,
+        }
+    }
+
+    const LIFE: RosterLife = RosterLife {
+        full_ms: 1,
+        idle_ms: 2,
+        max_senders: 3,
+        max_retractions: 4,
+        grace_ms: 5,
+    };
+
+    /// The layout the scripts read, pinned as a list: a change of the tables in `args.rs`
+    /// shows here as a change of the wire, not only of a name.
+    #[test]
+    fn reserve_arguments_keep_their_layout() {
+        let members = ["c:social".to_owned(), "t:like".to_owned()];
+        let mute = MuteCheck {
+            key: "np:u",
+            members: &members,
+            fence: Some(("ef:u", 70)),
+            sender_fence: Some("sf:s"),
+        };
+        let roster = RosterCheck {
+            key: "rs:n".into(),
+            field: "fp".into(),
+            event_time_ms: 60,
+        };
+        let hot = HotConfig {
+            limit: 4,
+            window_ms: 0,
+            cooldown_ms: 8,
+        };
+        let s = slot("dd:1:2", "f");
+        let (keys, args) = reserve_args(&s, 0, &mute, Some((&roster, &LIFE)), Some(("hc:n", &hot)));
+        assert_eq!(keys, ["dd:1:2", "np:u", "rs:n", "hc:n", "ef:u", "sf:s"]);
+        assert_eq!(
+            args.values(),
+            [
+                "f",
+                "1",
+                "90",
+                "2",
+                "c:social",
+                "t:like",
+                "fp",
+                "60",
+                "1 2 3 4 5",
+                "4",
+                "1",
+                "8",
+                "fences",
+                "70"
+            ]
+        );
+        let bare = MuteCheck {
+            key: "np:u",
+            members: &[],
+            fence: None,
+            sender_fence: Some("sf:s"),
+        };
+        let (keys, args) = reserve_args(&s, 5, &bare, None, Some(("hc:n", &hot)));
+        assert_eq!(
+            (keys, args.values()),
+            (vec!["dd:1:2", "np:u"], vec!["f", "5", "90", "0"])
+        );
+    }
+
+    #[test]
+    fn reserve_many_arguments_keep_their_layout() {
+        let members = ["t:like".to_owned()];
+        let mute = MuteCheck {
+            key: "np:u",
+            members: &members,
+            fence: Some(("ef:u", 70)),
+            sender_fence: Some("sf:s"),
+        };
+        let slots = [slot("dd:a", "f1"), slot("dd:b", "f2"), slot("dd:a", "f3")];
+        let rosters = [
+            Some(RosterCheck {
+                key: "rs:n".into(),
+                field: "fp".into(),
+                event_time_ms: 60,
+            }),
+            None,
+            None,
+        ];
+        let mutes = [Some(mute.clone()), Some(mute), None];
+        let (keys, args) = reserve_many_args(&slots, &mutes, &rosters, 9, &LIFE);
+        // The second event's muted set and fences are passed once, by index.
+        assert_eq!(
+            keys,
+            ["dd:a", "dd:b", "dd:a", "np:u", "rs:n", "ef:u", "sf:s"]
+        );
+        assert_eq!(
+            args.values(),
+            [
+                "9",
+                "3",
+                "1 2 3 4 5",
+                "f1",
+                "90",
+                "4",
+                "1",
+                "t:like",
+                "5",
+                "fp",
+                "60",
+                "6",
+                "7",
+                "f2",
+                "90",
+                "4",
+                "1",
+                "t:like",
+                "0",
+                "",
+                "70",
+                "6",
+                "7",
+                "f3",
+                "90",
+                "0",
+                "0",
+                "0",
+                "",
+                "0",
+                "0",
+                "0",
+            ]
+        );
+    }
 
     #[test]
     fn reserve_replies_decode() {

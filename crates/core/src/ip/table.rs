@@ -134,8 +134,19 @@ pub fn build(r: &Ranges, meta: &[u8]) -> TableFiles {
     let v6: Vec<(u128, u8)> = r.v6.iter().map(|&(s, c)| (s, code_id(c))).collect();
     let mut chunks: Vec<Vec<u8>> = Vec::with_capacity(CHUNKS);
     let mut uniform: Vec<Option<u8>> = Vec::with_capacity(CHUNKS);
+    let slash16 = v4_chunks(&v4, &mut chunks, &mut uniform);
+    v6_chunks(&v6, &mut chunks, &mut uniform);
+    assemble(&codes, meta, &chunks, &uniform, &slash16)
+}
+
+/// IPv4: one chunk per /8 (empty when the whole /8 is one country, then `uniform` holds it),
+/// starts re-anchored at every /16. Returns the /16 table (a code, or `EXCEPTION`).
+fn v4_chunks(
+    v4: &[(u32, u8)],
+    chunks: &mut Vec<Vec<u8>>,
+    uniform: &mut Vec<Option<u8>>,
+) -> Vec<u8> {
     let mut slash16: Vec<u8> = Vec::with_capacity(SLASH16);
-    // IPv4: per /8, starts re-anchored at every /16.
     let mut i = 0;
     for hi in 0..V4_CHUNKS as u32 {
         let base = hi << 24;
@@ -178,7 +189,12 @@ pub fn build(r: &Ranges, meta: &[u8]) -> TableFiles {
         out.extend(&cs);
         chunks.push(out);
     }
-    // IPv6: per /16 of 2000::/3, /64 keys, exact exceptions inside a /64.
+    slash16
+}
+
+/// IPv6: one chunk per /16 of 2000::/3 (empty when uniform), /64 keys, exact exceptions inside
+/// a /64.
+fn v6_chunks(v6: &[(u128, u8)], chunks: &mut Vec<Vec<u8>>, uniform: &mut Vec<Option<u8>>) {
     let mut k = 0;
     for c in 0..V6_CHUNKS as u128 {
         let base = (0x2000 + c) << 112;
@@ -244,9 +260,19 @@ pub fn build(r: &Ranges, meta: &[u8]) -> TableFiles {
         }
         chunks.push(out);
     }
+}
+
+/// Packs the chunks into pages and writes the directory before them.
+fn assemble(
+    codes: &[[u8; 2]],
+    meta: &[u8],
+    chunks: &[Vec<u8>],
+    uniform: &[Option<u8>],
+    slash16: &[u8],
+) -> TableFiles {
     let mut pages: Vec<Vec<u8>> = vec![Vec::new()];
     let mut entries: Vec<(u32, u32, u32)> = Vec::with_capacity(CHUNKS);
-    for (c, u) in chunks.iter().zip(&uniform) {
+    for (c, u) in chunks.iter().zip(uniform) {
         if let Some(code) = u {
             entries.push((UNIFORM, u32::from(*code), 0));
             continue;
@@ -278,7 +304,7 @@ pub fn build(r: &Ranges, meta: &[u8]) -> TableFiles {
     for (p, o, l) in entries {
         [p, o, l].iter().for_each(|x| body.extend(x.to_le_bytes()));
     }
-    body.extend(&slash16);
+    body.extend(slash16);
     let total = HEADER + body.len();
     let mut dir = Vec::with_capacity(total);
     dir.extend(MAGIC);

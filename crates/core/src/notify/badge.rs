@@ -5,7 +5,8 @@
 //! "this is your badge now, and the feed position it goes with"; a missed push is repaired by
 //! the next connect, which always starts with a fresh badge.
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 use std::cell::Cell;
 
 use super::Counts;
@@ -36,16 +37,81 @@ pub fn offers_protocol(header: &str) -> bool {
     header.split(',').map(str::trim).any(|p| p == PROTOCOL)
 }
 
-/// The pushed message.
+/// What the stream pushes on connect and after each change to the inbox (the OpenAPI component
+/// `BadgeMessage`: the SDKs' badge types are checked against it, as every body is).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+pub struct BadgeMessage {
+    /// Always `badge`; a client ignores a message of another type (the protocol may grow).
+    #[serde(rename = "type")]
+    pub kind: MessageType,
+    /// Items not read.
+    pub unread: u64,
+    /// Items not seen: the badge.
+    pub unseen: u64,
+    /// The change-feed position these counts go with (compare before applying: pushes may
+    /// arrive after a newer page).
+    pub sync: String,
+    /// How to reconnect when the socket drops.
+    pub reconnect: ReconnectHint,
+}
+
+/// The type of a pushed message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(inline))]
+#[serde(rename_all = "lowercase")]
+pub enum MessageType {
+    // No doc comment on the variant: schemars would render a `oneOf` of one instead of `enum`.
+    Badge,
+}
+
+/// Reconnect advice sent with every push: exponential backoff from `baseMs` to `maxMs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ReconnectHint {
+    /// The first delay, ms.
+    pub base_ms: u32,
+    /// The longest delay, ms.
+    pub max_ms: u32,
+    /// How the delay is randomised.
+    pub jitter: Jitter,
+}
+
+/// How a reconnect delay is randomised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(not(target_arch = "wasm32"), derive(schemars::JsonSchema))]
+#[cfg_attr(not(target_arch = "wasm32"), schemars(inline))]
+#[serde(rename_all = "lowercase")]
+pub enum Jitter {
+    // A delay drawn uniformly from zero to the backoff (no doc comment: see `MessageType`).
+    Full,
+}
+
+impl BadgeMessage {
+    /// The badge for `counts` at feed position `sync`, with the server's reconnect advice.
+    #[must_use]
+    pub fn new(counts: Counts, sync: &str) -> Self {
+        Self {
+            kind: MessageType::Badge,
+            unread: counts.unread,
+            unseen: counts.unseen,
+            sync: sync.to_owned(),
+            reconnect: ReconnectHint {
+                base_ms: RECONNECT.0,
+                max_ms: RECONNECT.1,
+                jitter: Jitter::Full,
+            },
+        }
+    }
+}
+
+/// The pushed message as JSON.
 #[must_use]
 pub fn message(counts: Counts, sync: &str) -> Value {
-    json!({
-        "type": "badge",
-        "unread": counts.unread,
-        "unseen": counts.unseen,
-        "sync": sync,
-        "reconnect": { "baseMs": RECONNECT.0, "maxMs": RECONNECT.1, "jitter": "full" },
-    })
+    serde_json::to_value(BadgeMessage::new(counts, sync))
+        .expect("a badge is plain fields: its encoding cannot fail")
 }
 
 /// What to do when told the inbox changed.
@@ -164,6 +230,10 @@ mod tests {
             Poke::AlreadyScheduled
         );
         assert_eq!(on_poke(1, 1000.0, Some(700.0), false), Poke::PushNow);
+    }
+
+    #[test]
+    fn the_message_keeps_its_wire_shape_and_order() {
         let m = message(
             Counts {
                 unread: 3,
@@ -172,8 +242,8 @@ mod tests {
             "s",
         );
         assert_eq!(
-            (m["unread"].clone(), m["unseen"].clone(), m["sync"].clone()),
-            (json!(3), json!(1), json!("s"))
+            m.to_string(),
+            r#"{"type":"badge","unread":3,"unseen":1,"sync":"s","reconnect":{"baseMs":1000,"maxMs":30000,"jitter":"full"}}"#
         );
     }
 }

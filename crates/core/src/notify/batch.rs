@@ -254,7 +254,7 @@ pub fn group_upsert(
     let senders: Vec<&str> = events.iter().map(|e| e.sender.id.as_str()).collect();
     let retracted: Vec<Value> = events
         .iter()
-        .map(|e| json!({ "x": { "$elemMatch": { "s": e.sender.id, "t": { "$gte": e.created_time_msec } } } }))
+        .map(|e| json!({ (field::RETRACTED): { "$elemMatch": { "s": e.sender.id, "t": { "$gte": e.created_time_msec } } } }))
         .collect();
     let filter = json!({
         "owner": first.owner, "itemKey": first.item_key,
@@ -263,7 +263,7 @@ pub fn group_upsert(
     // The single create's update for the newest event, widened to the whole group.
     let (_, mut update) = rules::create_upsert(newest, cfg, now_ms);
     let origins: Vec<Value> = events.iter().map(|e| origin(e)).collect();
-    update["$push"]["origins"]["$each"] = Value::Array(origins);
+    update["$push"][field::ORIGINS]["$each"] = Value::Array(origins);
     update["$inc"][field::ORIGINS_COUNT] = json!(events.len());
     let t = newest.created_time_msec;
     update["$max"] = json!({
@@ -443,14 +443,14 @@ fn split_by_stored(
     idx: &[usize],
 ) -> (Vec<usize>, Vec<usize>) {
     let stored: BTreeSet<&str> = doc
-        .get("origins")
+        .get(field::ORIGINS)
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(|o| o.get("s").and_then(Value::as_str))
         .collect();
     let retracted: Vec<(&str, i64)> = doc
-        .get("x")
+        .get(field::RETRACTED)
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -532,7 +532,7 @@ async fn write_group<H: HttpClient>(
             .find_one(
                 &store.config().collection,
                 &json!({ "owner": e.owner, "itemKey": e.item_key }),
-                Some(&json!({ (field::ORIGIN_SENDER): 1, "x": 1 })),
+                Some(&json!({ (field::ORIGIN_SENDER): 1, (field::RETRACTED): 1 })),
                 None,
             )
             .await;
@@ -600,60 +600,18 @@ pub async fn apply<H: HttpClient>(
         .iter()
         .map(|e| dedup::slot(dedup_cfg, e.event_id(), e.created_time_msec()))
         .collect();
-    let keys: Vec<String> = events
-        .iter()
-        .map(|e| preferences::mute_key(e.owner()))
-        .collect();
-    let members: Vec<[String; 2]> = events
-        .iter()
-        .map(|e| preferences::mute_members(e.category_type(), &e.notification_type))
-        .collect();
-    let fences: Vec<String> = events.iter().map(|e| fence::redis_key(e.owner())).collect();
-    let sender_fences: Vec<String> = events
-        .iter()
-        .map(|e| super::senders::fence_key(&e.sender.id))
-        .collect();
-    let mutes: Vec<Option<MuteCheck<'_>>> = (0..n)
-        .map(|i| {
-            Some(MuteCheck {
-                key: &keys[i],
-                members: &members[i],
-                fence: Some((&fences[i], events[i].created_time_msec())),
-                sender_fence: Some(&sender_fences[i]),
-            })
-        })
-        .collect();
-    let rosters: Vec<Option<RosterCheck>> = events.iter().map(|e| Some(roster::check(e))).collect();
     let life = roster::life(store.config(), dedup_cfg.lease_ms);
-    let admissions: Vec<Option<Admission>> = match redis {
-        Some(r) => {
-            match dedup::reserve_many(r, &slots, &mutes, &rosters, dedup_cfg.lease_ms, &life).await
-            {
-                Ok(v) => v.into_iter().map(Some).collect(),
-                // The count is the roster's: without the reservation nothing is written, and
-                // every event is retried (a failed event of a queue message goes out again).
-                Err(e) => {
-                    let why = format!("reservation failed: {e}");
-                    return BatchReport {
-                        outcomes: vec![EventOutcome::Failed(why); n],
-                        changed_owners: vec![],
-                        unfinished_rosters: 0,
-                    };
-                }
+    let admissions = match admit(store, redis, dedup_cfg, &life, events, &slots, now_ms).await {
+        Ok(a) => a,
+        // The count is the roster's: without the reservation nothing is written, and every
+        // event is retried (a failed event of a queue message goes out again).
+        Err(e) => {
+            return BatchReport {
+                outcomes: vec![EventOutcome::Failed(e.to_string()); n],
+                changed_owners: vec![],
+                unfinished_rosters: 0,
             }
         }
-        // Without Redis the fences are read from the Data API (one `find` for the batch).
-        None => match fenced_without_redis(store, events, now_ms).await {
-            Ok(v) => v,
-            Err(e) => {
-                let why = format!("erasure fence lookup failed: {e}");
-                return BatchReport {
-                    outcomes: vec![EventOutcome::Failed(why); n],
-                    changed_owners: vec![],
-                    unfinished_rosters: 0,
-                };
-            }
-        },
     };
     let reservations: Vec<Option<Reservation>> = admissions
         .iter()
@@ -663,70 +621,11 @@ pub async fn apply<H: HttpClient>(
         .iter()
         .map(|a| a.as_ref().and_then(|a| a.tally))
         .collect();
-    let mut outcomes: Vec<Option<EventOutcome>> = vec![None; n];
-    for (i, r) in reservations.iter().enumerate() {
-        outcomes[i] = match r {
-            Some(Reservation::Muted) => Some(EventOutcome::Muted),
-            Some(Reservation::Erased | Reservation::SenderErased) => Some(EventOutcome::Erased),
-            Some(Reservation::Duplicate) => Some(EventOutcome::Duplicate),
-            Some(Reservation::Retracted) => {
-                Some(EventOutcome::Applied(CreateOutcome::AlreadyApplied))
-            }
-            // Reserved, in flight elsewhere, or no Redis: write (the upsert is idempotent).
-            _ => None,
-        };
-    }
-    // The senders' index entries of the events to write whose sender joined its item (without
-    // Redis: all), in one call before any item names them; if it fails, so do those events.
-    let indexed: Vec<usize> = (0..n)
-        .filter(|&i| outcomes[i].is_none())
-        .filter(|&i| redis.is_none() || tallies[i].is_some_and(|t| t.indexes()))
-        .collect();
-    let entries: Vec<super::senders::Entry<'_>> = indexed
-        .iter()
-        .map(|&i| super::senders::Entry {
-            sender_id: &events[i].sender.id,
-            owner: events[i].owner(),
-            item_key: events[i].item_key(),
-            event_time_ms: events[i].created_time_msec(),
-        })
-        .collect();
-    let written = super::senders::index_each(store, &entries).await;
-    for (&i, r) in indexed.iter().zip(written) {
-        if let Err(e) = r {
-            outcomes[i] = Some(EventOutcome::Failed(format!("senders' index: {e}")));
-        }
-    }
-    let pending: Vec<usize> = (0..n).filter(|&i| outcomes[i].is_none()).collect();
-    let groups = group(events, pending.into_iter(), &mut outcomes);
-    // A few groups at a time: workerd holds at most 6 connections open per invocation, and a
-    // request waiting for one would spend its backend timeout in that wait.
-    let mut complete: Vec<String> = Vec::new();
-    let mut unfinished_rosters = 0;
-    for run in groups.chunks(WRITE_CONCURRENCY) {
-        let written = join_all(run.iter().map(|g| async {
-            let tally = group_tally(&tallies, g);
-            let out = write_group(store, events, g, tally, now_ms).await;
-            let done = match (redis, tally.filter(|t| t.fresh)) {
-                (Some(r), Some(t)) => {
-                    Some(complete_roster(store, r, &life, t, &events[g[0]], &out).await)
-                }
-                _ => None,
-            };
-            (out, done)
-        }))
-        .await;
-        for (out, done) in written {
-            for (i, o) in out {
-                outcomes[i] = Some(o);
-            }
-            match done {
-                Some(Ok(key)) => complete.push(key),
-                Some(Err(_)) => unfinished_rosters += 1,
-                None => {}
-            }
-        }
-    }
+    let mut outcomes: Vec<Option<EventOutcome>> =
+        reservations.iter().map(decided_by_reservation).collect();
+    index_senders(store, redis.is_some(), events, &tallies, &mut outcomes).await;
+    let (complete, unfinished_rosters) =
+        write_pending(store, redis, &life, events, &tallies, &mut outcomes, now_ms).await;
     let outcomes: Vec<EventOutcome> = outcomes
         .into_iter()
         .map(|o| o.unwrap_or(EventOutcome::Failed("not processed".into())))
@@ -760,6 +659,160 @@ pub async fn apply<H: HttpClient>(
         outcomes,
         unfinished_rosters,
     }
+}
+
+/// Why [`admit`] let no event of the batch through (each is then retried).
+#[derive(Debug)]
+enum AdmitError {
+    /// The reservation round trip failed.
+    Reservation(BackendError),
+    /// Without Redis: the erasure fences could not be read.
+    FenceLookup(NotifyError),
+}
+
+impl std::fmt::Display for AdmitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Reservation(e) => write!(f, "reservation failed: {e}"),
+            Self::FenceLookup(e) => write!(f, "erasure fence lookup failed: {e}"),
+        }
+    }
+}
+
+/// Every event's admission: with Redis ONE `EVALSHA` (fences, muted sets, leases, rosters);
+/// without it `None` (write it) unless a fence read from the Data API (one `find` for the
+/// batch) says the owner or the sender was erased after it.
+async fn admit<H: HttpClient>(
+    store: &NotificationStore<H>,
+    redis: Option<&RedisRestClient<H>>,
+    dedup_cfg: &DedupConfig,
+    life: &RosterLife,
+    events: &[NotificationEvent],
+    slots: &[dedup::Slot],
+    now_ms: i64,
+) -> Result<Vec<Option<Admission>>, AdmitError> {
+    let Some(r) = redis else {
+        return fenced_without_redis(store, events, now_ms)
+            .await
+            .map_err(AdmitError::FenceLookup);
+    };
+    let keys: Vec<String> = events
+        .iter()
+        .map(|e| preferences::mute_key(e.owner()))
+        .collect();
+    let members: Vec<[String; 2]> = events
+        .iter()
+        .map(|e| preferences::mute_members(e.category_type(), &e.notification_type))
+        .collect();
+    let fences: Vec<String> = events.iter().map(|e| fence::redis_key(e.owner())).collect();
+    let sender_fences: Vec<String> = events
+        .iter()
+        .map(|e| super::senders::fence_key(&e.sender.id))
+        .collect();
+    let mutes: Vec<Option<MuteCheck<'_>>> = (0..events.len())
+        .map(|i| {
+            Some(MuteCheck {
+                key: &keys[i],
+                members: &members[i],
+                fence: Some((&fences[i], events[i].created_time_msec())),
+                sender_fence: Some(&sender_fences[i]),
+            })
+        })
+        .collect();
+    let rosters: Vec<Option<RosterCheck>> = events.iter().map(|e| Some(roster::check(e))).collect();
+    let admissions = dedup::reserve_many(r, slots, &mutes, &rosters, dedup_cfg.lease_ms, life)
+        .await
+        .map_err(AdmitError::Reservation)?;
+    Ok(admissions.into_iter().map(Some).collect())
+}
+
+/// The outcome a reservation settles before any write (`None`: write the event). Reserved, in
+/// flight elsewhere, or no Redis: write (the upsert is idempotent).
+fn decided_by_reservation(r: &Option<Reservation>) -> Option<EventOutcome> {
+    match r {
+        Some(Reservation::Muted) => Some(EventOutcome::Muted),
+        Some(Reservation::Erased | Reservation::SenderErased) => Some(EventOutcome::Erased),
+        Some(Reservation::Duplicate) => Some(EventOutcome::Duplicate),
+        Some(Reservation::Retracted) => Some(EventOutcome::Applied(CreateOutcome::AlreadyApplied)),
+        _ => None,
+    }
+}
+
+/// The senders' index entries of the events to write whose sender joined its item (without
+/// Redis: all), in one call before any item names them; if it fails, so do those events.
+async fn index_senders<H: HttpClient>(
+    store: &NotificationStore<H>,
+    with_redis: bool,
+    events: &[NotificationEvent],
+    tallies: &[Option<Tally>],
+    outcomes: &mut [Option<EventOutcome>],
+) {
+    let indexed: Vec<usize> = (0..events.len())
+        .filter(|&i| outcomes[i].is_none())
+        .filter(|&i| !with_redis || tallies[i].is_some_and(|t| t.indexes()))
+        .collect();
+    let entries: Vec<super::senders::Entry<'_>> = indexed
+        .iter()
+        .map(|&i| super::senders::Entry {
+            sender_id: &events[i].sender.id,
+            owner: events[i].owner(),
+            item_key: events[i].item_key(),
+            event_time_ms: events[i].created_time_msec(),
+        })
+        .collect();
+    let written = super::senders::index_each(store, &entries).await;
+    for (&i, r) in indexed.iter().zip(written) {
+        if let Err(e) = r {
+            outcomes[i] = Some(EventOutcome::Failed(format!("senders' index: {e}")));
+        }
+    }
+}
+
+/// Writes the events still without an outcome, one upsert per (owner, itemKey) group, a few
+/// groups at a time, and completes the new rosters their writes were told to. Returns the
+/// completed rosters' keys (to settle) and how many could not be completed.
+async fn write_pending<H: HttpClient>(
+    store: &NotificationStore<H>,
+    redis: Option<&RedisRestClient<H>>,
+    life: &RosterLife,
+    events: &[NotificationEvent],
+    tallies: &[Option<Tally>],
+    outcomes: &mut [Option<EventOutcome>],
+    now_ms: i64,
+) -> (Vec<String>, usize) {
+    let pending: Vec<usize> = (0..events.len())
+        .filter(|&i| outcomes[i].is_none())
+        .collect();
+    let groups = group(events, pending.into_iter(), outcomes);
+    // A few groups at a time: workerd holds at most 6 connections open per invocation, and a
+    // request waiting for one would spend its backend timeout in that wait.
+    let mut complete: Vec<String> = Vec::new();
+    let mut unfinished_rosters = 0;
+    for run in groups.chunks(WRITE_CONCURRENCY) {
+        let written = join_all(run.iter().map(|g| async {
+            let tally = group_tally(tallies, g);
+            let out = write_group(store, events, g, tally, now_ms).await;
+            let done = match (redis, tally.filter(|t| t.fresh)) {
+                (Some(r), Some(t)) => {
+                    Some(complete_roster(store, r, life, t, &events[g[0]], &out).await)
+                }
+                _ => None,
+            };
+            (out, done)
+        }))
+        .await;
+        for (out, done) in written {
+            for (i, o) in out {
+                outcomes[i] = Some(o);
+            }
+            match done {
+                Some(Ok(key)) => complete.push(key),
+                Some(Err(_)) => unfinished_rosters += 1,
+                None => {}
+            }
+        }
+    }
+    (complete, unfinished_rosters)
 }
 
 /// Without Redis: each event's admission is `None` (write it), or an `Erased` (`SenderErased`)
@@ -1063,7 +1116,7 @@ mod tests {
         };
         let (a, b) = (ev("u", "k", "s1", NOW - 10), ev("u", "k", "s2", NOW - 5));
         let (filter, update) = group_upsert(&[&a, &b], &cfg, NOW);
-        assert_eq!(filter["origins.s"], json!({"$nin": ["s1", "s2"]}));
+        assert_eq!(filter[field::ORIGIN_SENDER], json!({"$nin": ["s1", "s2"]}));
         assert_eq!(
             filter["$nor"],
             json!([
@@ -1071,12 +1124,12 @@ mod tests {
                 {"x": {"$elemMatch": {"s": "s2", "t": {"$gte": NOW - 5}}}},
             ])
         );
-        let push = &update["$push"]["origins"];
+        let push = &update["$push"][field::ORIGINS];
         assert_eq!(push["$slice"], 3);
         assert_eq!(push["$sort"], json!({"t": -1}));
         assert_eq!(push["$each"].as_array().unwrap().len(), 2);
         assert_eq!(push["$each"][1]["s"], "s2");
-        assert_eq!(update["$inc"], json!({"originsCount": 2}));
+        assert_eq!(update["$inc"], json!({(field::ORIGINS_COUNT): 2}));
         // Times come from the newest event, whichever order the batch had.
         assert_eq!(update["$max"]["createdTime"], ejson::date(NOW - 5));
         let (_, swapped) = group_upsert(&[&b, &a], &cfg, NOW);

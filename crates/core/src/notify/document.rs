@@ -147,6 +147,18 @@ pub mod field {
     pub const ORIGIN_SENDER: &str = "origins.s";
     /// [`super::StoredOrigin::created_time_msec`] inside `origins` (a dotted path).
     pub const ORIGIN_TIME: &str = "origins.t";
+    /// [`super::StoredNotification::origins`].
+    pub const ORIGINS: &str = "origins";
+    /// The second entry of `origins` (a dotted path): `{$exists: false}` = at most one sender.
+    pub const SECOND_ORIGIN: &str = "origins.1";
+    /// [`super::StoredNotification::retracted`].
+    pub const RETRACTED: &str = "x";
+    /// [`super::Retracted::sender_id`] inside `x` (a dotted path).
+    pub const RETRACTED_SENDER: &str = "x.s";
+    /// [`super::StoredNotification::tally`].
+    pub const TALLY: &str = "oc";
+    /// [`super::StoredNotification::roster_generation`].
+    pub const ROSTER_GENERATION: &str = "rg";
 }
 
 fn date_ms<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
@@ -197,8 +209,18 @@ mod tests {
         );
         let mut doc = json!({ "origins": [{ sender: "s9", time: 4 }] });
         doc[field::ORIGINS_COUNT] = json!(7);
+        doc[field::RETRACTED] = json!([{ sender: "s8", time: 3 }]);
+        doc[field::TALLY] = json!(8);
+        doc[field::ROSTER_GENERATION] = json!(9);
         let d = StoredNotification::read(&doc);
         assert_eq!(d.origins_count, 7);
+        assert_eq!((d.tally, d.roster_generation), (Some(8), Some(9)));
+        assert_eq!(d.retracted[0].sender_id, "s8");
+        assert_eq!(format!("{}.1", field::ORIGINS), field::SECOND_ORIGIN);
+        assert_eq!(
+            format!("{}.{sender}", field::RETRACTED),
+            field::RETRACTED_SENDER
+        );
         assert_eq!(
             (
                 d.origins[0].sender_id.as_str(),
@@ -210,7 +232,9 @@ mod tests {
 
     #[test]
     fn one_bad_field_costs_only_itself() {
-        let d = StoredNotification::read(&json!({"_id": "n1", "read": "yes", "originsCount": 3}));
+        let d = StoredNotification::read(
+            &json!({"_id": "n1", "read": "yes", (field::ORIGINS_COUNT): 3}),
+        );
         assert_eq!((d.id.as_str(), d.read, d.origins_count), ("n1", false, 3));
         assert_eq!(
             StoredNotification::read(&json!([1])),

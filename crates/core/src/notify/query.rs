@@ -98,7 +98,7 @@ fn live(owner: &str, now_ms: i64) -> Value {
 pub fn tombstone_update(cfg: &NotifyConfig, now_ms: i64) -> Value {
     json!({
         "$set": {
-            "deleted": true, "origins": [], (field::ORIGINS_COUNT): 0,
+            "deleted": true, (field::ORIGINS): [], (field::ORIGINS_COUNT): 0,
             "read": true, "seen": true, "archived": false,
             "expireAt": ejson::date(now_ms),
             "purgeAt": ejson::date(now_ms.saturating_add(cfg.tombstone_ttl_ms)),
@@ -160,7 +160,7 @@ pub fn list_query(
 /// "all other fields too", mongomock as "only this field"; listing fields means the same on both
 /// and keeps fields added later out of list payloads until they are wanted.
 fn list_projection(list_origins: u32) -> Value {
-    let mut p = json!({ "origins": { "$slice": list_origins.max(1) } });
+    let mut p = json!({ (field::ORIGINS): { "$slice": list_origins.max(1) } });
     for f in [
         "itemKey",
         "serviceType",
@@ -171,7 +171,7 @@ fn list_projection(list_origins: u32) -> Value {
         "expireAt",
         "revision",
         field::ORIGINS_COUNT,
-        "oc",
+        field::TALLY,
         "read",
         "seen",
         "archived",
@@ -202,7 +202,7 @@ pub fn list_pipeline(
         page.as_object_mut().map(|m| m.remove(k));
     }
     let mut project = q.options.projection.unwrap_or_default();
-    project["origins"] = json!({ "$slice": ["$origins", cfg.list_origins.max(1)] });
+    project[field::ORIGINS] = json!({ "$slice": ["$origins", cfg.list_origins.max(1)] });
     Ok(json!([
         { "$match": live(owner, now_ms) },
         { "$facet": {

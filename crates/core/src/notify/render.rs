@@ -302,6 +302,7 @@ impl ChangesView {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::notify::document::field;
     use serde_json::json;
 
     fn doc(kind: &str, count: i64, names: &[&str]) -> Value {
@@ -309,7 +310,7 @@ mod tests {
             .iter()
             .map(|n| json!({"s": n, "n": n, "t": 1}))
             .collect();
-        json!({"notificationType": kind, "originsCount": count, "origins": origins})
+        json!({"notificationType": kind, (field::ORIGINS_COUNT): count, "origins": origins})
     }
 
     #[test]
@@ -352,12 +353,12 @@ mod tests {
     #[test]
     fn view_expands_short_names_and_dates() {
         let d = json!({"_id": "n1", "origins": [{"s": "s1", "n": "Ana", "a": "https://x/a.png", "t": 5, "e": "e1"}],
-            "originsCount": 1, "notificationType": "like", "createdTime": {"$date": 5}, "messageArguments": {"post": "Hi"}});
+            (field::ORIGINS_COUNT): 1, "notificationType": "like", "createdTime": {"$date": 5}, "messageArguments": {"post": "Hi"}});
         let v = serde_json::to_value(view(&d)).unwrap();
         assert_eq!(v["notificationId"], "n1");
         assert_eq!(v["createdTimeMsec"], 5);
         assert_eq!(
-            v["origins"][0],
+            v[field::ORIGINS][0],
             json!({"senderId": "s1", "name": "Ana", "avatar": "https://x/a.png", "createdTimeMsec": 5})
         );
         assert_eq!(v["summary"], "Ana liked your post");

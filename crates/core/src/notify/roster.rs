@@ -141,7 +141,7 @@ pub async fn reseed<H: HttpClient>(
         .find_one(
             &cfg.collection,
             &json!({ "owner": owner, "itemKey": item_key }),
-            Some(&json!({ (field::ORIGIN_SENDER): 1, (field::ORIGIN_TIME): 1, "x": 1, "oc": 1, (field::ORIGINS_COUNT): 1, "rg": 1 })),
+            Some(&json!({ (field::ORIGIN_SENDER): 1, (field::ORIGIN_TIME): 1, (field::RETRACTED): 1, (field::TALLY): 1, (field::ORIGINS_COUNT): 1, (field::ROSTER_GENERATION): 1 })),
             None,
         )
         .await?;

@@ -54,7 +54,7 @@ pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) ->
     // retraction (the worker timed out, the request landed later) must not bring it back.
     let filter = json!({
         "owner": ev.owner, "itemKey": ev.item_key, (field::ORIGIN_SENDER): { "$ne": ev.sender.id },
-        "$nor": [{ "x": { "$elemMatch": { "s": ev.sender.id, "t": { "$gte": ev.created_time_msec } } } }],
+        "$nor": [{ (field::RETRACTED): { "$elemMatch": { "s": ev.sender.id, "t": { "$gte": ev.created_time_msec } } } }],
     });
     let mut set = json!({
         "revision": revision(now_ms, ev.created_time_msec),
@@ -72,7 +72,7 @@ pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) ->
             "serviceType": ev.service_type, "categoryType": ev.category_type,
             "notificationType": ev.notification_type, "templateType": ev.template_type,
         },
-        "$push": { "origins": { "$each": [origin(ev)], "$sort": { "t": -1 }, "$slice": cfg.origins_cap.max(1) } },
+        "$push": { (field::ORIGINS): { "$each": [origin(ev)], "$sort": { "t": -1 }, "$slice": cfg.origins_cap.max(1) } },
         "$inc": { (field::ORIGINS_COUNT): 1 },
         "$max": {
             "createdTime": ejson::date(ev.created_time_msec),
@@ -92,7 +92,7 @@ pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) ->
 /// Stores a roster tally with the write (`$max`: the newest tally wins, see [`super::roster`]).
 pub fn with_tally(update: &mut Value, tally: Option<i64>) {
     if let Some(t) = tally {
-        update["$max"]["oc"] = json!(t);
+        update["$max"][field::TALLY] = json!(t);
     }
 }
 
@@ -102,10 +102,12 @@ pub fn with_tally(update: &mut Value, tally: Option<i64>) {
 /// trims the array).
 pub fn with_generation(update: &mut Value, generation: Option<i64>) {
     if let Some(g) = generation {
-        update["$setOnInsert"]["rg"] = json!(g);
+        update["$setOnInsert"][field::ROSTER_GENERATION] = json!(g);
         // `get_mut`, not indexing: an update without an origins push (a retraction's record)
         // must not gain one.
-        let push = update.get_mut("$push").and_then(|p| p.get_mut("origins"));
+        let push = update
+            .get_mut("$push")
+            .and_then(|p| p.get_mut(field::ORIGINS));
         if let Some(push) = push.and_then(Value::as_object_mut) {
             push.remove("$slice");
         }
@@ -183,7 +185,7 @@ pub enum RetractOutcome {
 }
 
 fn push_retracted(sender_id: &str, now_ms: i64, cfg: &NotifyConfig) -> Value {
-    json!({ "x": { "$each": [Retracted { sender_id: sender_id.to_owned(), at_msec: now_ms }], "$sort": { "t": -1 }, "$slice": cfg.retracted_cap.max(1) } })
+    json!({ (field::RETRACTED): { "$each": [Retracted { sender_id: sender_id.to_owned(), at_msec: now_ms }], "$sort": { "t": -1 }, "$slice": cfg.retracted_cap.max(1) } })
 }
 
 /// Retract step 1: pull the sender when other senders remain *in the array* → `updateOne`.
@@ -203,9 +205,9 @@ pub fn retract_update(
 ) -> (Value, Value) {
     (
         json!({ "owner": owner, "itemKey": item_key, "deleted": { "$ne": true },
-                (field::ORIGIN_SENDER): sender_id, "origins.1": { "$exists": true } }),
+                (field::ORIGIN_SENDER): sender_id, (field::SECOND_ORIGIN): { "$exists": true } }),
         json!({
-            "$pull": { "origins": { "s": sender_id } },
+            "$pull": { (field::ORIGINS): { "s": sender_id } },
             "$inc": { (field::ORIGINS_COUNT): -1 },
             "$push": push_retracted(sender_id, now_ms, cfg),
             "$currentDate": { "sync": true },
@@ -229,7 +231,7 @@ pub fn retract_delete(
     update["$push"] = push_retracted(sender_id, now_ms, cfg);
     (
         json!({ "owner": owner, "itemKey": item_key, "deleted": { "$ne": true },
-                (field::ORIGIN_SENDER): sender_id, "origins.1": { "$exists": false } }),
+                (field::ORIGIN_SENDER): sender_id, (field::SECOND_ORIGIN): { "$exists": false } }),
         update,
     )
 }
@@ -253,7 +255,7 @@ pub fn retract_record(
             "$push": push_retracted(sender_id, now_ms, cfg),
             "$setOnInsert": {
                 "_id": notification_id(owner, item_key),
-                "deleted": true, "origins": [], (field::ORIGINS_COUNT): 0,
+                "deleted": true, (field::ORIGINS): [], (field::ORIGINS_COUNT): 0,
                 "read": true, "seen": true, "archived": false,
                 "expireAt": ejson::date(now_ms),
                 "purgeAt": ejson::date(now_ms.saturating_add(cfg.tombstone_ttl_ms)),
@@ -281,9 +283,9 @@ mod tests {
         let cfg = NotifyConfig::default();
         let (_, mut create) = create_upsert(&ev("s1"), &cfg, NOW);
         with_generation(&mut create, Some(7));
-        assert_eq!(create["$setOnInsert"]["rg"], json!(7));
-        assert!(create["$push"]["origins"].get("$slice").is_none());
-        assert!(create["$push"]["origins"].get("$each").is_some());
+        assert_eq!(create["$setOnInsert"][field::ROSTER_GENERATION], json!(7));
+        assert!(create["$push"][field::ORIGINS].get("$slice").is_none());
+        assert!(create["$push"][field::ORIGINS].get("$each").is_some());
         // A retraction's record pushes only `x`: it must not gain an `origins: null` push
         // (which would store a null origin; found by the fault test).
         let (_, mut record) = retract_record("u1", "post:1", "s1", &cfg, NOW);
@@ -292,7 +294,10 @@ mod tests {
         assert_eq!(record["$push"], before);
         let (_, mut plain) = create_upsert(&ev("s1"), &cfg, NOW);
         with_generation(&mut plain, None);
-        assert_eq!(plain["$push"]["origins"]["$slice"], json!(cfg.origins_cap));
+        assert_eq!(
+            plain["$push"][field::ORIGINS]["$slice"],
+            json!(cfg.origins_cap)
+        );
     }
 
     #[test]
@@ -302,19 +307,19 @@ mod tests {
             ..NotifyConfig::default()
         };
         let (filter, update) = create_upsert(&ev("s1"), &cfg, NOW + 5);
-        assert_eq!(filter["origins.s"], json!({"$ne": "s1"}));
+        assert_eq!(filter[field::ORIGIN_SENDER], json!({"$ne": "s1"}));
         assert_eq!(
-            filter["$nor"][0]["x"]["$elemMatch"],
+            filter["$nor"][0][field::RETRACTED]["$elemMatch"],
             json!({"s": "s1", "t": {"$gte": NOW}})
         );
-        let push = &update["$push"]["origins"];
+        let push = &update["$push"][field::ORIGINS];
         assert_eq!(push["$slice"], 3);
         assert_eq!(push["$sort"], json!({"t": -1}));
         assert_eq!(
             push["$each"][0],
             json!({"s": "s1", "n": "Name s1", "t": NOW, "l": "app://post/1", "e": "e-s1"})
         );
-        assert_eq!(update["$inc"], json!({"originsCount": 1}));
+        assert_eq!(update["$inc"], json!({(field::ORIGINS_COUNT): 1}));
         assert_eq!(
             update["$setOnInsert"]["_id"],
             notification_id("u1", "post:1")
@@ -400,16 +405,19 @@ mod tests {
         };
         let (f1, u1) = retract_update("u", "k", "s", &cfg, 9);
         let (f2, u2) = retract_delete("u", "k", "s", &cfg, 9);
-        assert_eq!(f1["origins.1"], json!({"$exists": true}));
-        assert_eq!(f2["origins.1"], json!({"$exists": false}));
+        assert_eq!(f1[field::SECOND_ORIGIN], json!({"$exists": true}));
+        assert_eq!(f2[field::SECOND_ORIGIN], json!({"$exists": false}));
         assert_eq!(u1["$pull"], json!({"origins": {"s": "s"}}));
         assert_eq!(u2["$set"]["deleted"], true);
         for u in [&u1, &u2] {
-            assert_eq!(u["$push"]["x"]["$slice"], 4);
-            assert_eq!(u["$push"]["x"]["$each"][0], json!({"s": "s", "t": 9}));
+            assert_eq!(u["$push"][field::RETRACTED]["$slice"], 4);
+            assert_eq!(
+                u["$push"][field::RETRACTED]["$each"][0],
+                json!({"s": "s", "t": 9})
+            );
         }
         let (f3, u3) = retract_record("u", "k", "s", &cfg, 9);
-        assert_eq!(f3["origins.s"], json!({"$ne": "s"}));
+        assert_eq!(f3[field::ORIGIN_SENDER], json!({"$ne": "s"}));
         assert_eq!(u3["$setOnInsert"]["deleted"], true);
     }
 }

@@ -45,6 +45,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use super::document::field;
 use super::erasure::{JobState, Step, SWEEP_AFTER_MS};
 use super::{fence, notification_id, roster, NotificationStore, NotifyConfig, NotifyError};
 use crate::backend::{ejson, FindOptions, HttpClient, RedisRestClient};
@@ -543,13 +544,13 @@ pub fn page_updates(
 ) -> [(Value, Value); 4] {
     let origin = json!({ "s": sender_id, "t": { "$lte": erased_at } });
     let mut last = super::query::tombstone_update(cfg, now_ms);
-    last["$pull"] = json!({ "x": { "s": sender_id } });
+    last["$pull"] = json!({ (field::RETRACTED): { "s": sender_id } });
     let others = (
-        json!({ "_id": { "$in": ids }, "origins": { "$elemMatch": origin },
-                "origins.1": { "$exists": true } }),
+        json!({ "_id": { "$in": ids }, (field::ORIGINS): { "$elemMatch": origin },
+                (field::SECOND_ORIGIN): { "$exists": true } }),
         json!({
-            "$pull": { "origins": origin, "x": { "s": sender_id } },
-            "$inc": { (super::document::field::ORIGINS_COUNT): -1 },
+            "$pull": { (field::ORIGINS): origin, (field::RETRACTED): { "s": sender_id } },
+            "$inc": { (field::ORIGINS_COUNT): -1 },
             "$currentDate": { "sync": true },
         }),
     );
@@ -557,13 +558,13 @@ pub fn page_updates(
         others.clone(),
         (
             json!({ "_id": { "$in": ids }, "deleted": { "$ne": true },
-                    "origins": { "$elemMatch": origin }, "origins.1": { "$exists": false } }),
+                    (field::ORIGINS): { "$elemMatch": origin }, (field::SECOND_ORIGIN): { "$exists": false } }),
             last,
         ),
         others,
         (
-            json!({ "_id": { "$in": ids }, "x.s": sender_id }),
-            json!({ "$pull": { "x": { "s": sender_id } }, "$currentDate": { "sync": true } }),
+            json!({ "_id": { "$in": ids }, (field::RETRACTED_SENDER): sender_id }),
+            json!({ "$pull": { (field::RETRACTED): { "s": sender_id } }, "$currentDate": { "sync": true } }),
         ),
     ]
 }
@@ -869,17 +870,17 @@ mod tests {
         let ids = vec!["a".to_owned()];
         let [others, last, again, retracted] = page_updates(&ids, "ana", 500, &cfg, 900);
         assert_eq!(others, again);
-        assert_eq!(others.0["origins.1"], json!({ "$exists": true }));
-        assert_eq!(last.0["origins.1"], json!({ "$exists": false }));
+        assert_eq!(others.0[field::SECOND_ORIGIN], json!({ "$exists": true }));
+        assert_eq!(last.0[field::SECOND_ORIGIN], json!({ "$exists": false }));
         assert_eq!(last.1["$set"]["deleted"], json!(true));
-        assert_eq!(last.1["$pull"]["x"], json!({ "s": "ana" }));
+        assert_eq!(last.1["$pull"][field::RETRACTED], json!({ "s": "ana" }));
         // An origin of an event after the fence (the sender came back) stays.
         assert_eq!(
-            others.1["$pull"]["origins"],
+            others.1["$pull"][field::ORIGINS],
             json!({ "s": "ana", "t": { "$lte": 500 } })
         );
-        assert_eq!(others.1["$inc"]["originsCount"], json!(-1));
-        assert_eq!(retracted.0["x.s"], "ana");
+        assert_eq!(others.1["$inc"][field::ORIGINS_COUNT], json!(-1));
+        assert_eq!(retracted.0[field::RETRACTED_SENDER], "ana");
         assert!(retracted.1.get("$inc").is_none());
     }
 

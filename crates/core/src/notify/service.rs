@@ -489,6 +489,30 @@ impl<H: HttpClient> NotifyService<H> {
         }
     }
 
+    /// Without Redis the fences (the owner's, the sender's) are one Data API read: `None`
+    /// (write the event) unless one of them is at or after it.
+    async fn fenced_without_redis(
+        &self,
+        ev: &NotificationEvent,
+        now_ms: i64,
+    ) -> Result<Option<dedup::Admission>, NotifyError> {
+        let ids = [
+            super::fence::doc_id(ev.owner()),
+            super::senders::fence_doc_id(&ev.sender.id),
+        ];
+        let at = super::fence::lookup_docs(&self.store, &ids, now_ms).await?;
+        let t = ev.created_time_msec();
+        let reservation = if super::fence::behind(at[0], t) {
+            Some(Reservation::Erased)
+        } else {
+            super::fence::behind(at[1], t).then_some(Reservation::SenderErased)
+        };
+        Ok(reservation.map(|reservation| dedup::Admission {
+            reservation,
+            tally: None,
+        }))
+    }
+
     /// [`Self::create`], unless `hot_check` is set and the item is taking a burst: then nothing
     /// is written and the event comes back for the queue ([`Direct::Hot`]). The check is a
     /// counter in the reservation's own round trip, so an ordinary event costs nothing more.
@@ -527,24 +551,7 @@ impl<H: HttpClient> NotifyService<H> {
                 )
                 .await?,
             ),
-            // Without Redis the fences (the owner's, the sender's) are one Data API read.
-            None => {
-                let ids = [
-                    super::fence::doc_id(ev.owner()),
-                    super::senders::fence_doc_id(&ev.sender.id),
-                ];
-                let at = super::fence::lookup_docs(&self.store, &ids, now_ms).await?;
-                let t = ev.created_time_msec();
-                let reservation = if super::fence::behind(at[0], t) {
-                    Some(Reservation::Erased)
-                } else {
-                    super::fence::behind(at[1], t).then_some(Reservation::SenderErased)
-                };
-                reservation.map(|reservation| dedup::Admission {
-                    reservation,
-                    tally: None,
-                })
-            }
+            None => self.fenced_without_redis(&ev, now_ms).await?,
         };
         // The senders' index entry goes first (see [`super::senders`]): when the sender joined
         // the item now, or without Redis (no roster to say) always.

@@ -3,6 +3,7 @@
 
 use serde_json::{json, Value};
 
+use super::document::field;
 use super::{
     query, rules, CreateOutcome, CreateStep, ListParams, NotificationEvent, NotifyConfig,
     NotifyError, RetractOutcome,
@@ -420,7 +421,7 @@ impl<H: HttpClient> NotificationStore<H> {
             .api
             .find_one(
                 &self.cfg.collection,
-                &json!({ "owner": owner, "itemKey": item_key, "origins.s": sender_id }),
+                &json!({ "owner": owner, "itemKey": item_key, (field::ORIGIN_SENDER): sender_id }),
                 Some(&json!({ "_id": 1 })),
                 None,
             )

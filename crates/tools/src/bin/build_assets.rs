@@ -67,6 +67,10 @@ fn main() -> ExitCode {
     }
 }
 
+// Long (~170 lines) on purpose: the build's steps in the order they run (flags, the up-to-date
+// check, geo, zones, the outline, the IP table, the manifest), each a few lines that call into
+// the library, read top to bottom like the script it replaced. A build-time binary: nothing of
+// it ships in the worker.
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut modules = PathBuf::from("node_modules");
     let mut out = PathBuf::from("assets");

@@ -188,22 +188,27 @@ data class Changes(val items: List<Change>, val sync: String, val hasMore: Boole
     }
 }
 
-/** Reconnect advice carried by every badge push. */
+/** Reconnect advice carried by every badge push (`ReconnectHint`). */
 data class ReconnectHint(val baseMs: Long, val maxMs: Long, val jitter: String) {
     companion object {
-        val DEFAULT = ReconnectHint(1_000, 30_000, "full")
-        fun fromJson(m: JSONObject) = ReconnectHint(m.long("baseMs"), m.long("maxMs"), m.strOrNull("jitter") ?: "full")
+        /** The only `jitter` the server sends (the schema's enum, checked by ContractTest). */
+        const val FULL = "full"
+        val DEFAULT = ReconnectHint(1_000, 30_000, FULL)
+        fun fromJson(m: JSONObject) = ReconnectHint(m.long("baseMs"), m.long("maxMs"), m.strOrNull("jitter") ?: FULL)
     }
 }
 
-/** A WebSocket push: `{type: "badge", unread, unseen, sync, reconnect}`. */
+/** A WebSocket push (`BadgeMessage`): `{type: "badge", unread, unseen, sync, reconnect}`. */
 data class Badge(val unread: Long, val unseen: Long, val sync: String, val reconnect: ReconnectHint?) {
     val counts get() = Counts(unread, unseen)
 
     companion object {
+        /** The message's `type` (the schema's enum, checked by ContractTest). */
+        const val TYPE = "badge"
+
         /** Null for a message of another type (the protocol may grow). */
         fun fromJson(m: JSONObject): Badge? {
-            if (m.opt("type") != "badge") return null
+            if (m.opt("type") != TYPE) return null
             return Badge(
                 unread = m.long("unread"),
                 unseen = m.long("unseen"),
@@ -339,7 +344,21 @@ object Contract {
         Model("BulkAnswer", response("/v1/notifications/bulk", "post"), setOf("updated"), setOf("updated")),
         Model("DeleteAnswer", response("/v1/notifications/items/{itemKey}", "delete"), setOf("deleted"), setOf("deleted")),
         Model("Error", listOf("components", "schemas", "Error"), setOf("error"), setOf("error")),
+        // The WebSocket push. The server requires every field; the client reads a push without
+        // `reconnect` (or `jitter`) too, keeping its configured backoff.
+        Model(
+            "Badge", listOf("components", "schemas", "BadgeMessage"),
+            setOf("type", "unread", "unseen", "sync", "reconnect"), setOf("type", "unread", "unseen", "sync", "reconnect"),
+        ),
+        Model(
+            "ReconnectHint", listOf("components", "schemas", "ReconnectHint"),
+            setOf("baseMs", "maxMs", "jitter"), setOf("baseMs", "maxMs", "jitter"),
+        ),
     )
+
+    /** The badge push's `type` and reconnect `jitter`, checked against the schema's `enum`s. */
+    val badgeType = setOf(Badge.TYPE)
+    val jitterValues = setOf(ReconnectHint.FULL)
 
     /** Enum values the client sends, checked against the schema's `enum`. */
     val flagValues = Flag.entries.map { it.wire }.toSet()

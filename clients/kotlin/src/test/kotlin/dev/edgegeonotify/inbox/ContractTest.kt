@@ -10,7 +10,7 @@ import java.io.File
  * workerd; tests/js/kotlin_stack.mjs saves it to INBOX_OPENAPI): every field a model declares is
  * a property of the schema and every property of the schema is declared (a renamed or added
  * field fails here), response fields the client requires are required by the server, and the
- * enums the client sends are the server's.
+ * enums the client sends and reads are the server's.
  */
 class ContractTest {
     private val doc: Map<String, Any?> by lazy {
@@ -55,11 +55,15 @@ class ContractTest {
     }
 
     @Test
-    fun theEnumsTheClientSendsAreTheServers() {
+    fun theEnumsTheClientSendsAndReadsAreTheServers() {
         val mark = at(listOf("paths", "/v1/notifications/mark", "post", "requestBody", "content", "application/json", "schema"))
         assertEquals(strings(mark["properties"].asObj()["flag"].asObj()["enum"]), Contract.flagValues)
         val bulk = at(listOf("paths", "/v1/notifications/bulk", "post", "requestBody", "content", "application/json", "schema"))
         assertEquals(strings(bulk["properties"].asObj()["action"].asObj()["enum"]), Contract.bulkValues)
+        val badge = at(listOf("components", "schemas", "BadgeMessage"))
+        assertEquals(strings(badge["properties"].asObj()["type"].asObj()["enum"]), Contract.badgeType)
+        val hint = at(listOf("components", "schemas", "ReconnectHint"))
+        assertEquals(strings(hint["properties"].asObj()["jitter"].asObj()["enum"]), Contract.jitterValues)
     }
 
     @Test
