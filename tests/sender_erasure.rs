@@ -388,8 +388,8 @@ fn the_senders_fence_drops_late_events_and_retractions_and_lets_new_events_throu
         let (ana_letter, bo_letter) = (format!("{o}-ana"), format!("{o}-bo"));
         let kept = block_on(svc.store_dead_letters(
             &[
-                letter(&ana_letter, &ev(o, "d", ANA, at - 1)),
-                letter(&bo_letter, &ev(o, "d", "bo", at - 1)),
+                letter(&ana_letter, &like_at(o, "d", ANA, at - 1)),
+                letter(&bo_letter, &like_at(o, "d", "bo", at - 1)),
             ],
             "notify-dlq",
             at + 10,
