@@ -4,7 +4,7 @@
 # own so tzf-rs never enters the main build), the Node peers geo-tz/all and
 # @photostructure/tz-lookup (bench/probes/tz_peers.mjs), and asset bytes.
 set -euo pipefail
-cargo build --release --quiet -p edge-geo-notify-benches --example tz_report >&2
+cargo build --release --quiet -p edge-geo-notify-benches --example tz_report --example tz_count >&2
 (cd bench/rust/tz_anchor && CARGO_TARGET_DIR="$PWD/../../../target/tz-anchor" cargo build --release --quiet) >&2
 cat <<'MD'
 ## Coordinates → country and time zone
@@ -26,6 +26,36 @@ echo "Load before the run: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)."
 echo
 "${CARGO_TARGET_DIR:-target}"/release/examples/tz_report "$BENCH_OUT"
 echo
+# Counted, not timed: the same two lookups under callgrind (bench/rust/examples/tz_count.rs), whose
+# instruction counts and simulated cache misses do not move with the neighbours' load.
+if command -v valgrind >/dev/null; then
+  echo "Counted with \`valgrind --tool=callgrind --cache-sim=yes\` (\`tz_count\`: the first 20 000 points of each set, one at a time, only the lookups' loop collected; the simulated last-level cache is 32 MB, as this machine's L3; the layer's tiles were just read, so what fits stays cached):"
+  echo
+  echo "| point set | instructions: country only | country + zone | ratio | L1d misses: country only | country + zone | LL misses: country only | country + zone |"
+  echo "|---|---|---|---|---|---|---|---|"
+  for set in uniform near_border_maritime near_border_land cities near_zone_border; do
+    for mode in country pair; do
+      valgrind --tool=callgrind --cache-sim=yes --LL=33554432,16,64 --collect-atstart=no \
+        --toggle-collect='*tz_count*pass*' --callgrind-out-file="$BENCH_OUT/tz_count.$set.$mode" \
+        "${CARGO_TARGET_DIR:-target}"/release/examples/tz_count run "$BENCH_OUT/points" "$set" "$mode" 20000 >/dev/null 2>&1
+    done
+    python3 - "$BENCH_OUT/tz_count.$set" "$set" <<'PY'
+import sys
+def counts(path):
+    for line in open(path):
+        if line.startswith("events:"):
+            names = line.split()[1:]
+        if line.startswith("totals:"):
+            vals = [int(v) for v in line.split()[1:]]
+            return dict(zip(names, vals + [0] * (len(names) - len(vals))))
+c, z = (counts(f"{sys.argv[1]}.{m}") for m in ("country", "pair"))
+n = 20000
+miss = lambda v, k: (v[f"{k}mr"] + v[f"{k}mw"]) / n
+print(f"| {sys.argv[2]} | {c['Ir'] / n:.0f} | **{z['Ir'] / n:.0f}** | **{z['Ir'] / c['Ir']:.2f}×** | {miss(c, 'D1'):.2f} | {miss(z, 'D1'):.2f} | {miss(c, 'DL'):.2f} | {miss(z, 'DL'):.2f} |")
+PY
+  done
+  echo
+fi
 target/tz-anchor/release/tz-anchor "$BENCH_OUT"
 echo
 node bench/probes/tz_peers.mjs "$BENCH_OUT"

@@ -360,12 +360,14 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
         T: AsRef<[u8]> + 't,
         F: FnOnce(usize) -> Option<&'t Tile<T>>,
     {
-        match self.probe(p) {
-            Probe::Done(c) => Ok(c),
-            Probe::NeedTile(t) => match tiles(t) {
-                Some(tile) => Ok(self.lookup_in_tile(tile, p)),
-                None => Err(t),
-            },
+        // One read of the grid entry: the tile's walk starts from it.
+        let (v, t) = self.grid_entry(p);
+        if v & GRID_POINTER == 0 {
+            return Ok(self.or_sea(country_or_sea(v as u16), p));
+        }
+        match tiles(t) {
+            Some(tile) => Ok(self.or_sea(tile.descend((v & !GRID_POINTER) as usize, p), p)),
+            None => Err(t),
         }
     }
 
@@ -413,7 +415,9 @@ impl<S: AsRef<[u8]>> CountryIndex<S> {
             return Ok(self.zone_or_ocean(unpair(v), p));
         }
         match tiles(t) {
-            Some(tile) => Ok(self.lookup_pair_in_tile(tile, p)),
+            Some(tile) => {
+                Ok(self.zone_or_ocean(tile.descend_pair((v & !GRID_POINTER) as usize, p), p))
+            }
             None => Err(t),
         }
     }
@@ -611,8 +615,8 @@ impl<S: AsRef<[u8]>> Tile<S> {
             return (None, None);
         };
         (
-            leaf_lookup(leaves, off + 2, x, y),
-            leaf_lookup(leaves, off + 2 + usize::from(len), x, y),
+            leaf_part(leaves, off + 2, x, y),
+            leaf_part(leaves, off + 2 + usize::from(len), x, y),
         )
     }
 
@@ -693,6 +697,17 @@ fn validate_leaf(
         }
     }
     Ok(off)
+}
+
+/// One layer's part of a combined leaf: a part without candidates (the layer is uniform in the
+/// cell: the country part of a third of the assets' combined leaves, along zone borders inside a
+/// country and zone-only coast lines) answers its default without entering [`leaf_lookup`].
+#[inline(always)]
+fn leaf_part(b: &[u8], off: usize, x: i64, y: i64) -> Option<u16> {
+    match u16_at(b, off + 2)? & LEAF_COUNT_MASK {
+        0 => country_or_sea(u16_at(b, off)?),
+        _ => leaf_lookup(b, off, x, y),
+    }
 }
 
 /// Point-in-leaf: candidates are in ascending area order, so the first one containing the point
