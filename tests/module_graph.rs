@@ -3,8 +3,9 @@
 //! convention. For every module of a crate's `src/` (`src/bin/` are separate crates), each
 //! path it names (`crate::a::b`, `super::c`, `self::d`, grouped `use` lists included) becomes an
 //! edge between the two siblings under their nearest common parent (a child naming its parent's
-//! items, or a parent its child's, is how Rust modules work and is not an edge). Comments and
-//! each file's trailing `#[cfg(test)]` module are left out: tests may reach anywhere.
+//! items, or a parent its child's, is how Rust modules work and is not an edge). Comments, each
+//! file's trailing `#[cfg(test)]` module and the modules declared `#[cfg(test)] mod x;` (a test
+//! module in its own file, a crate's shared test ports) are left out: tests may reach anywhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -131,14 +132,49 @@ fn target(m: &[String], p: &[String], known: &BTreeSet<Vec<String>>) -> Option<V
 
 type Edges = BTreeMap<Vec<String>, BTreeMap<String, BTreeSet<String>>>;
 
+/// The modules a file declares under `#[cfg(test)]` and keeps in files of their own
+/// (`#[cfg(test)]` then `mod x;` or `pub(crate) mod x;` on the next line).
+fn test_modules(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    lines
+        .windows(2)
+        .filter(|w| w[0] == "#[cfg(test)]")
+        .filter_map(|w| {
+            let decl = w[1].strip_suffix(';')?;
+            let name = decl
+                .strip_prefix("mod ")
+                .or_else(|| decl.strip_prefix("pub(crate) mod "))?;
+            Some(name.trim().to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn a_test_module_in_its_own_file_is_found() {
+    let text = "mod a;\n#[cfg(test)]\nmod tests;\n#[cfg(test)]\npub(crate) mod testing;\n#[cfg(test)]\nmod inline {\n}\n";
+    assert_eq!(test_modules(text), ["tests", "testing"]);
+}
+
 /// parent module → (child → the siblings it names), for one crate's `src/`.
 fn sibling_edges(src: &Path) -> Edges {
     let mut all = Vec::new();
     files(src, &mut all);
     let known: BTreeSet<Vec<String>> = all.iter().map(|f| module_of(src, f)).collect();
+    let tests: BTreeSet<Vec<String>> = all
+        .iter()
+        .flat_map(|f| {
+            let m = module_of(src, f);
+            test_modules(&std::fs::read_to_string(f).unwrap())
+                .into_iter()
+                .map(move |name| [m.clone(), vec![name]].concat())
+        })
+        .collect();
     let mut edges = Edges::new();
     for f in &all {
         let m = module_of(src, f);
+        if (1..=m.len()).any(|n| tests.contains(&m[..n])) {
+            continue;
+        }
         let code = code_of(&std::fs::read_to_string(f).unwrap());
         for p in paths(&code) {
             let Some(t) = target(&m, &p, &known) else {

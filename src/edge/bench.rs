@@ -3,7 +3,7 @@
 //! --bench`, which writes `build-bench/`), so the deployed wasm has neither these routes nor
 //! their code; inside that build they are still served only with `ENABLE_BENCH=true`.
 
-use super::ports::Edge;
+use super::Edge;
 use super::{geo, ip, state, ApiResult};
 use egn_core::auth::AuthError;
 use egn_core::config::Config;

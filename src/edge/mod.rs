@@ -18,12 +18,30 @@ mod webcrypto;
 use egn_http::dispatch::{self, Answer, Handled, Target};
 use egn_http::pipeline::{self, Caller, RequestHeaders};
 use egn_http::ApiError;
-use ports::{Edge, Req};
+use ports::Req;
 use serde_json::{json, Value};
 use worker::{
     event, Context, Date, Env, Headers, Request, Response, ResponseBuilder, Result,
     ScheduleContext, ScheduledEvent,
 };
+
+/// One request's bindings: the ports (`ports.rs`) are implemented over it. Defined here, beside
+/// the modules that build one (the request, the queue consumer, the IP publisher), so they and
+/// `ports` name their parent, not each other.
+pub struct Edge<'a> {
+    pub env: &'a Env,
+    pub ctx: &'a Context,
+}
+
+/// Logs `line` at `level`.
+pub fn log_at(level: egn_http::dispatch::Level, line: &str) {
+    use egn_http::dispatch::Level;
+    match level {
+        Level::Info => worker::console_log!("{line}"),
+        Level::Warn => worker::console_warn!("{line}"),
+        Level::Error => worker::console_error!("{line}"),
+    }
+}
 
 /// Result of a route: a response or the one error type that renders as JSON.
 pub type ApiResult<T> = std::result::Result<T, ApiError>;

@@ -3,7 +3,7 @@
 //! database, the environment and the rate limiters.
 
 use super::http_client::WorkerHttp;
-use super::{assets, geo, hub, ip, queue, state};
+use super::{assets, geo, hub, ip, log_at, queue, state, Edge};
 use egn_core::geo::Layers;
 use egn_core::ip::serving::Served;
 use egn_core::ip::IpdbSettings;
@@ -18,7 +18,7 @@ use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
 use std::rc::Rc;
-use worker::{Context, Date, Env, Request, Response};
+use worker::{Date, Request, Response};
 
 /// The request, for the pipeline and the handlers.
 pub struct Req(pub Request);
@@ -48,21 +48,6 @@ impl Incoming for Req {
         js_sys::Reflect::get(&cf, &"timezone".into())
             .ok()?
             .as_string()
-    }
-}
-
-/// One request's bindings.
-pub struct Edge<'a> {
-    pub env: &'a Env,
-    pub ctx: &'a Context,
-}
-
-/// Logs `line` at `level`.
-pub fn log_at(level: Level, line: &str) {
-    match level {
-        Level::Info => worker::console_log!("{line}"),
-        Level::Warn => worker::console_warn!("{line}"),
-        Level::Error => worker::console_error!("{line}"),
     }
 }
 

@@ -105,7 +105,7 @@ pub async fn queue(
         })
         .collect();
     let st = super::state::get(&env);
-    let edge = super::ports::Edge {
+    let edge = super::Edge {
         env: &env,
         ctx: &ctx,
     };

@@ -9,8 +9,8 @@ mod store;
 
 pub use publish::publish_from_source;
 
-use super::ports::Edge;
 use super::ApiResult;
+use super::Edge;
 use egn_core::ip::serving::{Clock, Served, Serving};
 use egn_core::ip::IpdbSettings;
 use egn_http::health::IpdbReport;
@@ -91,7 +91,7 @@ pub async fn bench(
     let mut s = ip_state(edge, &cfg.ipdb, &ips).await?;
     if all {
         s = ipdb(edge.env, &cfg.ipdb)
-            .ready_all(&super::ports::log_at, s)
+            .ready_all(&super::log_at, s)
             .await?;
     }
     let mut countries = 0;

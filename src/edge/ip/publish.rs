@@ -5,7 +5,7 @@
 
 use super::store::WorkerClock;
 use super::{ipdb, IPDB_BUCKET, IPDB_CONFIG};
-use crate::edge::ports::log_at;
+use crate::edge::log_at;
 use egn_core::config::Config;
 use egn_core::ip::publish::{self, Against, Job, Listing, Mode, Ports, Response, Run};
 use egn_core::ip::update::UpdateError;
