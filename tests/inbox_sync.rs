@@ -491,11 +491,7 @@ fn muted_kinds_are_refused_in_the_reservation_round_trip() {
 fn a_late_read_repair_never_rolls_the_mirror_back() {
     let stack = Stack::start();
     let cfg = cfg();
-    let svc = NotifyService::new(
-        setup(&stack, &cfg),
-        Some(stack.redis()),
-        DedupConfig::for_rate(10_000, 600_000),
-    );
+    let svc = stack.service(cfg.clone(), Some(DedupConfig::for_rate(10_000, 600_000)));
     let t = now_ms();
     let put = |b: &str, at: i64| {
         block_on(notify_routes::put_preferences(

@@ -172,21 +172,12 @@ pub fn cities() -> Vec<(f64, f64)> {
 pub fn near_zone_borders() -> Vec<(f64, f64)> {
     let nm = node_modules().join("geo-tz");
     let (features, _) = egn_tools::geo::zones::load(&nm).expect("geo-tz (npm ci)");
-    let edges: Vec<([f64; 2], [f64; 2])> = features
+    let edges: Vec<Edge> = features
         .iter()
         .filter(|f| f.area.is_finite())
         .flat_map(|f| f.parts.iter().flatten())
         .flat_map(|r| r.windows(2).map(|e| (e[0], e[1])))
         .filter(|(a, b)| a[0] != b[0] && a[1] != b[1])
         .collect();
-    let mut rng = SmallRng::seed_from_u64(44);
-    (0..100_000)
-        .map(|_| {
-            let (a, b) = edges[rng.gen_range(0..edges.len())];
-            let t: f64 = rng.gen();
-            let lat = a[1] + t * (b[1] - a[1]) + rng.gen_range(-0.01..0.01);
-            let lon = a[0] + t * (b[0] - a[0]) + rng.gen_range(-0.01..0.01);
-            (lat.clamp(-90.0, 90.0), lon.clamp(-180.0, 179.999_999))
-        })
-        .collect()
+    near(&edges, 44)
 }
