@@ -1,16 +1,20 @@
 //! The isolate's IP database over its ports: `egn_core::ip::serving` decides when to check the
 //! record, which version serves, swap, fallback and the broken-version memo; this runs a request's
-//! start (the check after the answer), loads the pages it needs, runs the cron's probe, and says
-//! what is logged and answered. The adapter gives it the store (KV, R2, `ASSETS`), the clock and
-//! the embedded bundled directory.
+//! start (the check after the answer), loads the pages it needs, runs the cron's probe and its
+//! publish job (`egn_core::ip::publish`), and says what is logged and answered. The adapter gives
+//! it the store (KV, R2, `ASSETS`), the clock, the embedded bundled directory and, for the cron,
+//! the job's ports ([`Publisher`]).
 
 use crate::dispatch::{Background, Level};
 use crate::ip::page_error;
 use crate::ApiError;
+use egn_core::ip::publish::{
+    self, Against, Bucket, Fetch, Gunzip, Job, Kv, Mode, Ports, Run, Timer,
+};
 use egn_core::ip::serving::{Checked, Clock, IpdbStore, PageError, Served, Serving, Start};
 use egn_core::ip::table::page_name;
-use egn_core::ip::update::Probe;
-use egn_core::ip::IpdbRecord;
+use egn_core::ip::update::{Probe, UpdateError};
+use egn_core::ip::{IpdbRecord, IpdbSettings};
 use std::net::IpAddr;
 use std::rc::Rc;
 
@@ -28,6 +32,37 @@ pub struct Ipdb<S, C> {
     /// The bundled table's directory, embedded in the worker: a fresh isolate opens it with no
     /// I/O and reads one page through `ASSETS` for its first answer.
     pub bundled_dir: &'static [u8],
+}
+
+/// The cron's bindings for one publish run: the core's [`Ports`], owned. `kv` is what the
+/// binding lookup answered: only a configured run needs it, so a missing one fails only that.
+pub struct Publisher<K, B, F, G, T, E> {
+    /// The record and the status (`IPDB_CONFIG`), or why the binding is missing.
+    pub kv: Result<K, E>,
+    /// Staging's record and status, when production reads staging's namespace.
+    pub staging_kv: Option<K>,
+    /// The published objects.
+    pub bucket: B,
+    /// Staging's objects, when production reads staging's bucket.
+    pub staging_bucket: Option<B>,
+    /// The source.
+    pub fetch: F,
+    /// The decompressor.
+    pub gunzip: G,
+    /// The deadline's timer.
+    pub timer: T,
+}
+
+/// Why the cron's run did not end in `published`, `unchanged` or `waiting`. The texts are the
+/// cron's log.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError<E: std::error::Error> {
+    /// The KV binding is missing.
+    #[error("KV binding: {0}")]
+    Binding(E),
+    /// The candidate was refused or could not be fetched or stored.
+    #[error(transparent)]
+    Update(#[from] UpdateError),
 }
 
 /// What a check of the record logs: a rejection at error level, a swap; nothing else.
@@ -165,6 +200,76 @@ where
         let loaded = all.as_ref().map(|_| ()).map_err(|e| e.message.clone());
         let probe = self.serving.cron_probe(&s, published, rejected, loaded, at);
         (all, Some(probe))
+    }
+
+    /// The cron's publish run ([`publish::Ports::run`]): nothing without a source or a
+    /// promotion; else the prior record, this isolate's probe of what serves (the database a
+    /// download is vetted against), the run, its status kept for this isolate's `/healthz`, and
+    /// its notes logged. Answers the run's summary.
+    ///
+    /// # Errors
+    /// [`PublishError`] when the KV binding is missing, or the candidate was refused or not
+    /// stored.
+    pub async fn publish<K, B, F, G, T, E>(
+        &self,
+        log: &impl Fn(Level, &str),
+        settings: &IpdbSettings,
+        cron: &str,
+        p: Publisher<K, B, F, G, T, E>,
+    ) -> Result<String, PublishError<E>>
+    where
+        K: Kv,
+        B: Bucket,
+        F: Fetch,
+        G: Gunzip,
+        T: Timer,
+        E: std::error::Error,
+    {
+        let Some(mode) = Mode::of(settings) else {
+            return Ok(publish::OFF.into());
+        };
+        let kv = p.kv.map_err(PublishError::Binding)?;
+        let ports = Ports {
+            kv: &kv,
+            bucket: &p.bucket,
+            staging_kv: p.staging_kv.as_ref(),
+            staging_bucket: p.staging_bucket.as_ref(),
+            fetch: &p.fetch,
+            gunzip: &p.gunzip,
+            timer: &p.timer,
+            clock: &self.clock,
+        };
+        let prior = ports.prior(settings).await;
+        let at = publish::iso_ms(self.clock.now_ms());
+        let (serving, probe) = self.probe(log, prior.current.as_ref(), at).await;
+        let job = Job {
+            settings,
+            mode,
+            cron,
+            serving: match &serving {
+                Ok(s) => Ok(Against {
+                    db: s.db(),
+                    attribution: s.attribution().cloned(),
+                }),
+                Err(e) => Err(UpdateError::Serving(e.message.clone())),
+            },
+            probe,
+        };
+        let Run {
+            result,
+            status,
+            notes,
+        } = ports.run(job, prior).await;
+        self.serving.set_last_update(status);
+        for note in notes {
+            let level = if note.is_error() {
+                Level::Error
+            } else {
+                Level::Info
+            };
+            log(level, &note.to_string());
+        }
+        Ok(Run::summary(&result?))
     }
 }
 
@@ -315,6 +420,203 @@ mod tests {
         assert!(probe.ok, "{:?}", probe.reason);
         assert_eq!(probe.version, served.ok().unwrap().version());
         assert_eq!(probe.at, "t1");
+    }
+
+    /// The publish job's other ports: KV in a map (a write to `fail_put` fails), a bucket
+    /// nobody writes to in these runs, a source that answers 404 to every URL it records, no
+    /// gunzip, and a timer that never fires.
+    mod cron {
+        use super::*;
+        use egn_core::ip::publish::{Listing, Response};
+        use egn_core::ip::update::{status_key, UpdateStatus};
+        use futures_util::stream::{empty, Empty};
+
+        type Chunks = Empty<Result<Vec<u8>, Down>>;
+
+        #[derive(Clone, Default)]
+        pub(super) struct Texts {
+            pub(super) map: Rc<RefCell<HashMap<String, String>>>,
+            pub(super) fail_put: Option<String>,
+        }
+
+        impl Kv for Texts {
+            type Error = Down;
+            async fn get_text(&self, key: &str) -> Result<Option<String>, Down> {
+                Ok(self.map.borrow().get(key).cloned())
+            }
+            async fn put_text(&self, key: &str, text: String) -> Result<(), Down> {
+                if self.fail_put.as_deref() == Some(key) {
+                    return Err(Down(key.into()));
+                }
+                self.map.borrow_mut().insert(key.into(), text);
+                Ok(())
+            }
+        }
+
+        pub(super) struct Objects;
+
+        impl Bucket for Objects {
+            type Error = Down;
+            async fn get(&self, _: &str) -> Result<Option<Vec<u8>>, Down> {
+                Ok(None)
+            }
+            async fn put(&self, key: &str, _: Vec<u8>) -> Result<(), Down> {
+                Err(Down(key.into()))
+            }
+            async fn list(&self, _: &str, _: Option<String>) -> Result<Listing, Down> {
+                Ok(Listing::default())
+            }
+            async fn delete(&self, _: Vec<String>) -> Result<(), Down> {
+                Ok(())
+            }
+        }
+
+        #[derive(Clone, Default)]
+        pub(super) struct Source(pub(super) Rc<RefCell<Vec<String>>>);
+
+        impl Fetch for Source {
+            type Error = Down;
+            type Body = Chunks;
+            async fn get(
+                &self,
+                url: &str,
+                _: &[(&'static str, String)],
+            ) -> Result<Response<Chunks>, Down> {
+                self.0.borrow_mut().push(url.into());
+                Ok(Response {
+                    status: 404,
+                    headers: Vec::new(),
+                    body: empty(),
+                })
+            }
+            fn abort(&self) {}
+        }
+
+        pub(super) struct NoGunzip;
+
+        impl Gunzip for NoGunzip {
+            type Error = Down;
+            type Output = Chunks;
+            fn gunzip(&self, _: Vec<u8>) -> Result<Chunks, Down> {
+                Err(Down("gunzip".into()))
+            }
+        }
+
+        pub(super) struct Never;
+
+        impl Timer for Never {
+            async fn sleep(&self, _: u32) {
+                std::future::pending::<()>().await;
+            }
+        }
+
+        pub(super) type Ports = Publisher<Texts, Objects, Source, NoGunzip, Never, Down>;
+
+        pub(super) fn ports(kv: Result<&Texts, Down>, source: &Source) -> Ports {
+            Publisher {
+                kv: kv.cloned(),
+                staging_kv: None,
+                bucket: Objects,
+                staging_bucket: None,
+                fetch: source.clone(),
+                gunzip: NoGunzip,
+                timer: Never,
+            }
+        }
+
+        pub(super) fn stored(kv: &Texts, settings: &IpdbSettings) -> UpdateStatus {
+            let text = kv.map.borrow()[&status_key(&settings.kv_key)].clone();
+            serde_json::from_str(&text).unwrap()
+        }
+    }
+
+    const PLAIN: &str = "https://db.test/country.mmdb";
+
+    fn settings(source: bool) -> IpdbSettings {
+        let vars: &[(&str, &str)] = if source {
+            &[("IPDB_SOURCE_URL", PLAIN)]
+        } else {
+            &[]
+        };
+        crate::testing::config(vars).unwrap().ipdb
+    }
+
+    #[test]
+    fn a_run_with_nothing_configured_is_off_and_needs_no_kv_binding() {
+        let db = ipdb(&table(), true);
+        let source = cron::Source::default();
+        let kv = Err(Down("no IPDB_CONFIG".into()));
+        let log = |_: Level, line: &str| panic!("logged {line}");
+        let out = block_on(db.publish(
+            &log,
+            &settings(false),
+            "0 3 * * *",
+            cron::ports(kv, &source),
+        ));
+        assert_eq!(out.unwrap(), egn_core::ip::publish::OFF);
+        // With a source the binding is needed, before anything is fetched.
+        let kv = Err(Down("no IPDB_CONFIG".into()));
+        let out =
+            block_on(db.publish(&log, &settings(true), "0 3 * * *", cron::ports(kv, &source)));
+        let e = out.err().unwrap();
+        assert!(matches!(e, PublishError::Binding(_)));
+        assert_eq!(e.to_string(), "KV binding: store down: no IPDB_CONFIG");
+        assert!(source.0.borrow().is_empty());
+    }
+
+    #[test]
+    fn a_run_probes_what_serves_keeps_its_status_here_and_logs_its_notes() {
+        let db = ipdb(&table(), true);
+        db.clock.0.set(1_796_173_200_123);
+        let settings = settings(true);
+        let kv = cron::Texts::default();
+        let source = cron::Source::default();
+        let bg = Bg::default();
+        let log = |l: Level, s: &str| bg.log(l, s);
+        let out = block_on(db.publish(&log, &settings, "0 3 * * *", cron::ports(Ok(&kv), &source)));
+        assert_eq!(out.err().unwrap().to_string(), "download: answered 404");
+        assert_eq!(*source.0.borrow(), [PLAIN]);
+        let status = cron::stored(&kv, &settings);
+        let probe = status.probe.clone().unwrap();
+        assert!(probe.ok, "{:?}", probe.reason);
+        assert_eq!(probe.at, "2026-12-02T01:00:00.123Z");
+        assert_eq!(db.serving.health().last_update, Some(status));
+        assert!(bg.lines.borrow().is_empty(), "{:?}", bg.lines.borrow());
+        // A status that cannot be stored is logged as an error; this isolate still shows it.
+        let kv = cron::Texts {
+            fail_put: Some(egn_core::ip::update::status_key(&settings.kv_key)),
+            ..Default::default()
+        };
+        let out = block_on(db.publish(&log, &settings, "0 3 * * *", cron::ports(Ok(&kv), &source)));
+        assert!(out.is_err());
+        let lines = bg.lines.borrow();
+        assert_eq!(lines.len(), 1);
+        assert_eq!(lines[0].0, Level::Error);
+        assert!(
+            lines[0].1.starts_with("ipdb update status not stored: "),
+            "{lines:?}"
+        );
+        assert!(db.serving.health().last_update.is_some());
+    }
+
+    #[test]
+    fn a_serving_database_that_does_not_load_refuses_the_download_unfetched() {
+        let db = ipdb(&table(), false);
+        let settings = settings(true);
+        let kv = cron::Texts::default();
+        let source = cron::Source::default();
+        let bg = Bg::default();
+        let log = |l: Level, s: &str| bg.log(l, s);
+        let out = block_on(db.publish(&log, &settings, "0 3 * * *", cron::ports(Ok(&kv), &source)));
+        let e = out.err().unwrap();
+        assert!(
+            matches!(e, PublishError::Update(UpdateError::Serving(_))),
+            "{e}"
+        );
+        assert!(source.0.borrow().is_empty());
+        let probe = cron::stored(&kv, &settings).probe.unwrap();
+        assert!(!probe.ok);
+        assert!(probe.reason.unwrap().contains("store down"));
     }
 
     #[test]

@@ -1,14 +1,14 @@
 //! The IPDB cron job's bindings: `egn_core::ip::publish` decides (promote or download, the
-//! candidates, the caps, the deadline, objects before the record, retention, the status); this
-//! file implements its ports over KV, R2, `fetch` with an `AbortController`, the runtime's
-//! `DecompressionStream` and `Delay`, probes the serving version and logs what the run reports.
+//! candidates, the caps, the deadline, objects before the record, retention, the status) and
+//! `egn_http::ipdb` runs it (the probe, the status kept, the log); this file implements its
+//! ports over KV, R2, `fetch` with an `AbortController`, the runtime's `DecompressionStream`
+//! and `Delay`.
 
-use super::store::WorkerClock;
 use super::{ipdb, IPDB_BUCKET, IPDB_CONFIG};
 use crate::edge::log_at;
 use egn_core::config::Config;
-use egn_core::ip::publish::{self, Against, Job, Listing, Mode, Ports, Response, Run};
-use egn_core::ip::update::UpdateError;
+use egn_core::ip::publish::{self, Listing, Response};
+use egn_http::ipdb::{PublishError, Publisher};
 use futures_util::StreamExt;
 use std::cell::RefCell;
 use std::time::Duration;
@@ -21,19 +21,8 @@ const STAGING_CONFIG: &str = "IPDB_STAGING_CONFIG";
 /// Production's read of staging's bucket (optional: else `IPDB_BUCKET`).
 const STAGING_BUCKET: &str = "IPDB_STAGING_BUCKET";
 
-/// Why the cron's run did not end in `published`, `unchanged` or `waiting`. The texts are the
-/// cron's log.
-#[derive(Debug, thiserror::Error)]
-pub enum PublishError {
-    /// The KV binding is missing.
-    #[error("KV binding: {0}")]
-    Binding(worker::Error),
-    /// The candidate was refused or could not be fetched or stored.
-    #[error(transparent)]
-    Update(#[from] UpdateError),
-}
-
-/// Cron job (`cron` is the expression that fired it: the next due run is computed from it).
+/// Cron job (`cron` is the expression that fired it): `egn_http::ipdb`'s publish run over the
+/// bindings.
 ///
 /// # Errors
 /// [`PublishError`] when the KV binding is missing, or the candidate was refused or not stored.
@@ -41,60 +30,19 @@ pub async fn publish_from_source(
     env: &Env,
     cfg: &Config,
     cron: &str,
-) -> Result<String, PublishError> {
-    let settings = &cfg.ipdb;
-    let Some(mode) = Mode::of(settings) else {
-        return Ok(publish::OFF.into());
+) -> Result<String, PublishError<worker::Error>> {
+    let ports = Publisher {
+        kv: env.kv(IPDB_CONFIG).map(Kv),
+        staging_kv: env.kv(STAGING_CONFIG).ok().map(Kv),
+        bucket: R2(env.bucket(IPDB_BUCKET)),
+        staging_bucket: env.bucket(STAGING_BUCKET).ok().map(Ok).map(R2),
+        fetch: SourceFetch::default(),
+        gunzip: RuntimeGunzip,
+        timer: WorkerTimer,
     };
-    let kv = Kv(env.kv(IPDB_CONFIG).map_err(PublishError::Binding)?);
-    let staging_kv = env.kv(STAGING_CONFIG).ok().map(Kv);
-    let bucket = R2(env.bucket(IPDB_BUCKET));
-    let staging_bucket = env.bucket(STAGING_BUCKET).ok().map(Ok).map(R2);
-    let fetch = SourceFetch::default();
-    let ports = Ports {
-        kv: &kv,
-        bucket: &bucket,
-        staging_kv: staging_kv.as_ref(),
-        staging_bucket: staging_bucket.as_ref(),
-        fetch: &fetch,
-        gunzip: &RuntimeGunzip,
-        timer: &WorkerTimer,
-        clock: &WorkerClock,
-    };
-    let prior = ports.prior(settings).await;
-    // What serves, every page loaded and verified: the probe staging's promotion rule reads,
-    // and the database a download is vetted against.
-    let now = String::from(js_sys::Date::new_0().to_iso_string());
-    let (serving, probe) = ipdb(env, settings)
-        .probe(&log_at, prior.current.as_ref(), now)
-        .await;
-    let job = Job {
-        settings,
-        mode,
-        cron,
-        serving: match &serving {
-            Ok(s) => Ok(Against {
-                db: s.db(),
-                attribution: s.attribution().cloned(),
-            }),
-            Err(e) => Err(UpdateError::Serving(e.message.clone())),
-        },
-        probe,
-    };
-    let Run {
-        result,
-        status,
-        notes,
-    } = ports.run(job, prior).await;
-    super::serving().set_last_update(status);
-    for note in notes {
-        if note.is_error() {
-            worker::console_error!("{note}");
-        } else {
-            worker::console_log!("{note}");
-        }
-    }
-    Ok(Run::summary(&result?))
+    ipdb(env, &cfg.ipdb)
+        .publish(&log_at, &cfg.ipdb, cron, ports)
+        .await
 }
 
 /// Why a KV or R2 operation failed.

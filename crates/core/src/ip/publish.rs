@@ -288,7 +288,8 @@ impl Run {
 }
 
 /// `ms` since the epoch as the runtime's `Date.toISOString()` writes it (milliseconds, `Z`).
-fn iso_ms(ms: u64) -> String {
+#[must_use]
+pub fn iso_ms(ms: u64) -> String {
     let s = source::rfc3339(ms);
     format!("{}.{:03}Z", s.trim_end_matches('Z'), ms % 1000)
 }
