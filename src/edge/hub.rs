@@ -1,8 +1,9 @@
 //! The live badge: one Durable Object per owner (`INBOX_HUB`) holds that owner's WebSockets
 //! through the Hibernation API, so idle connections cost nothing, and pushes `{unread, unseen,
 //! sync}` after each change. What the hub does on a poke, a connect, an alarm, a message and an
-//! erasure is `egn_core::notify::hub`'s; this file binds its [`Room`] to the Durable Object's
-//! storage, alarm and sockets, and hands the worker's requests to the hub.
+//! erasure is `egn_core::notify::hub`'s; the wire between the worker and the hub, and the badge
+//! read, are `egn_http::hub`'s. This file binds its [`Room`] to the Durable Object's storage,
+//! alarm and sockets, and carries the worker's requests to the hub.
 
 use serde_json::json;
 use worker::{
@@ -11,18 +12,14 @@ use worker::{
 };
 
 use super::state;
-use egn_core::notify::badge;
 use egn_core::notify::hub::{self, Attachment, Hub, Room};
-use egn_core::notify::{encode_cursor, next_sync};
+use egn_http::hub::{Accept, Call, HubReply};
 
 /// The binding's name.
 pub const BINDING: &str = "INBOX_HUB";
-const OWNER_HEADER: &str = "X-Inbox-Owner";
 /// Where hubs before the socket attachment carried the owner kept it (read only as a fallback
 /// for sockets accepted by that code; nothing writes it any more).
 const LEGACY_OWNER_KEY: &str = "owner";
-/// When the socket's token expires, ms since the epoch (set by the worker after verifying it).
-const DEADLINE_HEADER: &str = "X-Token-Deadline-Ms";
 /// Storage key of a pending trailing push (ms since the epoch); the alarm is shared with expiry.
 const PUSH_AT_KEY: &str = "push_at";
 
@@ -30,25 +27,18 @@ fn now() -> f64 {
     Date::now().as_millis() as f64
 }
 
-fn hub_request(
-    path: &str,
-    owner: &str,
-    upgrade: Option<&str>,
-    deadline_ms: Option<f64>,
-) -> Result<Request> {
+/// The request to `owner`'s hub for `call`, sent.
+async fn send(ns: &worker::ObjectNamespace, owner: &str, call: Call<'_>) -> Result<Response> {
+    let (url, list) = call.request(owner);
     let headers = Headers::new();
-    headers.set(OWNER_HEADER, owner)?;
-    if let Some(d) = deadline_ms {
-        headers.set(DEADLINE_HEADER, &format!("{d}"))?;
+    for (name, value) in list {
+        headers.set(name, &value)?;
     }
-    if let Some(protocols) = upgrade {
-        headers.set("Upgrade", "websocket")?;
-        headers.set("Sec-WebSocket-Protocol", protocols)?;
-    }
-    Request::new_with_init(
-        &format!("https://hub{path}"),
-        RequestInit::new().with_headers(headers),
-    )
+    let req = Request::new_with_init(url, RequestInit::new().with_headers(headers))?;
+    ns.id_from_name(owner)?
+        .get_stub()?
+        .fetch_with_request(req)
+        .await
 }
 
 /// Hands an authenticated WebSocket upgrade (with the client's offered subprotocols and the
@@ -60,17 +50,11 @@ pub async fn connect(
     deadline_ms: Option<f64>,
 ) -> Option<Result<Response>> {
     let ns = env.durable_object(BINDING).ok()?;
-    let run = async {
-        let stub = ns.id_from_name(owner)?.get_stub()?;
-        stub.fetch_with_request(hub_request(
-            "/connect",
-            owner,
-            Some(protocols),
-            deadline_ms,
-        )?)
-        .await
+    let call = Call::Connect {
+        protocols,
+        deadline_ms,
     };
-    Some(run.await)
+    Some(send(&ns, owner, call).await)
 }
 
 /// The hubs behind the core's erasure port: `/erase` clears the owner's hub (nothing without
@@ -85,18 +69,10 @@ impl egn_core::notify::erasure::BadgeHubs for Hubs<'_> {
         let Ok(ns) = self.0.durable_object(BINDING) else {
             return Ok(0);
         };
-        let fail = |e: worker::Error| egn_core::notify::erasure::HubError(e.to_string());
-        let stub = ns
-            .id_from_name(owner)
-            .map_err(fail)?
-            .get_stub()
-            .map_err(fail)?;
-        let mut resp = stub
-            .fetch_with_request(hub_request("/erase", owner, None, None).map_err(fail)?)
-            .await
-            .map_err(fail)?;
-        let body: serde_json::Value = resp.json().await.map_err(fail)?;
-        Ok(body["closed"].as_u64().unwrap_or(0) as u32)
+        let fail = |e: &dyn std::fmt::Display| egn_core::notify::erasure::HubError(e.to_string());
+        let mut resp = send(&ns, owner, Call::Erase).await.map_err(|e| fail(&e))?;
+        let body = resp.bytes().await.map_err(|e| fail(&e))?;
+        egn_http::hub::closed(&body).map_err(|e| fail(&e))
     }
 }
 
@@ -115,11 +91,7 @@ pub async fn poke_now(env: &Env, owners: Vec<String>) {
         return;
     };
     for owner in owners {
-        let sent = async {
-            let stub = ns.id_from_name(&owner)?.get_stub()?;
-            stub.fetch_with_request(hub_request("/poke", &owner, None, None)?)
-                .await
-        };
+        let sent = send(&ns, &owner, Call::Poke);
         if let Err(e) = sent.await {
             // A lost poke is repaired by the client's next connect (the socket is a hint).
             worker::console_warn!(
@@ -136,38 +108,6 @@ pub struct InboxHub {
     state: State,
     env: Env,
     hub: Hub,
-}
-
-/// Why a badge could not be read (the Durable Object's caller logs it; sockets keep the last
-/// badge they got).
-#[derive(Debug, thiserror::Error)]
-enum BadgeError {
-    #[error(transparent)]
-    Config(#[from] egn_core::config::ConfigError),
-    #[error(transparent)]
-    Api(#[from] egn_http::ApiError),
-    #[error(transparent)]
-    Counts(#[from] egn_core::notify::NotifyError),
-}
-
-// The one place a badge failure becomes a `worker::Error` (the Durable Object's error type).
-impl From<BadgeError> for worker::Error {
-    fn from(e: BadgeError) -> Self {
-        worker::Error::RustError(e.to_string())
-    }
-}
-
-impl InboxHub {
-    /// The badge message for `owner` (one Data API call).
-    async fn badge(&self, owner: &str) -> std::result::Result<String, BadgeError> {
-        let st = state::get(&self.env);
-        let cfg = st.config.as_ref().map_err(Clone::clone)?;
-        let store = egn_http::backends::store(super::http_client::WorkerHttp, cfg)?;
-        let t = now() as i64;
-        let counts = store.counts(owner, None, t).await?;
-        let (pos, _) = next_sync(None, None, t, cfg.notify.sync_settle_ms);
-        Ok(badge::message(counts, &encode_cursor(&pos)).to_string())
-    }
 }
 
 impl Room for InboxHub {
@@ -225,11 +165,26 @@ impl Room for InboxHub {
     }
 
     async fn badge(&self, owner: &str) -> Result<String> {
-        Ok(InboxHub::badge(self, owner).await?)
+        let config = &state::get(&self.env).config;
+        let http = super::http_client::WorkerHttp;
+        egn_http::hub::badge(http, config, owner, now() as i64)
+            .await
+            .map_err(|e| worker::Error::RustError(e.to_string()))
     }
 
     fn warn(&self, what: &str, e: &worker::Error) {
         worker::console_warn!("{}", json!({ "hub": what, "error": e.to_string() }));
+    }
+}
+
+impl Accept for InboxHub {
+    type Client = WebSocket;
+
+    fn accept(&self, attachment: &Attachment) -> Result<(WebSocket, WebSocket)> {
+        let pair = WebSocketPair::new()?;
+        self.state.accept_web_socket(&pair.server);
+        pair.server.serialize_attachment(attachment)?;
+        Ok((pair.server, pair.client))
     }
 }
 
@@ -243,40 +198,17 @@ impl DurableObject for InboxHub {
     }
 
     async fn fetch(&self, req: Request) -> Result<Response> {
-        let owner = req.headers().get(OWNER_HEADER)?.unwrap_or_default();
-        if owner.is_empty() {
-            return Response::error("owner missing", 400);
+        let header = |name: &str| req.headers().get(name).ok().flatten();
+        match egn_http::hub::serve(&self.hub, self, &req.path(), header).await? {
+            HubReply::Answer(answer) => super::render(answer),
+            HubReply::Upgrade { client, protocol } => {
+                let mut resp = Response::from_websocket(client)?;
+                if let Some(p) = protocol {
+                    resp.headers_mut().set("Sec-WebSocket-Protocol", p)?;
+                }
+                Ok(resp)
+            }
         }
-        if req.path() == "/erase" {
-            let closed = self.hub.erase(self).await?;
-            return Response::from_json(&json!({ "closed": closed }));
-        }
-        if req.path() == "/poke" {
-            self.hub.poke(self, &owner).await?;
-            return Response::empty();
-        }
-        let deadline_ms = hub::parse_deadline(req.headers().get(DEADLINE_HEADER)?.as_deref());
-        let pair = WebSocketPair::new()?;
-        self.state.accept_web_socket(&pair.server);
-        // Alarms carry no request: the socket remembers whose hub this is (no storage write).
-        pair.server.serialize_attachment(Attachment {
-            deadline_ms,
-            owner: Some(owner.clone()),
-        })?;
-        self.hub
-            .connected(self, &pair.server, &owner, deadline_ms)
-            .await?;
-        let offered = req
-            .headers()
-            .get("Sec-WebSocket-Protocol")?
-            .unwrap_or_default();
-        let mut resp = Response::from_websocket(pair.client)?;
-        // Answer the protocol only when offered: a client that did not offer it would fail.
-        if badge::offers_protocol(&offered) {
-            resp.headers_mut()
-                .set("Sec-WebSocket-Protocol", badge::PROTOCOL)?;
-        }
-        Ok(resp)
     }
 
     async fn alarm(&self) -> Result<Response> {

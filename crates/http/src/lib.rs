@@ -10,6 +10,7 @@ pub mod dispatch;
 mod error;
 pub mod geo;
 pub mod health;
+pub mod hub;
 pub mod idempotency;
 pub mod ip;
 pub mod ipdb;
