@@ -3,8 +3,6 @@
 //! consumer and the cron. What a request answers is `egn_http::handle`'s; flows live in the core.
 
 mod assets;
-#[cfg(feature = "bench")]
-mod bench;
 mod geo;
 mod http_client;
 mod hub;

@@ -122,6 +122,10 @@ impl IpData for Edge<'_> {
     fn report(&self, stale_after_days: u32) -> IpdbReport {
         ip::health(stale_after_days)
     }
+    #[cfg(feature = "bench")]
+    async fn served_all(&self, cfg: &IpdbSettings, s: Rc<Served>) -> Result<Rc<Served>, ApiError> {
+        ip::served_all(self.env, cfg, s).await
+    }
 }
 
 impl Environment for Edge<'_> {
@@ -149,17 +153,5 @@ impl Ports for Edge<'_> {
     /// (for the host) in every build of the worker, native and wasm.
     fn document(&self) -> &'static str {
         include_str!("../openapi.json")
-    }
-
-    #[cfg(feature = "bench")]
-    async fn bench(
-        &self,
-        op: egn_http::routes::Op,
-        req: &impl RequestHeaders,
-        cfg: &egn_core::config::Config,
-        query: &str,
-        body: &[u8],
-    ) -> Result<egn_http::Answer, ApiError> {
-        super::bench::serve(op, req, self, cfg, query, body).await
     }
 }

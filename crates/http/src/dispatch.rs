@@ -203,6 +203,9 @@ pub trait IpData {
     async fn served(&self, cfg: &IpdbSettings, ips: &[IpAddr]) -> Result<Rc<Served>, ApiError>;
     /// Its `/healthz` fragment.
     fn report(&self, stale_after_days: u32) -> health::IpdbReport;
+    /// `s` with every page loaded (`/__bench/ip?all=1`: the whole-table load).
+    #[cfg(feature = "bench")]
+    async fn served_all(&self, cfg: &IpdbSettings, s: Rc<Served>) -> Result<Rc<Served>, ApiError>;
 }
 
 /// Secrets and variables by name (empty counting as unset).
@@ -218,16 +221,6 @@ pub trait Ports:
 {
     /// `GET /openapi.json`'s document.
     fn document(&self) -> &'static str;
-    /// The `/__bench/*` routes (the bench build only).
-    #[cfg(feature = "bench")]
-    async fn bench(
-        &self,
-        op: crate::routes::Op,
-        req: &impl RequestHeaders,
-        cfg: &Config,
-        query: &str,
-        body: &[u8],
-    ) -> Result<Answer, ApiError>;
 }
 
 /// What an isolate keeps between requests: the configuration parsed once (bindings cannot

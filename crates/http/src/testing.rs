@@ -172,6 +172,10 @@ impl IpData for Mem {
             freshness: s.freshness(0, stale_after_days),
         }
     }
+    #[cfg(feature = "bench")]
+    async fn served_all(&self, _: &IpdbSettings, s: Rc<Served>) -> Result<Rc<Served>, ApiError> {
+        Ok(s)
+    }
 }
 
 impl Environment for Mem {
@@ -189,17 +193,6 @@ impl RateLimiters for Mem {
 impl Ports for Mem {
     fn document(&self) -> &'static str {
         "{\"openapi\":\"3.1.0\"}"
-    }
-    #[cfg(feature = "bench")]
-    async fn bench(
-        &self,
-        _: crate::routes::Op,
-        _: &impl crate::pipeline::RequestHeaders,
-        _: &Config,
-        _: &str,
-        _: &[u8],
-    ) -> Result<crate::Answer, ApiError> {
-        crate::Answer::ok(&0)
     }
 }
 

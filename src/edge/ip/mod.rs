@@ -15,8 +15,6 @@ use egn_core::ip::serving::{Clock, Served, Serving};
 use egn_core::ip::IpdbSettings;
 use egn_http::health::IpdbReport;
 use egn_http::ipdb::Ipdb;
-#[cfg(feature = "bench")]
-use serde_json::json;
 use std::net::IpAddr;
 use std::rc::Rc;
 use store::{EdgeStore, WorkerClock};
@@ -65,6 +63,12 @@ pub async fn ip_state(
     ipdb(edge.env, cfg).served(edge, every_ms, ips).await
 }
 
+/// `s` with every page loaded (`/__bench/ip?all=1`).
+#[cfg(feature = "bench")]
+pub async fn served_all(env: &Env, cfg: &IpdbSettings, s: Rc<Served>) -> ApiResult<Rc<Served>> {
+    ipdb(env, cfg).ready_all(&super::log_at, s).await
+}
+
 /// Health fragment: what serves, where it came from, and how fresh it is (stale past
 /// `IPDB_STALE_AFTER_DAYS`).
 pub fn health(stale_after_days: u32) -> IpdbReport {
@@ -73,35 +77,4 @@ pub fn health(stale_after_days: u32) -> IpdbReport {
         serving: serving.health(),
         freshness: serving.freshness(WorkerClock.now_ms(), stale_after_days),
     }
-}
-
-#[cfg(feature = "bench")]
-/// Bench: `reps` passes of lookups over the `n` addresses of the shared benchmark mix (the
-/// native bench times the same list and work), timed from outside against `reps=0` in the
-/// same isolate; pages are loaded before either. `all=1` loads every page first (in a fresh
-/// isolate: the whole-table load the lazy pages replace).
-pub async fn bench(
-    edge: &Edge<'_>,
-    cfg: &egn_core::config::Config,
-    query: &str,
-) -> ApiResult<egn_http::Answer> {
-    let num = |k: &str, d: usize| egn_http::query::count(query, k, d, 1_000_000);
-    let (n, reps, all) = (num("n", 0)?, num("reps", 1)?, num("all", 0)? == 1);
-    let ips = egn_core::ip::workload::addresses(n);
-    let mut s = ip_state(edge, &cfg.ipdb, &ips).await?;
-    if all {
-        s = ipdb(edge.env, &cfg.ipdb)
-            .ready_all(&super::log_at, s)
-            .await?;
-    }
-    let mut countries = 0;
-    for _ in 0..reps {
-        countries += egn_core::ip::workload::count_countries(s.db(), &ips);
-    }
-    egn_http::Answer::ok(&json!({
-        "n": n,
-        "reps": reps,
-        "countries": countries,
-        "loaded_page_bytes": s.db().loaded_len(),
-    }))
 }
