@@ -1,5 +1,6 @@
-//! Signature verification behind one trait: WebCrypto on wasm32 (the runtime's native code, see
-//! [`super::webcrypto`]), pure Rust natively (`rsa`, `p256`) so `cargo test` runs the same flow.
+//! Signature verification behind one trait: WebCrypto on wasm32 (the runtime's native code:
+//! `src/edge/webcrypto.rs`, asking what [`super::webcrypto`] says), pure Rust natively (`rsa`,
+//! `p256`) so `cargo test` runs the same flow.
 //! HMAC is pure Rust on both: it is a few microseconds either way.
 
 use super::jwks::KeyMaterial;

@@ -7,6 +7,7 @@ pub mod jwks;
 pub mod jwt;
 pub mod service_keys;
 pub mod verifier;
+pub mod webcrypto;
 
 pub use jwt::Alg;
 pub use service_keys::{ServiceKey, ServiceKeys};
