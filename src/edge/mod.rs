@@ -7,7 +7,6 @@ mod geo;
 mod http_client;
 mod hub;
 mod ip;
-mod notify;
 mod ports;
 mod queue;
 mod state;
@@ -17,7 +16,7 @@ use egn_http::dispatch::{self, Answer, Handled, Target};
 use egn_http::pipeline::{self, Caller, RequestHeaders};
 use egn_http::ApiError;
 use ports::Req;
-use serde_json::{json, Value};
+use serde_json::Value;
 use worker::{
     event, Context, Date, Env, Headers, Request, Response, ResponseBuilder, Result,
     ScheduleContext, ScheduledEvent,
@@ -122,20 +121,8 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
 
 #[event(scheduled)]
 async fn scheduled(event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
-    let st = state::get(&env);
-    let cfg = match &st.config {
-        Ok(c) => c,
-        Err(e) => {
-            log(&json!({"cron": "skipped", "error": e.to_string()}));
-            return;
-        }
-    };
-    // Logged as before: `{"Ok": outcome}` or `{"Err": reason}`.
-    let ipdb = ip::publish_from_source(&env, cfg, &event.cron())
-        .await
-        .map_err(|e| e.to_string());
-    let hk = notify::housekeeping(cfg, &env).await;
-    log(&json!({"cron": "done", "ipdb": ipdb, "housekeeping": hk}));
+    let config = &state::get(&env).config;
+    log(&egn_http::cron::scheduled(&ports::Cron(&env), config, &event.cron()).await);
 }
 
 /// Random bytes for a request id: getrandom is not in the tree; Math.random is fine for an id

@@ -1,13 +1,15 @@
 //! The ports of `egn_http::dispatch` over the worker's bindings: the request, the clock,
 //! `waitUntil` and the console, the backends, the badge hubs, the assets, the geo layers, the IP
-//! database, the environment and the rate limiters.
+//! database, the environment and the rate limiters; and the cron's (`egn_http::cron`).
 
 use super::http_client::WorkerHttp;
 use super::{assets, geo, hub, ip, log_at, queue, state, Edge};
+use egn_core::config::Config;
 use egn_core::geo::Layers;
 use egn_core::ip::serving::Served;
 use egn_core::ip::IpdbSettings;
 use egn_http::assets::{AssetError, Assets};
+use egn_http::cron::CronPorts;
 use egn_http::dispatch::{
     Backends, Background, Badges, Environment, GeoData, Incoming, IpData, Level, Lines, Now, Ports,
 };
@@ -18,7 +20,7 @@ use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
 use std::rc::Rc;
-use worker::{Date, Request, Response};
+use worker::{Date, Env, Request, Response};
 
 /// The request, for the pipeline and the handlers.
 pub struct Req(pub Request);
@@ -153,5 +155,25 @@ impl Ports for Edge<'_> {
     /// (for the host) in every build of the worker, native and wasm.
     fn document(&self) -> &'static str {
         include_str!("../openapi.json")
+    }
+}
+
+/// The cron's bindings (it has no request and no `waitUntil`).
+pub struct Cron<'a>(pub &'a Env);
+
+impl CronPorts for Cron<'_> {
+    type Http = WorkerHttp;
+    type Error = egn_http::ipdb::PublishError<worker::Error>;
+    fn http(&self) -> WorkerHttp {
+        WorkerHttp
+    }
+    fn now_ms(&self) -> i64 {
+        Date::now().as_millis() as i64
+    }
+    async fn publish_ipdb(&self, cfg: &Config, cron: &str) -> Result<String, Self::Error> {
+        ip::publish_from_source(self.0, cfg, cron).await
+    }
+    async fn poke(&self, owners: Vec<String>) {
+        hub::poke_now(self.0, owners).await;
     }
 }
