@@ -21,23 +21,17 @@ use stack_support::{now_ms, Stack};
 
 type Svc = NotifyService<UreqClient>;
 
+/// [`stack_support::like_at`] with what erasure must remove: a named sender with an avatar, and
+/// a landing.
 fn event(owner: &str, key: &str, sender: &str, t: i64) -> NewEvent {
     NewEvent {
-        owner: owner.into(),
-        item_key: key.into(),
-        service_type: "feed".into(),
-        category_type: "social".into(),
-        notification_type: "like".into(),
-        template_type: "default".into(),
-        event_id: format!("{owner}/{key}/{sender}/{t}"),
         sender: NewSender {
             id: sender.into(),
             name: format!("Name of {sender}"),
             avatar: Some(format!("https://cdn.example/{sender}.png")),
         },
         landing: Some(format!("app://{key}")),
-        message_arguments: Default::default(),
-        created_time_msec: t,
+        ..stack_support::like_at(owner, key, sender, t)
     }
 }
 

@@ -8,7 +8,7 @@ mod stack_support;
 
 use egn_core::backend::native::{block_on, UreqClient};
 use egn_core::notify::NotifyService;
-use egn_core::notify::{Deferred, NewEvent, NewSender, NotificationEvent};
+use egn_core::notify::{Deferred, NotificationEvent};
 use egn_http::{notify_routes, user_writes, Reply};
 use serde_json::json;
 use stack_support::{now_ms, Stack};
@@ -17,23 +17,8 @@ type Svc = NotifyService<UreqClient>;
 
 /// Writes one unread item of `owner` at `t`.
 fn item(svc: &Svc, owner: &str, key: &str, t: i64) {
-    let raw = NewEvent {
-        owner: owner.into(),
-        item_key: key.into(),
-        service_type: "feed".into(),
-        category_type: "social".into(),
-        notification_type: "like".into(),
-        template_type: "default".into(),
-        event_id: format!("{owner}/{key}/{t}"),
-        sender: NewSender {
-            id: "bo".into(),
-            name: "Bo".into(),
-            avatar: None,
-        },
-        landing: None,
-        message_arguments: Default::default(),
-        created_time_msec: t,
-    };
+    let mut raw = stack_support::like(owner, key, "bo", &format!("{owner}/{key}/{t}"), t);
+    raw.sender.name = "Bo".into();
     let ev = NotificationEvent::new(raw, svc.store().config(), t).unwrap();
     block_on(svc.store().create(&ev, t)).unwrap();
 }
