@@ -541,23 +541,30 @@ mod tests {
         crate::testing::config(vars).unwrap().ipdb
     }
 
+    /// A publish run of `db` over `kv` and `source` (fired by `17 3 * * *`), with what it logged.
+    fn publish(
+        db: &Ipdb<Memory, Manual>,
+        settings: &IpdbSettings,
+        kv: Result<&cron::Texts, Down>,
+        source: &cron::Source,
+    ) -> (Result<String, PublishError<Down>>, Lines) {
+        let bg = Bg::default();
+        let log = |l: Level, s: &str| bg.log(l, s);
+        let ports = cron::ports(kv, source);
+        let out = block_on(db.publish(&log, settings, "17 3 * * *", ports));
+        (out, bg.lines.take())
+    }
+
     #[test]
     fn a_run_with_nothing_configured_is_off_and_needs_no_kv_binding() {
         let db = ipdb(&table(), true);
         let source = cron::Source::default();
-        let kv = Err(Down("no IPDB_CONFIG".into()));
-        let log = |_: Level, line: &str| panic!("logged {line}");
-        let out = block_on(db.publish(
-            &log,
-            &settings(false),
-            "0 3 * * *",
-            cron::ports(kv, &source),
-        ));
+        let no_kv = || Err(Down("no IPDB_CONFIG".into()));
+        let (out, lines) = publish(&db, &settings(false), no_kv(), &source);
         assert_eq!(out.unwrap(), egn_core::ip::publish::OFF);
+        assert!(lines.is_empty());
         // With a source the binding is needed, before anything is fetched.
-        let kv = Err(Down("no IPDB_CONFIG".into()));
-        let out =
-            block_on(db.publish(&log, &settings(true), "0 3 * * *", cron::ports(kv, &source)));
+        let (out, _) = publish(&db, &settings(true), no_kv(), &source);
         let e = out.err().unwrap();
         assert!(matches!(e, PublishError::Binding(_)));
         assert_eq!(e.to_string(), "KV binding: store down: no IPDB_CONFIG");
@@ -571,9 +578,7 @@ mod tests {
         let settings = settings(true);
         let kv = cron::Texts::default();
         let source = cron::Source::default();
-        let bg = Bg::default();
-        let log = |l: Level, s: &str| bg.log(l, s);
-        let out = block_on(db.publish(&log, &settings, "0 3 * * *", cron::ports(Ok(&kv), &source)));
+        let (out, lines) = publish(&db, &settings, Ok(&kv), &source);
         assert_eq!(out.err().unwrap().to_string(), "download: answered 404");
         assert_eq!(*source.0.borrow(), [PLAIN]);
         let status = cron::stored(&kv, &settings);
@@ -581,15 +586,14 @@ mod tests {
         assert!(probe.ok, "{:?}", probe.reason);
         assert_eq!(probe.at, "2026-12-02T01:00:00.123Z");
         assert_eq!(db.serving.health().last_update, Some(status));
-        assert!(bg.lines.borrow().is_empty(), "{:?}", bg.lines.borrow());
+        assert!(lines.is_empty(), "{lines:?}");
         // A status that cannot be stored is logged as an error; this isolate still shows it.
         let kv = cron::Texts {
             fail_put: Some(egn_core::ip::update::status_key(&settings.kv_key)),
             ..Default::default()
         };
-        let out = block_on(db.publish(&log, &settings, "0 3 * * *", cron::ports(Ok(&kv), &source)));
+        let (out, lines) = publish(&db, &settings, Ok(&kv), &source);
         assert!(out.is_err());
-        let lines = bg.lines.borrow();
         assert_eq!(lines.len(), 1);
         assert_eq!(lines[0].0, Level::Error);
         assert!(
@@ -605,9 +609,7 @@ mod tests {
         let settings = settings(true);
         let kv = cron::Texts::default();
         let source = cron::Source::default();
-        let bg = Bg::default();
-        let log = |l: Level, s: &str| bg.log(l, s);
-        let out = block_on(db.publish(&log, &settings, "0 3 * * *", cron::ports(Ok(&kv), &source)));
+        let (out, _) = publish(&db, &settings, Ok(&kv), &source);
         let e = out.err().unwrap();
         assert!(
             matches!(e, PublishError::Update(UpdateError::Serving(_))),
