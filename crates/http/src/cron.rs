@@ -81,24 +81,28 @@ mod tests {
     use egn_core::backend::native::block_on;
     use std::cell::RefCell;
 
+    #[derive(Clone, Debug, thiserror::Error)]
+    #[error("{0}")]
+    struct Failed(&'static str);
+
     /// A publish run that answers `ipdb`, hubs that record their pokes.
     struct Ports {
         http: Script,
-        ipdb: Result<String, String>,
+        ipdb: Result<String, Failed>,
         runs: RefCell<Vec<String>>,
         poked: RefCell<Vec<String>>,
     }
 
     impl CronPorts for Ports {
         type Http = Script;
-        type Error = String;
+        type Error = Failed;
         fn http(&self) -> Script {
             self.http.clone()
         }
         fn now_ms(&self) -> i64 {
             1_700_000_000_000
         }
-        async fn publish_ipdb(&self, _: &Config, cron: &str) -> Result<String, String> {
+        async fn publish_ipdb(&self, _: &Config, cron: &str) -> Result<String, Failed> {
             self.runs.borrow_mut().push(cron.to_owned());
             self.ipdb.clone()
         }
@@ -107,7 +111,7 @@ mod tests {
         }
     }
 
-    fn ports(ipdb: Result<String, String>) -> Ports {
+    fn ports(ipdb: Result<String, Failed>) -> Ports {
         Ports {
             http: Script::default(),
             ipdb,
@@ -132,7 +136,7 @@ mod tests {
 
     #[test]
     fn the_ipdb_runs_then_the_housekeeping_pokes_the_trimmed_owners() {
-        let p = ports(Err("download: answered 404".into()));
+        let p = ports(Err(Failed("download: answered 404")));
         let cfg = config(&[]);
         let line = block_on(scheduled(&p, &cfg, "17 3 * * *"));
         assert_eq!(*p.runs.borrow(), ["17 3 * * *"]);
