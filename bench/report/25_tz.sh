@@ -9,7 +9,8 @@ cargo build --release --quiet -p edge-geo-notify-benches --example tz_report --e
 cat <<'MD'
 ## Coordinates → country and time zone
 
-Median ns per lookup over batches of 1 000 points, 3 interleaved passes each, on the point sets
+Median ns per lookup over batches of 1 000 points, 3 timed passes per contender, each right
+after an untimed pass of the same contender (its own data as warm as that traffic leaves it), on the point sets
 of the country section plus 100 000 points within 0.01° of a land time-zone border
 (`near_zone_border`; geo-tz's quad cuts left out). The zones are timezone-boundary-builder's
 full zone set (npm `geo-tz` 8.1.9's `timezones.geojson`, the set `geo-tz/all` answers; the open
@@ -60,7 +61,7 @@ target/tz-anchor/release/tz-anchor "$BENCH_OUT"
 echo
 node bench/probes/tz_peers.mjs "$BENCH_OUT"
 echo
-echo "In workerd (the release wasm in Miniflare, \`bench/probes/tz_wasm.mjs\`: \`/__bench/geo\` runs 20 passes over 10 000 points in the isolate, minus the pass-free request; 9 samples per set):"
+echo "In workerd (the release wasm in Miniflare, \`bench/probes/tz_wasm.mjs\`: \`/__bench/geo\` runs 20 passes over 10 000 points in the isolate, minus the same contender's request without timed passes (parse, transfer and the untimed pass that loads its tiles); 9 samples per set):"
 echo
 node bench/probes/tz_wasm.mjs "$BENCH_OUT" | { grep -v '^{"rid"' || true; }
 echo
