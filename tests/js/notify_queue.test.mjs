@@ -111,12 +111,16 @@ test("10 000 queued events under ~10% faults on both backends: exactly once", { 
   // Retract every 8th sender while the consumer is still writing: a retraction that lands
   // before its create leaves the sender on the item's retracted list, and the create is refused.
   const retractions = [];
+  const retracted = new Map(); // `${owner}|${item}` -> ["sender:eventId:status"], for the evidence
   for (let i = 0; i < events.length; i += 8) {
     const e = events[i];
     retractions.push(async () => {
       const r = await untilOk("POST", "/v1/notifications/retractions", { owner: e.owner, itemKey: e.itemKey, senderId: e.sender.id }, stats);
       assert.ok(["updated", "deleted", "not_found"].includes(r.body.status), r.body.status);
-      expected.get(`${e.owner}|${e.itemKey}`).delete(e.sender.id);
+      const key = `${e.owner}|${e.itemKey}`;
+      expected.get(key).delete(e.sender.id);
+      if (!retracted.has(key)) retracted.set(key, []);
+      retracted.get(key).push(`${e.sender.id}:${e.eventId}:${r.body.status}`);
     });
   }
   await pool(retractions, CONCURRENCY);
@@ -182,17 +186,23 @@ test("10 000 queued events under ~10% faults on both backends: exactly once", { 
   const docs = await live();
   let lost = 0, duplicates = 0, countMismatch = 0, stray = 0;
   const byKey = new Map(docs.map((d) => [`${d.owner}|${d.itemKey}`, d]));
+  // What differs, item by item, for the failure message (a rare race needs its evidence).
+  const evidence = [];
+  const note = (what, key, d, extra) => evidence.length < 5 &&
+    evidence.push({ what, key, ...extra, doc: d && { origins: d.origins.map((o) => o.s).slice(0, 12), count: countOf(d), x: (d.x ?? []).slice(0, 20), t: d.t, u: d.u } });
   for (const [key, senders] of expected) {
     const d = byKey.get(key);
-    if (senders.size === 0) { if (d) stray++; continue; }
-    if (!d) { lost += senders.size; continue; }
+    if (senders.size === 0) { if (d) { stray++; note("item left with no sender", key, d, {}); } continue; }
+    if (!d) { lost += senders.size; note("item missing", key, d, { senders: senders.size }); continue; }
     const got = d.origins.map((o) => o.s);
     duplicates += got.length - new Set(got).size;
     // Past the cap only the newest 100 origins are stored (fewer once retractions pull some).
-    if (senders.size <= CAP) lost += [...senders].filter((s) => !got.includes(s)).length;
-    else if (got.length === 0) lost += senders.size;
-    stray += got.filter((s) => !senders.has(s)).length;
-    if (countOf(d) !== senders.size) countMismatch++;
+    const missing = senders.size <= CAP ? [...senders].filter((s) => !got.includes(s)) : got.length === 0 ? [...senders] : [];
+    lost += missing.length;
+    const strays = got.filter((s) => !senders.has(s));
+    stray += strays.length;
+    if (missing.length || strays.length) note("senders differ", key, d, { missing: missing.slice(0, 5), strays: d.origins.filter((o) => strays.includes(o.s)), retracted: retracted.get(key) });
+    if (countOf(d) !== senders.size) { countMismatch++; note("count differs", key, d, { want: senders.size }); }
   }
   console.log(`queue path: ${events.length + FAN_OUTS * FAN_OWNERS} events enqueued in ${enqueuedMs} ms, drained in ${drainedMs} ms; ` +
     `faults fired (fail_before, fail_after, delay): ${JSON.stringify(fired)}; client retries ${stats.retries}, ` +
@@ -202,7 +212,7 @@ test("10 000 queued events under ~10% faults on both backends: exactly once", { 
     const min = which === "data" ? 20 : 5;
     for (const n of fired[which]) assert.ok(n >= min, `${which} faults fired: ${fired[which]}`);
   }
-  assert.deepEqual({ lost, duplicates, countMismatch, stray }, { lost: 0, duplicates: 0, countMismatch: 0, stray: 0 });
+  assert.deepEqual({ lost, duplicates, countMismatch, stray }, { lost: 0, duplicates: 0, countMismatch: 0, stray: 0 }, JSON.stringify(evidence));
   const hot = [...expected.values()].filter((s) => s.size > CAP).length;
   assert.equal(hot, 4, "the hot items are past the cap");
   assert.equal(byKey.size, expected.size - [...expected.values()].filter((s) => s.size === 0).length);
