@@ -108,5 +108,5 @@ for o, t, g in zip(ours, tzf_, geo):
         bucket = overlap if (o in g and t in g) else other
         bucket[(o, t)] = bucket.get((o, t), 0) + 1
 fmt = lambda b: ", ".join(f"{o} vs {t} ×{k}" for (o, t), k in sorted(b.items(), key=lambda x: -x[1])) or "none"
-print(f"Of those, overlaps (both zones contain the city in the source; ours is the smaller): {fmt(overlap)}. Other: {fmt(other)}.")
+print(f"Of those, overlaps (both zones contain the city in the source; ours is the name that sorts first): {fmt(overlap)}. Other: {fmt(other)}.")
 PY

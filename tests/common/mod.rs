@@ -72,7 +72,7 @@ pub fn near_edge_points_of(
 
 pub fn oracle() -> &'static Oracle {
     static O: OnceLock<Oracle> = OnceLock::new();
-    O.get_or_init(|| Oracle::new(&world().features))
+    O.get_or_init(|| Oracle::new(&world().features, build::Layer::Countries.overlap_rule()))
 }
 
 impl World {
@@ -125,7 +125,7 @@ pub fn zones() -> &'static Zones {
 
 pub fn zone_oracle() -> &'static Oracle {
     static O: OnceLock<Oracle> = OnceLock::new();
-    O.get_or_init(|| Oracle::new(&zones().features))
+    O.get_or_init(|| Oracle::new(&zones().features, build::Layer::Zones.overlap_rule()))
 }
 
 impl Zones {

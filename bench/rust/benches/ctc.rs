@@ -5,7 +5,7 @@
 //! scripts/build-assets.sh`). Point sets: `ctc_points.rs`.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use egn_tools::geo::{oracle::Oracle, CountryIndex, GridPoint, LatLon, Tile};
+use egn_tools::geo::{build::Layer, oracle::Oracle, CountryIndex, GridPoint, LatLon, Tile};
 
 #[path = "ctc_points.rs"]
 mod ctc_points;
@@ -43,7 +43,7 @@ fn fixture() -> Fixture {
     Fixture {
         index,
         tiles,
-        oracle: Oracle::new(&ctc_points::features()),
+        oracle: Oracle::new(&ctc_points::features(), Layer::Countries.overlap_rule()),
         cb,
         sets: ctc_points::all_sets(),
         index_bytes,

@@ -7,7 +7,7 @@
 //!
 //! `cargo run --release -p edge-geo-notify-benches --example ctc_report -- OUT_DIR`
 
-use egn_tools::geo::{format, oracle::Oracle, CountryIndex, GridPoint, LatLon, Tile};
+use egn_tools::geo::{build::Layer, format, oracle::Oracle, CountryIndex, GridPoint, LatLon, Tile};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -38,7 +38,7 @@ fn main() {
         country_boundaries::BOUNDARIES_ODBL_360X180,
     )
     .expect("country-boundaries data");
-    let oracle = Oracle::new(&ctc_points::features());
+    let oracle = Oracle::new(&ctc_points::features(), Layer::Countries.overlap_rule());
     let ours = |p: GridPoint| index.lookup_with(p, |t| tiles[t].as_ref()).ok().flatten();
     let alpha2 = |id: Option<u16>| id.and_then(|i| index.country(i)).map(|c| c.alpha2);
 

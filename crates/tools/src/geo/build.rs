@@ -8,7 +8,7 @@
 //! and a handful of exact integer crossing tests.
 
 use super::format::*;
-use super::source::{area_order, SourceFeature};
+use super::source::{overlap_order, OverlapRule, SourceFeature};
 use super::{grid_x, grid_y, WORLD_H, WORLD_W};
 
 /// Split a cell while its candidates have more edges than this. Measured (near-border median,
@@ -85,7 +85,7 @@ struct Ranked {
 
 impl Ranked {
     fn new(features: &[SourceFeature], layer: Layer) -> Self {
-        let order = area_order(features);
+        let order = overlap_order(features, layer.overlap_rule());
         let mut rank_of = vec![0u16; features.len()];
         for (rank, &f) in order.iter().enumerate() {
             rank_of[f] = rank as u16;
@@ -160,6 +160,17 @@ pub enum Layer {
     Countries,
     /// A zone layer of its own: the same quadtree and tiles, a table of zone names.
     Zones,
+}
+
+impl Layer {
+    /// Which feature wins where the layer's polygons overlap.
+    #[must_use]
+    pub fn overlap_rule(self) -> OverlapRule {
+        match self {
+            Layer::Countries => OverlapRule::SmallestArea,
+            Layer::Zones => OverlapRule::FirstName,
+        }
+    }
 }
 
 /// Builds the country asset from repaired source features (sorted by alpha-3; a feature's index

@@ -2,7 +2,7 @@
 //! in floating point, with the same overlap rule as the index. Independent of the quadtree:
 //! it uses `geo`'s interval-tree containment per ring. Native only.
 
-use super::source::{area_order, SourceFeature};
+use super::source::{overlap_order, OverlapRule, SourceFeature};
 use geo::indexed::IntervalTreeMultiPolygon;
 use geo::{Contains, Coord, LineString, MultiPolygon, Polygon};
 
@@ -33,8 +33,8 @@ fn bucket(lon: f64, lat: f64) -> usize {
 }
 
 impl Oracle {
-    /// Indexes the features (same order and ids as the built asset).
-    pub fn new(features: &[SourceFeature]) -> Self {
+    /// Indexes the features (same order and ids as the built asset); overlaps answer by `rule`.
+    pub fn new(features: &[SourceFeature], rule: OverlapRule) -> Self {
         let mut parts = Vec::new();
         let mut buckets = vec![Vec::new(); 360 * 180];
         for (fi, f) in features.iter().enumerate() {
@@ -71,7 +71,7 @@ impl Oracle {
             }
         }
         let mut rank = vec![0; features.len()];
-        for (r, &f) in area_order(features).iter().enumerate() {
+        for (r, &f) in overlap_order(features, rule).iter().enumerate() {
             rank[f] = r;
         }
         Oracle {

@@ -21,8 +21,8 @@ pub struct SourceFeature {
     pub alpha2: String,
     /// Polygon parts: each a shell followed by its holes.
     pub parts: Vec<Vec<Ring>>,
-    /// Planar area in square degrees (shell minus holes, summed over parts): the overlap rule's
-    /// "smallest feature wins" key.
+    /// Planar area in square degrees (shell minus holes, summed over parts): the countries'
+    /// overlap key ([`OverlapRule::SmallestArea`]); infinite for the zones' ocean bands.
     pub area: f64,
 }
 
@@ -195,14 +195,56 @@ pub fn part_area(rings: &[Ring]) -> f64 {
     shell - rings.iter().skip(1).map(|r| ring_area(r)).sum::<f64>()
 }
 
-/// Indices of `features` ordered by the overlap rule (smallest area first, alpha-3 on ties).
-pub fn area_order(features: &[SourceFeature]) -> Vec<usize> {
+/// Which feature a point gets where a layer's polygons overlap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OverlapRule {
+    /// The smallest area wins (countries: an enclave or a territory drawn over its
+    /// neighbour's polygon answers itself); alpha-3 breaks ties.
+    SmallestArea,
+    /// The name that sorts first wins (zones: the source lists overlapping zones in disputed
+    /// or dual-time areas, e.g. Xinjiang in both `Asia/Shanghai` and `Asia/Urumqi`;
+    /// timezone-boundary-builder publishes zones in name order and tzf-rs answers the first,
+    /// so switching from it changes no answer). Features of infinite area (the ocean bands)
+    /// come after every other.
+    FirstName,
+}
+
+/// Indices of `features` ordered by `rule` (the winner of an overlap first).
+pub fn overlap_order(features: &[SourceFeature], rule: OverlapRule) -> Vec<usize> {
     let mut order: Vec<usize> = (0..features.len()).collect();
     order.sort_by(|&a, &b| {
-        features[a]
-            .area
-            .total_cmp(&features[b].area)
-            .then_with(|| features[a].alpha3.cmp(&features[b].alpha3))
+        let (a, b) = (&features[a], &features[b]);
+        match rule {
+            OverlapRule::SmallestArea => a.area.total_cmp(&b.area),
+            OverlapRule::FirstName => a.area.is_infinite().cmp(&b.area.is_infinite()),
+        }
+        .then_with(|| a.alpha3.cmp(&b.alpha3))
     });
     order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feature(name: &str, area: f64) -> SourceFeature {
+        SourceFeature {
+            alpha3: name.into(),
+            alpha2: String::new(),
+            parts: Vec::new(),
+            area,
+        }
+    }
+
+    #[test]
+    fn overlap_rules_order_by_area_or_by_name_with_the_open_sea_last() {
+        let f = [
+            feature("Etc/GMT-8", f64::INFINITY),
+            feature("Asia/Urumqi", 1.0),
+            feature("Asia/Shanghai", 5.0),
+            feature("Asia/Kabul", 1.0),
+        ];
+        assert_eq!(overlap_order(&f, OverlapRule::SmallestArea), [3, 1, 2, 0]);
+        assert_eq!(overlap_order(&f, OverlapRule::FirstName), [3, 2, 1, 0]);
+    }
 }
