@@ -351,7 +351,7 @@ mod native {
     use crate::geo::fixture::synthetic_world;
     use crate::geo::format::{
         tile_of, FORMAT_VERSION, GRID_COLS, GRID_ROWS, INDEX_HEADER, INDEX_MAGIC, N_TILES,
-        TILE_COLS, TILE_HEADER, TILE_MAGIC, TOP_SHIFT,
+        TILE_CELLS, TILE_COLS, TILE_HEADER, TILE_MAGIC, TOP_SHIFT,
     };
     use crate::geo::{grid_x, grid_y, CountryIndex, GridPoint, Probe, Tile, WORLD_H, WORLD_W};
     use std::sync::OnceLock;
@@ -435,7 +435,7 @@ mod native {
         }
         put_u32(b, 16, GRID_COLS as u32);
         put_u32(b, 20, GRID_ROWS as u32);
-        put_u32(b, 24, crate::geo::format::TILE_CELLS as u32);
+        put_u32(b, 24, TILE_CELLS as u32);
         put_u32(b, 28, N_TILES as u32);
         let crc = crc32fast::hash(&b[INDEX_HEADER..]);
         put_u32(b, 32, crc);
@@ -491,15 +491,15 @@ mod native {
             x: (col as i64) << TOP_SHIFT,
             y: (row as i64) << TOP_SHIFT,
         };
-        let (col0, row0) = ((id % TILE_COLS) * 16, (id / TILE_COLS) * 16);
+        let (col0, row0) = ((id % TILE_COLS) * TILE_CELLS, (id / TILE_COLS) * TILE_CELLS);
         let cell = 1i64 << TOP_SHIFT;
         // Corners, centres and input-chosen offsets of every mixed cell in the tile.
         let mut extra = data.chunks_exact(8).map(|c| {
             let v = u64::from_le_bytes(c.try_into().expect("8"));
             ((v & 0xFFFF_FFFF) as i64 % cell, (v >> 32) as i64 % cell)
         });
-        for row in row0..row0 + 16 {
-            for col in col0..col0 + 16 {
+        for row in row0..row0 + TILE_CELLS {
+            for col in col0..col0 + TILE_CELLS {
                 let p = corner(col, row);
                 if index.probe(p) != Probe::NeedTile(id) {
                     continue;
