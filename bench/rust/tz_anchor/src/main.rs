@@ -1,9 +1,12 @@
 //! tzf-rs 2.3 on our point sets: load time and median ns per lookup of `DefaultFinder` (the
-//! preindexed finder the crate recommends) and `EmbeddedFinder` (reads its data in place), and
-//! agreement with our zones on the cities. Prints markdown rows.
+//! preindexed finder the crate recommends) and `EmbeddedFinder` (reads its data in place), our
+//! one walk of `assets/tz` timed in the same rounds (each contender's batches right after an
+//! untimed pass of its own, as `tz_report` does), and agreement with our zones on the cities.
+//! Prints markdown rows.
 //!
 //! `tz-anchor OUT_DIR` (the directory `tz_report` wrote: `points/*.bin`, `points/cities.tz.ours.txt`)
 
+use egn_core::geo::{format, CountryIndex, GridPoint, LatLon, Tile};
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
@@ -34,6 +37,23 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+type Layer = (CountryIndex<Vec<u8>>, Vec<Option<Tile<Vec<u8>>>>);
+
+/// The combined layer (`assets/tz`) with every tile open.
+fn ours() -> Layer {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../assets/tz"));
+    let index = CountryIndex::from_bytes(std::fs::read(dir.join("index.bin")).expect("assets"))
+        .expect("index");
+    let tiles = (0..format::N_TILES)
+        .map(|t| {
+            std::fs::read(dir.join(format::tile_file_name(t)))
+                .ok()
+                .map(|b| index.open_tile(t, b).expect("tile"))
+        })
+        .collect();
+    (index, tiles)
+}
+
 fn main() {
     let dir = std::path::PathBuf::from(std::env::args().nth(1).expect("OUT_DIR"));
     let s = Instant::now();
@@ -48,34 +68,50 @@ fn main() {
         default_load.as_secs_f64() * 1e3,
         embedded_load.as_secs_f64() * 1e3
     );
+    let (index, tiles) = ours();
+    let pair = |p: GridPoint| index.lookup_pair_with(p, |t| tiles[t].as_ref()).ok();
     println!();
-    println!("| point set | tzf-rs `DefaultFinder` | tzf-rs `EmbeddedFinder` |");
-    println!("|---|---|---|");
+    println!("| point set | tzf-rs `DefaultFinder` | tzf-rs `EmbeddedFinder` | ours, country + zone (one walk), same rounds | `DefaultFinder` ÷ ours |");
+    println!("|---|---|---|---|---|");
     let mut json = String::from("{");
     for (si, set) in SETS.iter().enumerate() {
         let pts = points(&dir, set);
-        let mut t: [Vec<f64>; 2] = Default::default();
-        for round in 0..=3 {
+        let grid: Vec<GridPoint> = pts
+            .iter()
+            .map(|&(lat, lon)| LatLon::new(lat, lon).expect("valid").into())
+            .collect();
+        let mut t: [Vec<f64>; 3] = Default::default();
+        // Three rounds; in each, every contender makes an untimed pass, then a timed one.
+        for _round in 0..3 {
             for (k, times) in t.iter_mut().enumerate() {
-                for c in pts.chunks(BATCH) {
-                    let s = Instant::now();
-                    for &(lat, lon) in c {
-                        if k == 0 {
-                            black_box(default.get_tz_name(lon, lat));
-                        } else {
-                            black_box(embedded.get_tz_name(lon, lat));
+                for keep in [false, true] {
+                    for (c, g) in pts.chunks(BATCH).zip(grid.chunks(BATCH)) {
+                        let s = Instant::now();
+                        match k {
+                            0 => c.iter().for_each(|&(lat, lon)| {
+                                black_box(default.get_tz_name(lon, lat));
+                            }),
+                            1 => c.iter().for_each(|&(lat, lon)| {
+                                black_box(embedded.get_tz_name(lon, lat));
+                            }),
+                            _ => g.iter().for_each(|&p| {
+                                black_box(pair(p));
+                            }),
                         }
-                    }
-                    if round > 0 {
-                        times.push(s.elapsed().as_nanos() as f64 / c.len() as f64);
+                        if keep {
+                            times.push(s.elapsed().as_nanos() as f64 / c.len() as f64);
+                        }
                     }
                 }
             }
         }
-        let (d, e) = (median(&mut t[0]), median(&mut t[1]));
-        println!("| {set} | {d:.0} ns | {e:.0} ns |");
+        let (d, e, o) = (median(&mut t[0]), median(&mut t[1]), median(&mut t[2]));
+        println!(
+            "| {set} | {d:.0} ns | {e:.0} ns | {o:.0} ns | **{:.1}×** |",
+            d / o
+        );
         json += &format!(
-            "{}\"{set}\":{{\"tzf_default\":{d:.1},\"tzf_embedded\":{e:.1}}}",
+            "{}\"{set}\":{{\"tzf_default\":{d:.1},\"tzf_embedded\":{e:.1},\"ours\":{o:.1}}}",
             if si > 0 { "," } else { "" }
         );
         if *set == "cities" {

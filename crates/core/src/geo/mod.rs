@@ -3,6 +3,8 @@
 //! Overlap rule (matches the oracle in `tests/`): within a feature, even-odd parity over its
 //! polygon parts; among features containing the point, the smallest by area wins, so enclaves
 //! and territories (Büsingen, Vatican, French overseas departments) beat their surroundings.
+//! Time zones that overlap in their source (disputed or dual-time areas) answer the name that
+//! sorts first (`Asia/Shanghai` over `Asia/Urumqi`), as tzf-rs does.
 //!
 //! This is the reader; the writer (`build`), the GeoJSON source and the oracle are build-time
 //! code in `egn-tools`.
