@@ -14,7 +14,7 @@ import kotlin.system.exitProcess
  */
 object TestMain {
     private val unit = listOf(JsonTest::class.java, PositionTest::class.java, ConformanceTest::class.java, TransportVectorTest::class.java, ClientUnitTest::class.java, InterleavingTest::class.java)
-    private val server = listOf(ContractTest::class.java, IntegrationTest::class.java)
+    private val server = listOf(ContractTest::class.java, IntegrationTest::class.java, GeoIntegrationTest::class.java, InboxClientGeoTest::class.java)
 
     @JvmStatic
     fun main(args: Array<String>) {
