@@ -30,7 +30,16 @@ class GeoIntegrationTest(private val name: String, private val case: JSONObject)
     private val base = System.getenv("INBOX_BASE_URL") ?: error("INBOX_BASE_URL is not set (run clients/kotlin/build.sh)")
     private val geo = GeoClient(base, config = InboxConfig(retries = 0))
 
-    private fun num(k: String) = (case.opt(k) as? Number)?.toDouble() ?: error("$name: '$k' must be a number")
+    /** A case's number: the strings "NaN", "Infinity" and "-Infinity" stand for what JSON cannot hold. */
+    private fun num(v: Any?): Double = when (v) {
+        is Number -> v.toDouble()
+        "NaN" -> Double.NaN
+        "Infinity" -> Double.POSITIVE_INFINITY
+        "-Infinity" -> Double.NEGATIVE_INFINITY
+        else -> error("$name: $v is not a number")
+    }
+
+    private fun numAt(k: String) = num(case.opt(k))
 
     private fun fields(): List<GeoField>? = if (!case.has("fields")) null else {
         val a = case.arr("fields")
@@ -40,19 +49,19 @@ class GeoIntegrationTest(private val name: String, private val case: JSONObject)
     /** The call, reduced to what `expect` compares (as the TypeScript test reduces it). */
     private suspend fun run(): Map<String, Any?> = when (val call = case.str("call")) {
         "whereIs" -> {
-            val r = geo.whereIs(num("lat"), num("lon"), fields())
-            assertEquals("$name: lat as parsed", num("lat"), r.lat, 0.0)
-            assertEquals("$name: lon as parsed", num("lon"), r.lon, 0.0)
+            val r = geo.whereIs(numAt("lat"), numAt("lon"), fields())
+            assertEquals("$name: lat as parsed", numAt("lat"), r.lat, 0.0)
+            assertEquals("$name: lon as parsed", numAt("lon"), r.lon, 0.0)
             mapOf("country" to r.country?.alpha2, "timeZone" to r.timeZone)
         }
         "whereAre" -> {
             val pts = case.arr("points")
-            val points = List(pts.length()) { i -> pts.getJSONArray(i).let { LatLon(it.getDouble(0), it.getDouble(1)) } }
+            val points = List(pts.length()) { i -> pts.getJSONArray(i).let { LatLon(num(it.opt(0)), num(it.opt(1))) } }
             val r = geo.whereAre(points, fields())
             mapOf("countries" to r.results.map { it?.alpha2 }, "timeZones" to r.timeZones)
         }
         "me" -> {
-            val at = case.objOrNull("at")?.let { LatLon(it.getDouble("lat"), it.getDouble("lon")) }
+            val at = case.objOrNull("at")?.let { LatLon(num(it.opt("lat")), num(it.opt("lon"))) }
             val r = geo.me(at)
             val got = linkedMapOf<String, Any?>(
                 "zone" to r.timeZone?.let { mapOf("name" to it.name, "source" to it.source.wire) },
