@@ -1,5 +1,8 @@
 package dev.edgegeonotify.inbox
 
+import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.SupervisorJob
+import kotlinx.coroutines.cancel
 import kotlinx.coroutines.runBlocking
 import org.junit.Assert.assertEquals
 import org.junit.Assert.assertNotNull
@@ -100,12 +103,12 @@ class InboxClientGeoTest {
     fun theClientsGeoUsesItsRequests(): Unit = runBlocking {
         val base = System.getenv("INBOX_BASE_URL") ?: error("INBOX_BASE_URL is not set (run clients/kotlin/build.sh)")
         var asked = 0
-        val scope = kotlinx.coroutines.CoroutineScope(kotlinx.coroutines.SupervisorJob())
+        val scope = CoroutineScope(SupervisorJob())
         val c = InboxClient(base, "geo-user", { asked++; "not-a-jwt" }, scope)
         val r = c.geo.whereIs(47.697, 8.691, listOf(GeoField.COUNTRY))
         assertEquals(PointResult(47.697, 8.691, Country("DE", "DEU"), null), r)
         assertEquals("one request, counted by the client", 1L, c.requestsSent)
         assertEquals("the cached token, asked once", 1, asked)
-        scope.coroutineContext[kotlinx.coroutines.Job]?.cancel()
+        scope.cancel()
     }
 }
