@@ -5,6 +5,7 @@
 // The live badge comes over a WebSocket with the shared cached token; while it is down the
 // client polls. The model is clients/conformance/README.md's, shared with the Kotlin SDK and
 // checked by the transport vectors.
+import { GeoClient } from "./geo.ts";
 import { Http, InboxError, newKey } from "./http.ts";
 import type { RetryPolicy } from "./http.ts";
 import { Lane, systemClock } from "./lane.ts";
@@ -99,6 +100,8 @@ function subOf(token: string): string | null {
 export class InboxClient {
   readonly store: InboxStore;
   readonly http: Http;
+  /** Where is this point (country, time zone) over this client's `http`; see `GeoClient`. */
+  readonly geo: GeoClient;
   readonly #o: InboxClientOptions;
   readonly #persistence: Persistence;
   readonly #clock: Clock;
@@ -137,6 +140,7 @@ export class InboxClient {
     });
     this.http = new Http({ baseUrl: o.baseUrl, getToken: o.getToken, fetch: o.fetch, retry: o.retry, random: o.random, now: () => this.#clock.now(), sleep: (ms) => this.#lane.sleep(ms) });
     this.#lane.http = this.http;
+    this.geo = new GeoClient(this.http);
     this.#persistence = o.persistence ?? new MemoryPersistence();
     this.#user = o.user ?? null;
     this.store.subscribe(() => this.#saveSoon());

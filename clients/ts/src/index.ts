@@ -2,6 +2,8 @@
 // AsyncStorage live in their own entry points.
 export { InboxClient } from "./client.ts";
 export type { Clock, InboxClientOptions, InboxEvents, LiveStatus, WebSocketFactory, WebSocketLike, WriteResult } from "./client.ts";
+export { GeoClient } from "./geo.ts";
+export type { GeoOptions, LatLon } from "./geo.ts";
 export { InboxStore, compareItems } from "./store.ts";
 export type { BulkAction, Flag, InboxSnapshot, Operation, PersistedState } from "./store.ts";
 export { Http, InboxError, DEFAULT_RETRY, parseRetryAfter, newKey, tokenExpiry } from "./http.ts";

@@ -29,3 +29,16 @@ export type Preferences = components["schemas"]["Preferences"];
 export type BadgeMessage = components["schemas"]["BadgeMessage"];
 /** The reconnect advice in every push. */
 export type ReconnectHint = components["schemas"]["ReconnectHint"];
+
+/** A country by its ISO 3166-1 codes (`{alpha2, alpha3}`). */
+export type Country = components["schemas"]["Country"];
+/** GET /v1/geo/country: `{lat, lon, country, timeZone?}`; `country` is null on the open sea. */
+export type PointResult = components["schemas"]["PointResult"];
+/** POST /v1/geo/country: `{results, timeZones?}`, in request order. */
+export type CountryResults = components["schemas"]["CountryResults"];
+/** GET /v1/geo/me: what the edge, the IP database and the coordinates say about the caller. */
+export type Me = components["schemas"]["Me"];
+/** `{name, source}`: the caller's time zone and where it came from (`coordinates` or `edge`). */
+export type TimeZoneAnswer = components["schemas"]["TimeZoneAnswer"];
+/** A field of a geo answer that `fields` can ask for (`country` always comes). */
+export type GeoField = Extract<keyof PointResult, "country" | "timeZone">;

@@ -120,6 +120,9 @@ class InboxClient(
     private val _rollbacks = MutableSharedFlow<Rollback>(extraBufferCapacity = 64)
     private val tokens = TokenCache(getToken, clock)
     private val http = Requester(base, transport, tokens, config)
+
+    /** Where is this point (country, time zone) through this client's requests; see [GeoClient]. */
+    val geo = GeoClient(http)
     private val journal = Journal(persistence, "inbox.$userId") { e ->
         _state.update { it.copy(lastError = InboxError("persistence", e.toString(), e)) }
     }

@@ -354,7 +354,27 @@ object Contract {
             "ReconnectHint", listOf("components", "schemas", "ReconnectHint"),
             setOf("baseMs", "maxMs", "jitter"), setOf("baseMs", "maxMs", "jitter"),
         ),
+        // Geo (Geo.kt). `timeZone(s)` is optional: `fields=country` leaves it out.
+        Model("Country", listOf("components", "schemas", "Country"), setOf("alpha2", "alpha3"), setOf("alpha2", "alpha3")),
+        Model("PointResult", response("/v1/geo/country", "get"), setOf("lat", "lon", "country", "timeZone"), setOf("lat", "lon", "country")),
+        Model("CountryResults", response("/v1/geo/country", "post"), setOf("results", "timeZones"), setOf("results")),
+        Model("PointsBody", request("/v1/geo/country", "post"), setOf("points"), setOf("points")),
+        Model(
+            "Me", response("/v1/geo/me", "get"),
+            setOf("cf_country", "ip", "coordinates", "cf_timezone", "time_zone", "agree", "sources", "ipdb"),
+            setOf("cf_country", "ip", "coordinates", "cf_timezone", "time_zone", "agree", "sources", "ipdb"),
+        ),
+        Model("TimeZoneAnswer", listOf("components", "schemas", "TimeZoneAnswer"), setOf("name", "source"), setOf("name", "source")),
+        Model("IpResult", listOf("components", "schemas", "IpResult"), setOf("ip", "country", "reason"), setOf("ip", "country", "reason")),
+        Model("Ipdb", listOf("components", "schemas", "Ipdb"), setOf("version", "source", "attribution"), setOf("version", "source", "attribution")),
+        Model("Attribution", listOf("components", "schemas", "Attribution"), setOf("text", "url", "license"), setOf("text", "url", "license")),
     )
+
+    /** The `source` values of the caller's zone, checked against the schema's `const`s. */
+    val timeZoneSources = TimeZoneSource.entries.map { it.wire }.toSet()
+
+    /** The geo `fields` the client sends: each must be a property of the single-point answer. */
+    val geoFields = GeoField.entries.map { it.wire }.toSet()
 
     /** The badge push's `type` and reconnect `jitter`, checked against the schema's `enum`s. */
     val badgeType = setOf(Badge.TYPE)

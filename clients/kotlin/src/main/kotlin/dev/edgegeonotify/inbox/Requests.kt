@@ -69,7 +69,8 @@ internal sealed class Sent {
 internal class Requester(
     private val base: String,
     private val transport: InboxTransport,
-    private val tokens: TokenCache,
+    /** Null for the public routes (geo): no `Authorization`, and a 401 is final. */
+    private val tokens: TokenCache?,
     private val config: InboxConfig,
 ) {
     val sent = AtomicLong()
@@ -83,14 +84,15 @@ internal class Requester(
             var failure: InboxError
             var after: Long? = null
             try {
-                val token = try {
+                val token = if (tokens == null) null else try {
                     tokens.current()
                 } catch (e: CancellationException) {
                     throw e
                 } catch (e: Exception) {
                     throw InboxError("token", "getToken() failed: ${e.message}", e)
                 }
-                val headers = linkedMapOf("Authorization" to "Bearer $token", "Accept" to "application/json")
+                val headers = linkedMapOf("Accept" to "application/json")
+                if (token != null) headers["Authorization"] = "Bearer $token"
                 if (body != null) headers["Content-Type"] = "application/json"
                 if (idempotencyKey != null) headers["Idempotency-Key"] = idempotencyKey
                 sent.incrementAndGet()
@@ -99,7 +101,7 @@ internal class Requester(
                 when (classify(r)) {
                     AnswerClass.OK, AnswerClass.FINAL -> return Sent.Answer(r)
                     AnswerClass.AUTH -> {
-                        if (refreshed) return Sent.Stopped(InboxException.of(r))
+                        if (refreshed || tokens == null || token == null) return Sent.Stopped(InboxException.of(r))
                         refreshed = true
                         try {
                             tokens.refresh(token)

@@ -64,6 +64,15 @@ class ContractTest {
         assertEquals(strings(badge["properties"].asObj()["type"].asObj()["enum"]), Contract.badgeType)
         val hint = at(listOf("components", "schemas", "ReconnectHint"))
         assertEquals(strings(hint["properties"].asObj()["jitter"].asObj()["enum"]), Contract.jitterValues)
+        val source = at(listOf("components", "schemas", "TimeZoneSource"))
+        assertEquals((source["oneOf"] as List<*>).map { resolve(it)["const"] }.toSet(), Contract.timeZoneSources)
+        // `fields`: the names its pattern allows, `^(country|timeZone)(,(country|timeZone))*$`.
+        for ((path, method) in listOf("/v1/geo/country" to "get", "/v1/geo/country" to "post")) {
+            val fields = (at(listOf("paths", path, method))["parameters"] as List<*>).map { resolve(it) }.single { it["name"] == "fields" }
+            val pattern = fields.obj("schema")["pattern"] as String
+            val names = Regex("""^\^\(([^)]*)\)""").find(pattern)?.groupValues?.get(1)?.split('|')?.toSet()
+            assertEquals("$method $path fields=", names, Contract.geoFields)
+        }
     }
 
     @Test
@@ -73,6 +82,7 @@ class ContractTest {
             "/v1/notifications" to "get", "/v1/notifications/changes" to "get", "/v1/notifications/unread-count" to "get",
             "/v1/notifications/stream" to "get", "/v1/notifications/mark" to "post", "/v1/notifications/bulk" to "post",
             "/v1/notifications/items/{itemKey}" to "delete",
+            "/v1/geo/country" to "get", "/v1/geo/country" to "post", "/v1/geo/me" to "get",
         )) {
             assertTrue("$method $path in /openapi.json", paths[path]?.asObj()?.containsKey(method) == true)
         }
@@ -81,5 +91,10 @@ class ContractTest {
         assertTrue(params.containsAll(listOf("limit", "cursor")))
         val cp = (paths.obj("/v1/notifications/changes").obj("get")["parameters"] as List<*>).map { resolve(it)["name"] }
         assertTrue(cp.containsAll(listOf("limit", "since")))
+        val gp = (paths.obj("/v1/geo/country").obj("get")["parameters"] as List<*>).map { resolve(it)["name"] }
+        assertTrue(gp.containsAll(listOf("lat", "lon", "fields")))
+        // /v1/geo/me's lat and lon are one form-exploded object parameter.
+        val me = (paths.obj("/v1/geo/me").obj("get")["parameters"] as List<*>).map { resolve(it) }
+        assertEquals(setOf("lat", "lon"), me.flatMap { it.obj("schema").obj("properties").keys }.toSet())
     }
 }

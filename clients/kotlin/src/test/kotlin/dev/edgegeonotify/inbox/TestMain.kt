@@ -13,8 +13,8 @@ import kotlin.system.exitProcess
  * tests/js/kotlin_stack.mjs provides.
  */
 object TestMain {
-    private val unit = listOf(JsonTest::class.java, PositionTest::class.java, ConformanceTest::class.java, TransportVectorTest::class.java, ClientUnitTest::class.java, InterleavingTest::class.java)
-    private val server = listOf(ContractTest::class.java, IntegrationTest::class.java)
+    private val unit = listOf(JsonTest::class.java, PositionTest::class.java, ConformanceTest::class.java, TransportVectorTest::class.java, ClientUnitTest::class.java, InterleavingTest::class.java, GeoUnitTest::class.java)
+    private val server = listOf(ContractTest::class.java, IntegrationTest::class.java, GeoIntegrationTest::class.java, InboxClientGeoTest::class.java)
 
     @JvmStatic
     fun main(args: Array<String>) {
