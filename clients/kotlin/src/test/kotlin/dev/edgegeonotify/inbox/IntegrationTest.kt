@@ -291,11 +291,15 @@ class IntegrationTest {
         create(u, "x1")
         val s = c.until("the badge and the item") { it.unread == 1L && it.keys() == listOf("x1") }
         assertEquals(1L, s.unseen)
+        // The push carries the badge, so the state can match before the counts request is
+        // recorded: wait for that request (or fail on the timeout), then check the sequence.
+        val counts = "GET $base/v1/notifications/unread-count"
+        withTimeout(30_000) { while (gated.requests.drop(seen).lastOrNull() != counts) delay(10) }
         // Learned from the push, then the change feed: no reload.
         val after = gated.requests.drop(seen)
         // The change feed, then the counts (the feed carries none): no reload.
         assertTrue(after.toString(), after.size >= 2 && after.dropLast(1).all { it.startsWith("GET $base/v1/notifications/changes?") })
-        assertEquals("GET $base/v1/notifications/unread-count", after.last())
+        assertEquals(counts, after.last())
     }
 
     @Test
