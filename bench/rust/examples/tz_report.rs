@@ -87,6 +87,11 @@ fn main() {
         "country_zone_two_walks_batch",
     ];
     let mut json = String::from("{");
+    // Caches swept before every batch: what a request finds on a server whose other work has
+    // evicted the layers (each lookup pays for the lines it touches, not for what a set's
+    // repetition kept cached). Printed after the main table.
+    let mut sweep = vec![0u8; 64 << 20];
+    let mut cold_rows = String::new();
     println!("| point set (points) | country only | country + zone, one walk | ratio | two walks | ratio | batched: country only | one walk | ratio | two walks | ratio |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (si, (set, pts)) in sets.iter().enumerate() {
@@ -162,7 +167,39 @@ fn main() {
             med[5],
             med[5] / med[3]
         );
-        json += &format!("{}\"{set}\":{{", if si > 0 { "," } else { "" });
+        let mut cold: [Vec<f64>; 2] = Default::default();
+        for _round in 0..3 {
+            for (k, times) in cold.iter_mut().enumerate() {
+                for r in &batches {
+                    // One write per 64-byte line of a buffer twice the last-level cache.
+                    for line in sweep.chunks_mut(64) {
+                        line[0] = line[0].wrapping_add(1);
+                    }
+                    black_box(&sweep);
+                    let g = &grid[r.clone()];
+                    let s = Instant::now();
+                    if k == 0 {
+                        g.iter().for_each(|&p| {
+                            black_box(country(p));
+                        });
+                    } else {
+                        g.iter().for_each(|&p| {
+                            black_box(pair(p));
+                        });
+                    }
+                    times.push(s.elapsed().as_nanos() as f64 / g.len() as f64);
+                }
+            }
+        }
+        let (cc, cp) = (median(&mut cold[0]), median(&mut cold[1]));
+        cold_rows += &format!(
+            "| {set} | {cc:.0} ns | **{cp:.0} ns** | **{:.2}×** |\n",
+            cp / cc
+        );
+        json += &format!(
+            "{}\"{set}\":{{\"cold_country\":{cc:.1},\"cold_country_zone\":{cp:.1},",
+            if si > 0 { "," } else { "" }
+        );
         for (k, name) in names.iter().enumerate() {
             json += &format!("{}\"{name}\":{:.1}", if k > 0 { "," } else { "" }, med[k]);
         }
@@ -191,6 +228,12 @@ fn main() {
             .map(|m| m.len())
             .sum()
     };
+    println!();
+    println!("Caches swept (a 64 MB buffer written line by line) before every batch of 1 000 points, 3 rounds, median: each lookup pays for the lines it touches, as a request does on a server whose other work evicted the layers:");
+    println!();
+    println!("| point set | country only, cold | country + zone (one walk), cold | ratio |");
+    println!("|---|---|---|---|");
+    print!("{cold_rows}");
     println!();
     println!(
         "Index bytes: country layer {} (embedded `index.bin` {}), combined country + zone layer {} (embedded `index.bin` {}), all tiles included; a zone layer of its own (two walks, not shipped) would be {zone_only_bytes}.",
