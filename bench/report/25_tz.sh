@@ -87,7 +87,7 @@ import json, sys
 d = sys.argv[1]
 tzf = json.load(open(f"{d}/tz_tzf.json"))
 same, n = tzf["cities_agree"], tzf["cities_n"]
-print(f"\ntzf-rs `DefaultFinder` names our zone for {100 * same / n:.3f}% of the {n} cities ({n - same} differ; `points/cities.tz.*.txt` in the bench output list them).")
+print(f"tzf-rs `DefaultFinder` names our zone for {100 * same / n:.3f}% of the {n} cities ({n - same} differ; `points/cities.tz.*.txt` in the bench output list them).")
 # Differences where both answers are zones geo-tz names at the point are overlaps (the rule picks
 # one); the rest are source versions (tzf-rs's data release against geo-tz's).
 ours = open(f"{d}/points/cities.tz.ours.txt").read().split("\n")
