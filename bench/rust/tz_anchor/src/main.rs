@@ -6,7 +6,7 @@
 //!
 //! `tz-anchor OUT_DIR` (the directory `tz_report` wrote: `points/*.bin`, `points/cities.tz.ours.txt`)
 
-use egn_core::geo::{format, CountryIndex, GridPoint, LatLon, Tile};
+use egn_core::geo::{GridPoint, LatLon};
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
@@ -37,22 +37,8 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-type Layer = (CountryIndex<Vec<u8>>, Vec<Option<Tile<Vec<u8>>>>);
-
-/// The combined layer (`assets/tz`) with every tile open.
-fn ours() -> Layer {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../assets/tz"));
-    let index = CountryIndex::from_bytes(std::fs::read(dir.join("index.bin")).expect("assets"))
-        .expect("index");
-    let tiles = (0..format::N_TILES)
-        .map(|t| {
-            std::fs::read(dir.join(format::tile_file_name(t)))
-                .ok()
-                .map(|b| index.open_tile(t, b).expect("tile"))
-        })
-        .collect();
-    (index, tiles)
-}
+#[path = "../../benches/layer.rs"]
+mod layer;
 
 fn main() {
     let dir = std::path::PathBuf::from(std::env::args().nth(1).expect("OUT_DIR"));
@@ -68,7 +54,8 @@ fn main() {
         default_load.as_secs_f64() * 1e3,
         embedded_load.as_secs_f64() * 1e3
     );
-    let (index, tiles) = ours();
+    let (index, tiles) =
+        layer::open_layer(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../assets/tz"));
     let pair = |p: GridPoint| index.lookup_pair_with(p, |t| tiles[t].as_ref()).ok();
     println!();
     println!("| point set | tzf-rs `DefaultFinder` | tzf-rs `EmbeddedFinder` | ours, country + zone (one walk), same rounds | `DefaultFinder` ÷ ours |");
