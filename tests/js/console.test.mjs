@@ -238,14 +238,27 @@ browserTest("inbox: sign in, simulate events, merged text, live badge, retract, 
   await page.waitForSelector('#items [data-key="post:1"] .tag.unread', { state: "hidden" });
   await page.screenshot({ path: path.join(ARTIFACTS, "inbox-desktop.png"), fullPage: true });
 
+  // "All read" is held on the wire while post:2 is archived and the tab switched: the archive
+  // waits behind it in the All tab's queue, and each tab is its own client with its own queue,
+  // so the switch must send it before the Archived tab reads the server. (On a loaded CI
+  // machine the request was slow by itself, the archive stayed queued, and the tab was empty.)
+  let release, arrived, sent;
+  const held = new Promise((r) => { release = r; });
+  const onWire = new Promise((r) => { arrived = r; });
+  const passed = new Promise((r) => { sent = r; });
+  await page.route("**/v1/notifications/bulk", async (route) => { arrived(); await held; await route.continue(); sent(); });
   await page.click("#mark-all-read");
   await waitBadge(0);
   assert.match(await page.textContent("#counts-line"), /^0 unread/);
+  await onWire;
 
   await page.click('#items [data-key="post:2"] [data-act="archive"]');
   await page.waitForFunction(() => !document.querySelector('#items [data-key="post:2"]'), null, WAIT);
   assert.deepEqual(await keys(), ["post:1"]);
   await page.click("#tab-archived");
+  release();
+  await passed;
+  await page.unroute("**/v1/notifications/bulk");
   await page.waitForSelector('#items [data-key="post:2"]', WAIT);
   assert.deepEqual(await keys(), ["post:2"]);
 

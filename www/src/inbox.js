@@ -17,7 +17,7 @@ const POLL_MS = 3000;
 export const CATEGORIES = ["home", "social", "creator", "system"];
 const TABS = [["all", "All"], ...CATEGORIES.map((c) => [c, c[0].toUpperCase() + c.slice(1)]), ["archived", "Archived"]];
 
-const state = { token: null, tab: "all", client: null, offs: [], loading: false };
+const state = { token: null, tab: "all", client: null, offs: [], loading: false, switching: false };
 /** Each view's inbox is kept in IndexedDB: a reload shows it at once and pulls only what changed. */
 const DB = "edge-geo-notify-console";
 let persistence = new IndexedDbPersistence(DB);
@@ -49,13 +49,20 @@ async function signIn(token) {
   return true;
 }
 
-/** Stops the current client; resolves once its last state is saved. */
+/**
+ * Stops the current client; resolves once its last state is saved. It first sends what that
+ * client has queued: each view keeps its own queue, so an action taken just before a tab switch
+ * (or a sign-out) would otherwise wait, unsent, until that tab is opened again, and the new tab
+ * would read the server without it. Offline, the flush ends on the error and the queue stays
+ * persisted.
+ */
 function close() {
-  for (const off of state.offs) off();
-  state.offs = [];
-  const stopped = state.client?.stop();
+  const c = state.client;
+  const offs = state.offs;
   state.client = null;
-  return stopped ?? Promise.resolve();
+  state.offs = [];
+  if (!c) return Promise.resolve();
+  return c.flush().catch(() => {}).then(() => c.stop()).finally(() => { for (const off of offs) off(); });
 }
 
 async function signOut() {
@@ -74,10 +81,19 @@ async function signOut() {
   persistence = new IndexedDbPersistence(DB);
 }
 
+/** Bumped by every open: a tab chosen while the previous one was closing wins. */
+let opening = 0;
+
 /** A client for the current tab, started (its first page loaded, its stream connecting). */
 async function open() {
-  close();
-  if (!state.token) return;
+  const gen = ++opening;
+  state.switching = true;
+  const closed = close();
+  render();
+  await closed;
+  if (gen !== opening) return;
+  state.switching = false;
+  if (!state.token) return render();
   const view = state.tab === "archived" ? { archived: true } : state.tab === "all" ? undefined : { category: state.tab };
   const token = state.token;
   const c = new InboxClient({ baseUrl: location.origin, getToken: () => token, view, pageSize: PAGE, pollMs: POLL_MS, persistence });
@@ -146,8 +162,8 @@ function render() {
   $("more").hidden = !snap?.nextCursor;
   if (!items.length) {
     const li = document.createElement("li");
-    li.className = "empty";
-    li.textContent = state.tab === "archived" ? "Nothing archived." : "No notifications.";
+    li.className = state.switching ? "loading" : "empty";
+    li.textContent = state.switching ? "Loading…" : state.tab === "archived" ? "Nothing archived." : "No notifications.";
     ul.append(li);
   }
 }
