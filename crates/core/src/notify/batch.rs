@@ -403,7 +403,12 @@ async fn upsert_group<H: HttpClient>(
     now_ms: i64,
 ) -> Result<Vec<(usize, EventOutcome)>, Option<String>> {
     let evs: Vec<&NotificationEvent> = idx.iter().map(|&i| &events[i]).collect();
-    let (filter, mut update) = group_upsert(&evs, store.config(), now_ms);
+    let (mut filter, mut update) = group_upsert(&evs, store.config(), now_ms);
+    if tally.is_some() {
+        // The guard at the group's oldest event holds for every event in it.
+        let oldest = evs.iter().map(|e| e.created_time_msec).min().unwrap_or(0);
+        rules::with_retraction_guard(&mut filter, oldest, store.config());
+    }
     rules::with_tally(&mut update, tally.map(|t| t.packed));
     rules::with_generation(&mut update, tally.and_then(|t| t.generation));
     let r = store
@@ -442,26 +447,9 @@ fn split_by_stored(
     events: &[NotificationEvent],
     idx: &[usize],
 ) -> (Vec<usize>, Vec<usize>) {
-    let stored: BTreeSet<&str> = doc
-        .get(field::ORIGINS)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|o| o.get("s").and_then(Value::as_str))
-        .collect();
-    let retracted: Vec<(&str, i64)> = doc
-        .get(field::RETRACTED)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|x| Some((x.get("s")?.as_str()?, x.get("t")?.as_i64()?)))
-        .collect();
     idx.iter().partition(|&&i| {
         let e = &events[i];
-        stored.contains(e.sender.id.as_str())
-            || retracted
-                .iter()
-                .any(|(s, t)| *s == e.sender.id && *t >= e.created_time_msec)
+        rules::holds_sender(doc, &e.sender.id, e.created_time_msec)
     })
 }
 
@@ -505,6 +493,7 @@ async fn complete_roster<H: HttpClient>(
 
 async fn write_group<H: HttpClient>(
     store: &NotificationStore<H>,
+    redis: Option<&RedisRestClient<H>>,
     events: &[NotificationEvent],
     idx: &[usize],
     tally: Option<Tally>,
@@ -574,7 +563,7 @@ async fn write_group<H: HttpClient>(
         }
     }
     for &i in &rest {
-        let o = match store.create_counted(&events[i], tally, now_ms).await {
+        let o = match roster::create_checked(store, redis, &events[i], tally, now_ms).await {
             Ok(o) => EventOutcome::Applied(o),
             Err(e) => EventOutcome::Failed(e.to_string()),
         };
@@ -791,7 +780,7 @@ async fn write_pending<H: HttpClient>(
     for run in groups.chunks(WRITE_CONCURRENCY) {
         let written = join_all(run.iter().map(|g| async {
             let tally = group_tally(tallies, g);
-            let out = write_group(store, events, g, tally, now_ms).await;
+            let out = write_group(store, redis, events, g, tally, now_ms).await;
             let done = match (redis, tally.filter(|t| t.fresh)) {
                 (Some(r), Some(t)) => {
                     Some(complete_roster(store, r, life, t, &events[g[0]], &out).await)

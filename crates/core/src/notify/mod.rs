@@ -84,7 +84,7 @@ pub use service::{
     Created, Deferred, EventsInput, EventsOutcome, NotifyService, PreferencesView, Replayed,
     Written,
 };
-pub use store::{Changes, Counts, Housekeeping, NotificationStore, Page};
+pub use store::{Changes, Counts, GuardedCreate, Housekeeping, NotificationStore, Page};
 pub use template::{check_templates, required_args, TemplateError};
 
 /// Tunables of the notification center.

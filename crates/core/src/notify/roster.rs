@@ -37,7 +37,10 @@ use serde_json::json;
 
 use super::document::field;
 use super::document::StoredNotification;
-use super::{notification_id, NotificationEvent, NotificationStore, NotifyConfig, NotifyError};
+use super::{
+    notification_id, CreateOutcome, GuardedCreate, NotificationEvent, NotificationStore,
+    NotifyConfig, NotifyError,
+};
 use crate::backend::{HttpClient, RedisRestClient};
 use crate::dedup::{self, RosterCheck, RosterLife, RosterSeed};
 
@@ -113,6 +116,75 @@ pub fn seed_of(doc: &StoredNotification) -> RosterSeed {
         uncounted: (doc.origins_count - held).max(0),
         retractions: doc.retracted.len(),
     }
+}
+
+/// Creates or merges an event whose sender the reservation put on (or found on) the roster,
+/// without trusting the document's capped retracted list past what it can vouch for.
+///
+/// The write carries [`super::rules::with_retraction_guard`]: the common case, one upsert as
+/// before. When the item's list is full of retractions at or after this event, the document
+/// cannot tell whether this sender's was among those it dropped, so the roster (which keeps
+/// every retraction while the item has that many) decides: retracted at or after the event →
+/// refused; else the write goes without the guard, and the roster is asked again. A
+/// retraction's roster step precedes its document step, so one that the second question does
+/// not see removes this origin itself; one that it sees may have landed first, and is applied
+/// again here. Without Redis or a tally (no roster) this is [`NotificationStore::create_counted`].
+///
+/// # Errors
+/// Backend failures (the event is retried: its reservation was not committed).
+pub async fn create_checked<H: HttpClient>(
+    store: &NotificationStore<H>,
+    redis: Option<&RedisRestClient<H>>,
+    ev: &NotificationEvent,
+    tally: Option<dedup::Tally>,
+    now_ms: i64,
+) -> Result<CreateOutcome, NotifyError> {
+    let (Some(redis), Some(t)) = (redis, tally) else {
+        return store.create_counted(ev, tally, now_ms).await;
+    };
+    if let GuardedCreate::Done(o) = store.create_guarded(ev, t, now_ms).await? {
+        return Ok(o);
+    }
+    if retracted_since(redis, ev).await?.is_some() {
+        return Ok(CreateOutcome::AlreadyApplied);
+    }
+    let o = store.create_counted(ev, tally, now_ms).await?;
+    if let Some(at) = retracted_since(redis, ev).await? {
+        store
+            .retract_counted(
+                ev.owner(),
+                ev.item_key(),
+                &ev.sender.id,
+                None,
+                at.max(now_ms),
+            )
+            .await?;
+        return Ok(CreateOutcome::AlreadyApplied);
+    }
+    Ok(o)
+}
+
+/// When the roster says `ev`'s sender was retracted at or after the event (one `HGET`; see
+/// `roster.lua` for the values).
+async fn retracted_since<H: HttpClient>(
+    redis: &RedisRestClient<H>,
+    ev: &NotificationEvent,
+) -> Result<Option<i64>, NotifyError> {
+    let v = redis
+        .command(&[
+            "HGET",
+            &key(ev.owner(), ev.item_key()),
+            &field(&ev.sender.id),
+        ])
+        .await?;
+    let value = match &v {
+        serde_json::Value::String(s) => s.parse::<i64>().ok(),
+        other => other.as_i64(),
+    };
+    Ok(value
+        .filter(|&v| v < 0)
+        .map(|v| -(v.saturating_add(1)))
+        .filter(|&at| at >= ev.created_time_msec()))
 }
 
 /// Completes an item's new roster from its document (one read, one `EVALSHA`) and stores the

@@ -89,6 +89,37 @@ pub fn create_upsert(ev: &NotificationEvent, cfg: &NotifyConfig, now_ms: i64) ->
     (filter, update)
 }
 
+/// The retracted list `x` keeps the newest `retracted_cap` retractions (by time), so past that
+/// many the `$nor` clause of a create can no longer see every retraction: a create delayed while
+/// `cap` others of the same item landed after its sender's would bring the sender back. This
+/// clause lets a write through only while the list is provably complete from `event_time_ms`
+/// on: it is not full, or its oldest kept entry is older than the event. (An entry at or after
+/// the event could only have been dropped while `cap` entries at or after it were kept, and
+/// drops take the oldest, so the oldest kept would still be at or after the event.) When it
+/// misses, the roster decides instead ([`super::roster::create_checked`]).
+pub fn with_retraction_guard(filter: &mut Value, event_time_ms: i64, cfg: &NotifyConfig) {
+    let last = format!("{}.{}", field::RETRACTED, cfg.retracted_cap.max(1) - 1);
+    filter["$or"] = json!([
+        { (last.as_str()): { "$exists": false } },
+        { (format!("{last}.t")): { "$lt": event_time_ms } },
+    ]);
+}
+
+/// Whether `doc` (its `origins.s` and `x`) already holds what a create of `sender_id` at
+/// `event_time_ms` would do: the sender is stored, or was retracted at or after the event.
+#[must_use]
+pub fn holds_sender(doc: &Value, sender_id: &str, event_time_ms: i64) -> bool {
+    let list = |f: &str| doc.get(f).and_then(Value::as_array).into_iter().flatten();
+    let s = |v: &Value| v.get("s").and_then(Value::as_str) == Some(sender_id);
+    list(field::ORIGINS).any(s)
+        || list(field::RETRACTED).any(|x| {
+            s(x) && x
+                .get("t")
+                .and_then(Value::as_i64)
+                .is_some_and(|t| t >= event_time_ms)
+        })
+}
+
 /// Stores a roster tally with the write (`$max`: the newest tally wins, see [`super::roster`]).
 pub fn with_tally(update: &mut Value, tally: Option<i64>) {
     if let Some(t) = tally {

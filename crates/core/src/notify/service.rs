@@ -599,7 +599,8 @@ impl<H: HttpClient> NotifyService<H> {
                 };
                 super::senders::index(&self.store, &[entry]).await?;
             }
-            self.store.create_counted(&ev, tally, now_ms).await
+            super::roster::create_checked(&self.store, self.redis.as_ref(), &ev, tally, now_ms)
+                .await
         };
         match write.await {
             Ok(outcome) => Ok(Direct::Written(Written {

@@ -11,6 +11,16 @@ use super::{
 use crate::backend::{DataApiClient, HttpClient};
 use crate::dedup::{Departure, Tally};
 
+/// What a create behind the retraction guard did ([`NotificationStore::create_guarded`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuardedCreate {
+    /// Written, merged, or already applied.
+    Done(CreateOutcome),
+    /// Nothing written: the item's retracted list is full of retractions at or after this
+    /// event, so it cannot vouch that this sender is not one of those it dropped.
+    Unvouched,
+}
+
 /// One list page.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page {
@@ -165,24 +175,83 @@ impl<H: HttpClient> NotificationStore<H> {
         let (filter, mut update) = rules::create_upsert(ev, &self.cfg, now_ms);
         rules::with_tally(&mut update, tally.map(|t| t.packed));
         rules::with_generation(&mut update, tally.and_then(|t| t.generation));
+        let o = self.upsert_create(&filter, &update).await?;
+        if o == CreateOutcome::AlreadyApplied {
+            self.store_added_tally(ev, tally).await?;
+        }
+        Ok(o)
+    }
+
+    /// [`Self::create_counted`] behind [`rules::with_retraction_guard`], for a create whose
+    /// sender is on the item's roster: [`GuardedCreate::Unvouched`] when the document's
+    /// retracted list cannot say whether the sender was retracted after this event (then
+    /// [`super::roster::create_checked`] asks the roster). One more read when the write misses.
+    ///
+    /// # Errors
+    /// Backend failures.
+    pub async fn create_guarded(
+        &self,
+        ev: &NotificationEvent,
+        tally: Tally,
+        now_ms: i64,
+    ) -> Result<GuardedCreate, NotifyError> {
+        let (mut filter, mut update) = rules::create_upsert(ev, &self.cfg, now_ms);
+        rules::with_retraction_guard(&mut filter, ev.created_time_msec, &self.cfg);
+        rules::with_tally(&mut update, Some(tally.packed));
+        rules::with_generation(&mut update, tally.generation);
+        let o = self.upsert_create(&filter, &update).await?;
+        if o != CreateOutcome::AlreadyApplied {
+            return Ok(GuardedCreate::Done(o));
+        }
+        // Missed: the sender is stored, or retracted at or after the event, or the guard held.
+        let doc = self
+            .api
+            .find_one(
+                &self.cfg.collection,
+                &json!({ "owner": ev.owner, "itemKey": ev.item_key }),
+                Some(&json!({ (field::ORIGIN_SENDER): 1, (field::RETRACTED): 1 })),
+                None,
+            )
+            .await?;
+        if !doc.is_some_and(|d| rules::holds_sender(&d, &ev.sender.id, ev.created_time_msec)) {
+            return Ok(GuardedCreate::Unvouched);
+        }
+        self.store_added_tally(ev, Some(tally)).await?;
+        Ok(GuardedCreate::Done(CreateOutcome::AlreadyApplied))
+    }
+
+    /// The create's upsert, sent again once on an ambiguous duplicate key
+    /// ([`rules::classify_create_result`]).
+    async fn upsert_create(
+        &self,
+        filter: &Value,
+        update: &Value,
+    ) -> Result<CreateOutcome, NotifyError> {
         for attempt in 0.. {
             let r = self
                 .api
-                .update_one(&self.cfg.collection, &filter, &update, true)
+                .update_one(&self.cfg.collection, filter, update, true)
                 .await;
             match rules::classify_create_result(r, attempt) {
-                CreateStep::Done(CreateOutcome::AlreadyApplied) => {
-                    if let Some(t) = tally.filter(|t| t.added) {
-                        self.store_tally(&ev.owner, &ev.item_key, t.packed).await?;
-                    }
-                    return Ok(CreateOutcome::AlreadyApplied);
-                }
                 CreateStep::Done(o) => return Ok(o),
                 CreateStep::Retry => {}
                 CreateStep::Fail(e) => return Err(e.into()),
             }
         }
         unreachable!("classify_create_result finishes by the second attempt")
+    }
+
+    /// The sender's origin is already there (or the document refuses it) but this reservation
+    /// put it on the roster: one more call stores the tally.
+    async fn store_added_tally(
+        &self,
+        ev: &NotificationEvent,
+        tally: Option<Tally>,
+    ) -> Result<(), NotifyError> {
+        if let Some(t) = tally.filter(|t| t.added) {
+            self.store_tally(&ev.owner, &ev.item_key, t.packed).await?;
+        }
+        Ok(())
     }
 
     /// Stores a roster tally on an existing item (`$max`, no upsert).
