@@ -394,17 +394,19 @@ fn group(
 }
 
 /// One group upsert: `Ok` with each event's outcome, `Err(None)` when its filter missed (a
-/// sender is present or retracted, or an insert raced), `Err(Some(why))` when the backend failed.
+/// sender is present or retracted, an insert raced, or the `guard` held: see
+/// [`rules::with_retraction_guard`]), `Err(Some(why))` when the backend failed.
 async fn upsert_group<H: HttpClient>(
     store: &NotificationStore<H>,
     events: &[NotificationEvent],
     idx: &[usize],
     tally: Option<Tally>,
+    guard: bool,
     now_ms: i64,
 ) -> Result<Vec<(usize, EventOutcome)>, Option<String>> {
     let evs: Vec<&NotificationEvent> = idx.iter().map(|&i| &events[i]).collect();
     let (mut filter, mut update) = group_upsert(&evs, store.config(), now_ms);
-    if tally.is_some() {
+    if guard {
         // The guard at the group's oldest event holds for every event in it.
         let oldest = evs.iter().map(|e| e.created_time_msec).min().unwrap_or(0);
         rules::with_retraction_guard(&mut filter, oldest, store.config());
@@ -491,6 +493,95 @@ async fn complete_roster<H: HttpClient>(
     Ok(roster::key(owner, item_key))
 }
 
+/// Every event of `idx` failed with `why`.
+fn failed(idx: &[usize], why: &str) -> Vec<(usize, EventOutcome)> {
+    idx.iter()
+        .map(|&i| (i, EventOutcome::Failed(why.to_owned())))
+        .collect()
+}
+
+/// A group whose item's retracted list cannot vouch for its senders (full of retractions at
+/// or after their events): the roster decides for all of them at once, one `HMGET` before the
+/// write and one after, as [`roster::create_checked`] does for one event.
+async fn write_unvouched<H: HttpClient>(
+    store: &NotificationStore<H>,
+    redis: &RedisRestClient<H>,
+    events: &[NotificationEvent],
+    idx: &[usize],
+    tally: Option<Tally>,
+    now_ms: i64,
+) -> Vec<(usize, EventOutcome)> {
+    let evs: Vec<&NotificationEvent> = idx.iter().map(|&i| &events[i]).collect();
+    let before = match roster::retracted_since(redis, &evs).await {
+        Ok(b) => b,
+        Err(e) => return failed(idx, &e.to_string()),
+    };
+    let refused = EventOutcome::Applied(CreateOutcome::AlreadyApplied);
+    let mut out = Vec::with_capacity(idx.len());
+    let mut todo = Vec::with_capacity(idx.len());
+    for (&i, at) in idx.iter().zip(&before) {
+        if at.is_some() {
+            out.push((i, refused.clone()));
+        } else {
+            todo.push(i);
+        }
+    }
+    let written = if todo.len() > 1 {
+        match upsert_group(store, events, &todo, tally, false, now_ms).await {
+            Ok(done) => done,
+            Err(Some(why)) => {
+                out.extend(failed(&todo, &why));
+                return out;
+            }
+            Err(None) => create_each(store, events, &todo, tally, now_ms).await,
+        }
+    } else {
+        create_each(store, events, &todo, tally, now_ms).await
+    };
+    let applied: Vec<&NotificationEvent> = written
+        .iter()
+        .filter(|(_, o)| matches!(o, EventOutcome::Applied(_)))
+        .map(|&(i, _)| &events[i])
+        .collect();
+    match roster::undo_retracted(store, redis, &applied, now_ms).await {
+        Ok(undone) => {
+            let mut undone = undone.into_iter();
+            out.extend(written.into_iter().map(|(i, o)| match o {
+                EventOutcome::Applied(_) if undone.next() == Some(true) => (i, refused.clone()),
+                o => (i, o),
+            }));
+        }
+        Err(e) => {
+            let why = e.to_string();
+            out.extend(
+                written
+                    .into_iter()
+                    .map(|(i, _)| (i, EventOutcome::Failed(why.clone()))),
+            );
+        }
+    }
+    out
+}
+
+/// One create per event, without the retraction guard.
+async fn create_each<H: HttpClient>(
+    store: &NotificationStore<H>,
+    events: &[NotificationEvent],
+    idx: &[usize],
+    tally: Option<Tally>,
+    now_ms: i64,
+) -> Vec<(usize, EventOutcome)> {
+    let mut out = Vec::with_capacity(idx.len());
+    for &i in idx {
+        let o = match store.create_counted(&events[i], tally, now_ms).await {
+            Ok(o) => EventOutcome::Applied(o),
+            Err(e) => EventOutcome::Failed(e.to_string()),
+        };
+        out.push((i, o));
+    }
+    out
+}
+
 async fn write_group<H: HttpClient>(
     store: &NotificationStore<H>,
     redis: Option<&RedisRestClient<H>>,
@@ -499,15 +590,13 @@ async fn write_group<H: HttpClient>(
     tally: Option<Tally>,
     now_ms: i64,
 ) -> Vec<(usize, EventOutcome)> {
-    let failed = |idx: &[usize], why: &str| -> Vec<(usize, EventOutcome)> {
-        idx.iter()
-            .map(|&i| (i, EventOutcome::Failed(why.to_owned())))
-            .collect()
-    };
+    // While the senders are on a roster, the writes carry the retraction guard.
+    let roster = redis.filter(|_| tally.is_some());
+    let guard = roster.is_some();
     let mut rest: Vec<usize> = idx.to_vec();
     let mut out = Vec::with_capacity(idx.len());
     if idx.len() > 1 {
-        match upsert_group(store, events, idx, tally, now_ms).await {
+        match upsert_group(store, events, idx, tally, guard, now_ms).await {
             Ok(done) => return done,
             Err(Some(why)) => return failed(idx, &why),
             Err(None) => {}
@@ -534,12 +623,19 @@ async fn write_group<H: HttpClient>(
                         .map(|i| (i, EventOutcome::Applied(CreateOutcome::AlreadyApplied))),
                 );
                 rest = todo;
+                let oldest = rest.iter().map(|&i| events[i].created_time_msec).min();
+                if let (Some(r), Some(t)) = (roster, oldest) {
+                    if !rules::retractions_complete(&d, t, store.config()) {
+                        out.extend(write_unvouched(store, r, events, &rest, tally, now_ms).await);
+                        return out;
+                    }
+                }
             }
             Ok(None) => {}
             Err(e) => return failed(idx, &e.to_string()),
         }
         if rest.len() > 1 {
-            match upsert_group(store, events, &rest, tally, now_ms).await {
+            match upsert_group(store, events, &rest, tally, guard, now_ms).await {
                 Ok(done) => {
                     out.extend(done);
                     return out;

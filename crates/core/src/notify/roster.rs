@@ -125,10 +125,8 @@ pub fn seed_of(doc: &StoredNotification) -> RosterSeed {
 /// before. When the item's list is full of retractions at or after this event, the document
 /// cannot tell whether this sender's was among those it dropped, so the roster (which keeps
 /// every retraction while the item has that many) decides: retracted at or after the event →
-/// refused; else the write goes without the guard, and the roster is asked again. A
-/// retraction's roster step precedes its document step, so one that the second question does
-/// not see removes this origin itself; one that it sees may have landed first, and is applied
-/// again here. Without Redis or a tally (no roster) this is [`NotificationStore::create_counted`].
+/// refused; else the write goes without the guard and [`undo_retracted`] asks again. Without
+/// Redis or a tally (no roster) this is [`NotificationStore::create_counted`].
 ///
 /// # Errors
 /// Backend failures (the event is retried: its reservation was not committed).
@@ -145,46 +143,71 @@ pub async fn create_checked<H: HttpClient>(
     if let GuardedCreate::Done(o) = store.create_guarded(ev, t, now_ms).await? {
         return Ok(o);
     }
-    if retracted_since(redis, ev).await?.is_some() {
+    if retracted_since(redis, &[ev]).await?[0].is_some() {
         return Ok(CreateOutcome::AlreadyApplied);
     }
     let o = store.create_counted(ev, tally, now_ms).await?;
-    if let Some(at) = retracted_since(redis, ev).await? {
-        store
-            .retract_counted(
-                ev.owner(),
-                ev.item_key(),
-                &ev.sender.id,
-                None,
-                at.max(now_ms),
-            )
-            .await?;
+    if undo_retracted(store, redis, &[ev], now_ms).await?[0] {
         return Ok(CreateOutcome::AlreadyApplied);
     }
     Ok(o)
 }
 
-/// When the roster says `ev`'s sender was retracted at or after the event (one `HGET`; see
-/// `roster.lua` for the values).
-async fn retracted_since<H: HttpClient>(
+/// For events of one item: when the roster says each one's sender was retracted at or after
+/// the event (one `HMGET`; `roster.lua` has the values).
+///
+/// # Errors
+/// Backend failures.
+pub async fn retracted_since<H: HttpClient>(
     redis: &RedisRestClient<H>,
-    ev: &NotificationEvent,
-) -> Result<Option<i64>, NotifyError> {
-    let v = redis
-        .command(&[
-            "HGET",
-            &key(ev.owner(), ev.item_key()),
-            &field(&ev.sender.id),
-        ])
-        .await?;
-    let value = match &v {
-        serde_json::Value::String(s) => s.parse::<i64>().ok(),
-        other => other.as_i64(),
+    evs: &[&NotificationEvent],
+) -> Result<Vec<Option<i64>>, NotifyError> {
+    let Some(first) = evs.first() else {
+        return Ok(vec![]);
     };
-    Ok(value
-        .filter(|&v| v < 0)
-        .map(|v| -(v.saturating_add(1)))
-        .filter(|&at| at >= ev.created_time_msec()))
+    let mut cmd = vec!["HMGET".to_owned(), key(first.owner(), first.item_key())];
+    cmd.extend(evs.iter().map(|e| field(&e.sender.id)));
+    let reply = redis.command(&cmd).await?;
+    let values = reply.as_array().map_or(&[][..], Vec::as_slice);
+    Ok(evs
+        .iter()
+        .enumerate()
+        .map(|(k, ev)| {
+            let v = match values.get(k) {
+                Some(serde_json::Value::String(s)) => s.parse::<i64>().ok(),
+                Some(other) => other.as_i64(),
+                None => None,
+            };
+            v.filter(|&v| v < 0)
+                .map(|v| -(v.saturating_add(1)))
+                .filter(|&at| at >= ev.created_time_msec())
+        })
+        .collect())
+}
+
+/// After writes made without the retraction guard: asks the roster again and takes back the
+/// origin of each sender it now says was retracted at or after its event (a retraction's
+/// roster step precedes its document step, so one the question does not see removes the
+/// origin itself; one it sees may have landed before the write). `true` for each one undone.
+///
+/// # Errors
+/// Backend failures.
+pub async fn undo_retracted<H: HttpClient>(
+    store: &NotificationStore<H>,
+    redis: &RedisRestClient<H>,
+    evs: &[&NotificationEvent],
+    now_ms: i64,
+) -> Result<Vec<bool>, NotifyError> {
+    let after = retracted_since(redis, evs).await?;
+    for (ev, at) in evs.iter().zip(&after) {
+        if let Some(at) = at {
+            let (owner, item, sender) = (ev.owner(), ev.item_key(), &ev.sender.id);
+            store
+                .retract_counted(owner, item, sender, None, (*at).max(now_ms))
+                .await?;
+        }
+    }
+    Ok(after.iter().map(Option::is_some).collect())
 }
 
 /// Completes an item's new roster from its document (one read, one `EVALSHA`) and stores the

@@ -105,6 +105,21 @@ pub fn with_retraction_guard(filter: &mut Value, event_time_ms: i64, cfg: &Notif
     ]);
 }
 
+/// Whether [`with_retraction_guard`] at `event_time_ms` holds on `doc` (its `x` as stored:
+/// newest first).
+#[must_use]
+pub fn retractions_complete(doc: &Value, event_time_ms: i64, cfg: &NotifyConfig) -> bool {
+    let last = usize::try_from(cfg.retracted_cap.max(1) - 1).unwrap_or(usize::MAX);
+    doc.get(field::RETRACTED)
+        .and_then(Value::as_array)
+        .and_then(|x| x.get(last))
+        .is_none_or(|e| {
+            e.get("t")
+                .and_then(Value::as_i64)
+                .is_some_and(|t| t < event_time_ms)
+        })
+}
+
 /// Whether `doc` (its `origins.s` and `x`) already holds what a create of `sender_id` at
 /// `event_time_ms` would do: the sender is stored, or was retracted at or after the event.
 #[must_use]

@@ -185,7 +185,8 @@ impl<H: HttpClient> NotificationStore<H> {
     /// [`Self::create_counted`] behind [`rules::with_retraction_guard`], for a create whose
     /// sender is on the item's roster: [`GuardedCreate::Unvouched`] when the document's
     /// retracted list cannot say whether the sender was retracted after this event (then
-    /// [`super::roster::create_checked`] asks the roster). One more read when the write misses.
+    /// [`super::roster::create_checked`] asks the roster). A miss costs a read, not a second
+    /// upsert, unless the read shows a concurrent insert (then both).
     ///
     /// # Errors
     /// Backend failures.
@@ -199,25 +200,37 @@ impl<H: HttpClient> NotificationStore<H> {
         rules::with_retraction_guard(&mut filter, ev.created_time_msec, &self.cfg);
         rules::with_tally(&mut update, Some(tally.packed));
         rules::with_generation(&mut update, tally.generation);
-        let o = self.upsert_create(&filter, &update).await?;
-        if o != CreateOutcome::AlreadyApplied {
-            return Ok(GuardedCreate::Done(o));
+        for _ in 0..2 {
+            let r = self
+                .api
+                .update_one(&self.cfg.collection, &filter, &update, true)
+                .await;
+            match rules::classify_create_result(r, 0) {
+                CreateStep::Done(o) => return Ok(GuardedCreate::Done(o)),
+                CreateStep::Retry => {}
+                CreateStep::Fail(e) => return Err(e.into()),
+            }
+            // Missed: the sender is stored, or retracted at or after the event, or the guard
+            // held, or a concurrent insert won (then the write goes once more).
+            let doc = self
+                .api
+                .find_one(
+                    &self.cfg.collection,
+                    &json!({ "owner": ev.owner, "itemKey": ev.item_key }),
+                    Some(&json!({ (field::ORIGIN_SENDER): 1, (field::RETRACTED): 1 })),
+                    None,
+                )
+                .await?;
+            let Some(doc) = doc else { break };
+            if rules::holds_sender(&doc, &ev.sender.id, ev.created_time_msec) {
+                self.store_added_tally(ev, Some(tally)).await?;
+                return Ok(GuardedCreate::Done(CreateOutcome::AlreadyApplied));
+            }
+            if !rules::retractions_complete(&doc, ev.created_time_msec, &self.cfg) {
+                break;
+            }
         }
-        // Missed: the sender is stored, or retracted at or after the event, or the guard held.
-        let doc = self
-            .api
-            .find_one(
-                &self.cfg.collection,
-                &json!({ "owner": ev.owner, "itemKey": ev.item_key }),
-                Some(&json!({ (field::ORIGIN_SENDER): 1, (field::RETRACTED): 1 })),
-                None,
-            )
-            .await?;
-        if !doc.is_some_and(|d| rules::holds_sender(&d, &ev.sender.id, ev.created_time_msec)) {
-            return Ok(GuardedCreate::Unvouched);
-        }
-        self.store_added_tally(ev, Some(tally)).await?;
-        Ok(GuardedCreate::Done(CreateOutcome::AlreadyApplied))
+        Ok(GuardedCreate::Unvouched)
     }
 
     /// The create's upsert, sent again once on an ambiguous duplicate key
