@@ -315,8 +315,9 @@ fn senders(svc: &NotifyService<UreqClient>, key: &str) -> Vec<String> {
 /// A create reserved before its sender's retraction and written after `retracted_cap` more
 /// retractions of the item landed: the document's list has dropped the sender by then, so only
 /// the roster can keep it out. (In the queue's fault test, 200 retractions of one hot item
-/// brought a retracted sender back, rarely.) Senders never retracted still get in, one by one
-/// and in a batch, though the list cannot vouch for them either.
+/// brought a retracted sender back, rarely.) The undo of a write made without the guard takes
+/// the sender out again, at the retraction's time. Senders never retracted still get in, one
+/// by one and in a batch, though the list cannot vouch for them either.
 #[test]
 fn a_create_delayed_past_the_retracted_cap_stays_out_and_others_still_get_in() {
     let stack = Stack::start();
@@ -362,6 +363,20 @@ fn a_create_delayed_past_the_retracted_cap_stays_out_and_others_still_get_in() {
     assert_eq!(senders(&svc, "p6"), ["s2", "s3"]);
     assert_eq!(count(&svc, "p6"), (2, true));
 
+    // The undo, on the state it repairs: a write without the guard landed after the retraction
+    // (what the document alone let happen before).
+    let unguarded = block_on(store.create_counted(&late, Some(tally), now_ms())).unwrap();
+    assert_eq!(unguarded, CreateOutcome::Merged);
+    assert_eq!(senders(&svc, "p6"), ["late", "s2", "s3"]);
+    let undone = block_on(roster::undo_retracted(store, &r, &[&late])).unwrap();
+    assert_eq!(undone, [true]);
+    assert_eq!(senders(&svc, "p6"), ["s2", "s3"]);
+    assert_eq!(count(&svc, "p6"), (2, true));
+    // The undo counts from the retraction's time, not the late writer's: a newer event of the
+    // same sender is welcome.
+    create(&svc, raw("p6", "late", "late2", t1 + 3));
+    assert_eq!(senders(&svc, "p6"), ["late", "s2", "s3"]);
+
     create(&svc, raw("p6", "new", "new1", t0 + 20));
     let raws = [
         raw("p6", "g1", "g1", t0 + 30),
@@ -373,8 +388,8 @@ fn a_create_delayed_past_the_retracted_cap_stays_out_and_others_still_get_in() {
         report.outcomes,
         vec![EventOutcome::Applied(CreateOutcome::Merged); 2]
     );
-    assert_eq!(senders(&svc, "p6"), ["g1", "g2", "new", "s2", "s3"]);
-    assert_eq!(count(&svc, "p6"), (5, true));
+    assert_eq!(senders(&svc, "p6"), ["g1", "g2", "late", "new", "s2", "s3"]);
+    assert_eq!(count(&svc, "p6"), (6, true));
 }
 
 #[test]

@@ -543,7 +543,7 @@ async fn write_unvouched<H: HttpClient>(
         .filter(|(_, o)| matches!(o, EventOutcome::Applied(_)))
         .map(|&(i, _)| &events[i])
         .collect();
-    match roster::undo_retracted(store, redis, &applied, now_ms).await {
+    match roster::undo_retracted(store, redis, &applied).await {
         Ok(undone) => {
             let mut undone = undone.into_iter();
             out.extend(written.into_iter().map(|(i, o)| match o {

@@ -41,7 +41,7 @@ use super::{
     notification_id, CreateOutcome, GuardedCreate, NotificationEvent, NotificationStore,
     NotifyConfig, NotifyError,
 };
-use crate::backend::{HttpClient, RedisRestClient};
+use crate::backend::{BackendError, HttpClient, RedisRestClient};
 use crate::dedup::{self, RosterCheck, RosterLife, RosterSeed};
 
 /// Counts saturate below this (2^24 − 1 senders per item); the rest of a tally is the version.
@@ -147,7 +147,7 @@ pub async fn create_checked<H: HttpClient>(
         return Ok(CreateOutcome::AlreadyApplied);
     }
     let o = store.create_counted(ev, tally, now_ms).await?;
-    if undo_retracted(store, redis, &[ev], now_ms).await?[0] {
+    if undo_retracted(store, redis, &[ev]).await?[0] {
         return Ok(CreateOutcome::AlreadyApplied);
     }
     Ok(o)
@@ -168,7 +168,10 @@ pub async fn retracted_since<H: HttpClient>(
     let mut cmd = vec!["HMGET".to_owned(), key(first.owner(), first.item_key())];
     cmd.extend(evs.iter().map(|e| field(&e.sender.id)));
     let reply = redis.command(&cmd).await?;
-    let values = reply.as_array().map_or(&[][..], Vec::as_slice);
+    let values = reply
+        .as_array()
+        .filter(|v| v.len() == evs.len())
+        .ok_or_else(|| BackendError::Decode(format!("HMGET: expected {} values", evs.len())))?;
     Ok(evs
         .iter()
         .enumerate()
@@ -196,14 +199,15 @@ pub async fn undo_retracted<H: HttpClient>(
     store: &NotificationStore<H>,
     redis: &RedisRestClient<H>,
     evs: &[&NotificationEvent],
-    now_ms: i64,
 ) -> Result<Vec<bool>, NotifyError> {
     let after = retracted_since(redis, evs).await?;
     for (ev, at) in evs.iter().zip(&after) {
         if let Some(at) = at {
             let (owner, item, sender) = (ev.owner(), ev.item_key(), &ev.sender.id);
+            // At the roster's time, not this late writer's: a newer event of the sender stays
+            // welcome.
             store
-                .retract_counted(owner, item, sender, None, (*at).max(now_ms))
+                .retract_counted(owner, item, sender, None, *at)
                 .await?;
         }
     }
