@@ -376,6 +376,15 @@ fn a_create_delayed_past_the_retracted_cap_stays_out_and_others_still_get_in() {
     // same sender is welcome.
     create(&svc, raw("p6", "late", "late2", t1 + 3));
     assert_eq!(senders(&svc, "p6"), ["late", "s2", "s3"]);
+    // An undo whose question came before late2 joined (the roster read as retracted) takes
+    // back only late1's origin, which is not there: late2's stays.
+    let (key, f) = (roster::key("u1", "p6"), roster::field("late"));
+    let joined = redis(&r, &["HGET", &key, &f]);
+    redis(&r, &["HSET", &key, &f, &(-(t1 + 1)).to_string()]);
+    let undone = block_on(roster::undo_retracted(store, &r, &[&late])).unwrap();
+    redis(&r, &["HSET", &key, &f, joined.as_str().unwrap()]);
+    assert_eq!(undone, [true]);
+    assert_eq!(senders(&svc, "p6"), ["late", "s2", "s3"]);
 
     create(&svc, raw("p6", "new", "new1", t0 + 20));
     let raws = [

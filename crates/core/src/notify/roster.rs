@@ -189,7 +189,7 @@ pub async fn retracted_since<H: HttpClient>(
 }
 
 /// After writes made without the retraction guard: asks the roster again and takes back the
-/// origin of each sender it now says was retracted at or after its event (a retraction's
+/// origin each event wrote whose sender it now says was retracted at or after the event (a retraction's
 /// roster step precedes its document step, so one the question does not see removes the
 /// origin itself; one it sees may have landed before the write). `true` for each one undone.
 ///
@@ -203,12 +203,9 @@ pub async fn undo_retracted<H: HttpClient>(
     let after = retracted_since(redis, evs).await?;
     for (ev, at) in evs.iter().zip(&after) {
         if let Some(at) = at {
-            let (owner, item, sender) = (ev.owner(), ev.item_key(), &ev.sender.id);
-            // At the roster's time, not this late writer's: a newer event of the sender stays
-            // welcome.
-            store
-                .retract_counted(owner, item, sender, None, *at)
-                .await?;
+            // Only this event's origin, at the roster's time (not this late writer's): a newer
+            // event of the sender stays welcome.
+            store.take_back(ev, *at).await?;
         }
     }
     Ok(after.iter().map(Option::is_some).collect())

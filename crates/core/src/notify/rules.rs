@@ -261,6 +261,24 @@ pub fn retract_update(
     )
 }
 
+/// Narrows retract step 1 or 2 to the origin one event's write added (`e`: its event id), so
+/// taking that write back ([`super::roster::undo_retracted`]) cannot pull a newer event of the
+/// same sender that landed meanwhile.
+pub fn only_event(step: &mut (Value, Value), sender_id: &str, event_id: &str) {
+    let origin = json!({ "s": sender_id, "e": event_id });
+    if let Some(f) = step.0.as_object_mut() {
+        f.remove(field::ORIGIN_SENDER);
+        f.insert(field::ORIGINS.into(), json!({ "$elemMatch": origin }));
+    }
+    if let Some(p) = step
+        .1
+        .get_mut("$pull")
+        .and_then(|p| p.get_mut(field::ORIGINS))
+    {
+        *p = origin;
+    }
+}
+
 /// Retract step 2: the sender is the only stored origin → tombstone the item (`updateOne`).
 ///
 /// Even when `originsCount` says older senders existed: with none left in the array the item
@@ -441,6 +459,21 @@ mod tests {
             classify_create_result(Err(down.clone()), 0),
             CreateStep::Fail(down)
         );
+    }
+
+    #[test]
+    fn only_event_narrows_a_retraction_to_one_events_origin() {
+        let cfg = NotifyConfig::default();
+        let mut step = retract_update("u", "k", "s", &cfg, 9);
+        only_event(&mut step, "s", "e1");
+        let origin = json!({ "s": "s", "e": "e1" });
+        assert_eq!(step.0[field::ORIGINS], json!({ "$elemMatch": origin }));
+        assert!(step.0.get(field::ORIGIN_SENDER).is_none());
+        assert_eq!(step.1["$pull"][field::ORIGINS], origin);
+        let mut step = retract_delete("u", "k", "s", &cfg, 9);
+        only_event(&mut step, "s", "e1");
+        assert_eq!(step.0[field::ORIGINS], json!({ "$elemMatch": origin }));
+        assert!(step.1.get("$pull").is_none());
     }
 
     #[test]

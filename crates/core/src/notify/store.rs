@@ -347,6 +347,34 @@ impl<H: HttpClient> NotificationStore<H> {
         Ok(RetractOutcome::NotFound)
     }
 
+    /// Takes back the origin `ev`'s own write added, as a retraction at `at` would remove it
+    /// (steps 1 and 2 of [`Self::retract_counted`], narrowed by [`rules::only_event`]); `false`
+    /// when that origin is not there. The retraction itself recorded the sender in `x`.
+    ///
+    /// # Errors
+    /// Backend failures.
+    pub async fn take_back(&self, ev: &NotificationEvent, at: i64) -> Result<bool, NotifyError> {
+        let (owner, item_key, sender) = (ev.owner(), ev.item_key(), ev.sender.id.as_str());
+        let mut steps = [
+            rules::retract_update(owner, item_key, sender, &self.cfg, at),
+            rules::retract_delete(owner, item_key, sender, &self.cfg, at),
+        ];
+        for step in &mut steps {
+            rules::only_event(step, sender, ev.event_id());
+            let (filter, update) = &*step;
+            if self
+                .api
+                .update_one(&self.cfg.collection, filter, update, false)
+                .await?
+                .matched
+                > 0
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// One page, with the badge counts when `with_counts` (one call either way: `aggregate`
     /// with `$facet`, or a plain `find`).
     ///
