@@ -238,10 +238,10 @@ browserTest("inbox: sign in, simulate events, merged text, live badge, retract, 
   await page.waitForSelector('#items [data-key="post:1"] .tag.unread', { state: "hidden" });
   await page.screenshot({ path: path.join(ARTIFACTS, "inbox-desktop.png"), fullPage: true });
 
-  // "All read" is held on the wire while post:2 is archived and the tab switched: the archive
-  // waits behind it in the All tab's queue, and each tab is its own client with its own queue,
-  // so the switch must send it before the Archived tab reads the server. (On a loaded CI
-  // machine the request was slow by itself, the archive stayed queued, and the tab was empty.)
+  // "All read" is held on the wire while post:2 is archived and the tab switched twice: the
+  // archive waits behind it in the All tab's queue, and each tab is its own client with its own
+  // queue, so the switches must send it before the Archived tab reads the server. (On a loaded
+  // CI machine the request was slow by itself, the archive stayed queued, and the tab was empty.)
   let release, arrived, sent;
   const held = new Promise((r) => { release = r; });
   const onWire = new Promise((r) => { arrived = r; });
@@ -255,6 +255,9 @@ browserTest("inbox: sign in, simulate events, merged text, live badge, retract, 
   await page.click('#items [data-key="post:2"] [data-act="archive"]');
   await page.waitForFunction(() => !document.querySelector('#items [data-key="post:2"]'), null, WAIT);
   assert.deepEqual(await keys(), ["post:1"]);
+  // Through another tab on the way: the first switch must send the archive. (Had the Archived
+  // tab read before it landed, the live badge would still bring the item; the console waits.)
+  await page.click("#tab-home");
   await page.click("#tab-archived");
   release();
   await passed;

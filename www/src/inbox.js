@@ -49,6 +49,9 @@ async function signIn(token) {
   return true;
 }
 
+/** The clients being closed, one after the other (see `close`). */
+let closing = Promise.resolve();
+
 /**
  * Stops the current client; resolves once its last state is saved. It first sends what that
  * client has queued: each view keeps its own queue, so an action taken just before a tab switch
@@ -61,8 +64,15 @@ function close() {
   const offs = state.offs;
   state.client = null;
   state.offs = [];
-  if (!c) return Promise.resolve();
-  return c.flush().catch(() => {}).then(() => c.stop()).finally(() => { for (const off of offs) off(); });
+  // Chained: after quick switches (All → Archived → Home) every tab opened later waits for
+  // every earlier client's flush, not only the last one's.
+  if (c) {
+    closing = closing.then(async () => {
+      try { await c.flush(); } catch { /* offline: the queue stays persisted */ }
+      try { await c.stop(); } finally { for (const off of offs) off(); }
+    }).catch(() => {});
+  }
+  return closing;
 }
 
 async function signOut() {
