@@ -72,17 +72,20 @@ fn retract(svc: &NotifyService<UreqClient>, item: &str, sender: &str, at: i64) {
     assert!(block_on(svc.run_deferred(w.deferred)).is_empty());
 }
 
-fn item(svc: &NotifyService<UreqClient>, item: &str) -> NotificationView {
+fn doc(svc: &NotifyService<UreqClient>, item: &str) -> Value {
     let store = svc.store();
-    let doc = block_on(store.api().find_one(
+    block_on(store.api().find_one(
         &store.config().collection,
         &json!({"owner": "u1", "itemKey": item}),
         None,
         None,
     ))
     .unwrap()
-    .expect("the item exists");
-    view(&doc)
+    .expect("the item exists")
+}
+
+fn item(svc: &NotifyService<UreqClient>, item: &str) -> NotificationView {
+    view(&doc(svc, item))
 }
 
 fn count(svc: &NotifyService<UreqClient>, key: &str) -> (i64, bool) {
@@ -336,14 +339,7 @@ fn a_create_delayed_past_the_retracted_cap_stays_out_and_others_still_get_in() {
         retract(&svc, "p6", s, t1 + k as i64);
     }
     let store = svc.store();
-    let doc = block_on(store.api().find_one(
-        &store.config().collection,
-        &json!({"owner": "u1", "itemKey": "p6"}),
-        None,
-        None,
-    ))
-    .unwrap()
-    .unwrap();
+    let doc = doc(&svc, "p6");
     let listed: Vec<&str> = doc["x"]
         .as_array()
         .unwrap()

@@ -533,10 +533,10 @@ async fn write_unvouched<H: HttpClient>(
                 out.extend(failed(&todo, &why));
                 return out;
             }
-            Err(None) => create_each(store, events, &todo, tally, now_ms).await,
+            Err(None) => create_each(store, None, events, &todo, tally, now_ms).await,
         }
     } else {
-        create_each(store, events, &todo, tally, now_ms).await
+        create_each(store, None, events, &todo, tally, now_ms).await
     };
     let applied: Vec<&NotificationEvent> = written
         .iter()
@@ -563,9 +563,10 @@ async fn write_unvouched<H: HttpClient>(
     out
 }
 
-/// One create per event, without the retraction guard.
+/// One create per event ([`roster::create_checked`]; without `redis`, no retraction guard).
 async fn create_each<H: HttpClient>(
     store: &NotificationStore<H>,
+    redis: Option<&RedisRestClient<H>>,
     events: &[NotificationEvent],
     idx: &[usize],
     tally: Option<Tally>,
@@ -573,7 +574,7 @@ async fn create_each<H: HttpClient>(
 ) -> Vec<(usize, EventOutcome)> {
     let mut out = Vec::with_capacity(idx.len());
     for &i in idx {
-        let o = match store.create_counted(&events[i], tally, now_ms).await {
+        let o = match roster::create_checked(store, redis, &events[i], tally, now_ms).await {
             Ok(o) => EventOutcome::Applied(o),
             Err(e) => EventOutcome::Failed(e.to_string()),
         };
@@ -605,16 +606,7 @@ async fn write_group<H: HttpClient>(
         // group again (a redelivered batch whose write was applied costs 2 calls, not one per
         // event). Anything else that moved in between falls back to the per-event create.
         let e = &events[idx[0]];
-        let doc = store
-            .api()
-            .find_one(
-                &store.config().collection,
-                &json!({ "owner": e.owner, "itemKey": e.item_key }),
-                Some(&json!({ (field::ORIGIN_SENDER): 1, (field::RETRACTED): 1 })),
-                None,
-            )
-            .await;
-        match doc {
+        match store.senders_of(&e.owner, &e.item_key).await {
             Ok(Some(d)) => {
                 let (applied, todo) = split_by_stored(&d, events, idx);
                 out.extend(
@@ -658,13 +650,7 @@ async fn write_group<H: HttpClient>(
             }
         }
     }
-    for &i in &rest {
-        let o = match roster::create_checked(store, redis, &events[i], tally, now_ms).await {
-            Ok(o) => EventOutcome::Applied(o),
-            Err(e) => EventOutcome::Failed(e.to_string()),
-        };
-        out.push((i, o));
-    }
+    out.extend(create_each(store, redis, events, &rest, tally, now_ms).await);
     out
 }
 

@@ -174,12 +174,11 @@ pub async fn retracted_since<H: HttpClient>(
         .ok_or_else(|| BackendError::Decode(format!("HMGET: expected {} values", evs.len())))?;
     Ok(evs
         .iter()
-        .enumerate()
-        .map(|(k, ev)| {
-            let v = match values.get(k) {
-                Some(serde_json::Value::String(s)) => s.parse::<i64>().ok(),
-                Some(other) => other.as_i64(),
-                None => None,
+        .zip(values)
+        .map(|(ev, v)| {
+            let v = match v {
+                serde_json::Value::String(s) => s.parse::<i64>().ok(),
+                other => other.as_i64(),
             };
             v.filter(|&v| v < 0)
                 .map(|v| -(v.saturating_add(1)))

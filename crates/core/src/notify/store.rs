@@ -212,16 +212,9 @@ impl<H: HttpClient> NotificationStore<H> {
             }
             // Missed: the sender is stored, or retracted at or after the event, or the guard
             // held, or a concurrent insert won (then the write goes once more).
-            let doc = self
-                .api
-                .find_one(
-                    &self.cfg.collection,
-                    &json!({ "owner": ev.owner, "itemKey": ev.item_key }),
-                    Some(&json!({ (field::ORIGIN_SENDER): 1, (field::RETRACTED): 1 })),
-                    None,
-                )
-                .await?;
-            let Some(doc) = doc else { break };
+            let Some(doc) = self.senders_of(&ev.owner, &ev.item_key).await? else {
+                break;
+            };
             if rules::holds_sender(&doc, &ev.sender.id, ev.created_time_msec) {
                 self.store_added_tally(ev, Some(tally)).await?;
                 return Ok(GuardedCreate::Done(CreateOutcome::AlreadyApplied));
@@ -231,6 +224,25 @@ impl<H: HttpClient> NotificationStore<H> {
             }
         }
         Ok(GuardedCreate::Unvouched)
+    }
+
+    /// The item's stored senders and retracted list (`origins.s`, `x`: what
+    /// [`rules::holds_sender`] and [`rules::retractions_complete`] read), one `findOne`.
+    ///
+    /// # Errors
+    /// Backend failures.
+    pub async fn senders_of(
+        &self,
+        owner: &str,
+        item_key: &str,
+    ) -> Result<Option<Value>, NotifyError> {
+        let filter = json!({ "owner": owner, "itemKey": item_key });
+        let projection = json!({ (field::ORIGIN_SENDER): 1, (field::RETRACTED): 1 });
+        let doc = self
+            .api
+            .find_one(&self.cfg.collection, &filter, Some(&projection), None)
+            .await?;
+        Ok(doc)
     }
 
     /// The create's upsert, sent again once on an ambiguous duplicate key
